@@ -1,0 +1,114 @@
+"""Calling the student's function so that only its results can cost points.
+
+nbgrader scores a test cell 0 when anything reaches stderr. A correct solution that
+prints to stderr, or whose NumPy code raises a RuntimeWarning, must not lose points,
+so every call into student code goes through ``call_student``: it captures Python-
+and file-descriptor-level stdout/stderr and warnings, and re-shows what it captured on
+stdout (students still see their debugging prints, nbgrader does not count them).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import sys
+import tempfile
+import warnings
+
+import numpy as np
+
+
+class CheckFailed(AssertionError):
+    """A hidden or visible check failed; the message is written for the student."""
+
+
+@contextlib.contextmanager
+def _fd_captured(fd: int):
+    """Point file descriptor ``fd`` at a temporary file for the duration; yield the file."""
+    with tempfile.TemporaryFile(mode="w+b") as sink:
+        try:
+            saved = os.dup(fd)
+        except OSError:  # no such descriptor: nothing to capture
+            yield sink
+            return
+        try:
+            os.dup2(sink.fileno(), fd)
+            yield sink
+        finally:
+            os.dup2(saved, fd)
+            os.close(saved)
+
+
+@contextlib.contextmanager
+def quiet_student_code():
+    """Capture everything student code writes or warns; yield a list that receives it."""
+    captured: list[str] = []
+    stdout, stderr = io.StringIO(), io.StringIO()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    with contextlib.ExitStack() as stack:
+        fd_err = stack.enter_context(_fd_captured(2))
+        stack.enter_context(contextlib.redirect_stdout(stdout))
+        stack.enter_context(contextlib.redirect_stderr(stderr))
+        caught = stack.enter_context(warnings.catch_warnings(record=True))
+        warnings.simplefilter("always")
+        stack.enter_context(np.errstate(all="warn"))
+        try:
+            yield captured
+        finally:
+            fd_err.seek(0)
+            fd_text = fd_err.read().decode(errors="replace")
+            captured.extend(text for text in (stdout.getvalue(), stderr.getvalue(), fd_text) if text)
+            captured.extend(f"{w.category.__name__}: {w.message}\n" for w in caught)
+
+
+def show_captured(captured: list[str], limit: int = 2000) -> None:
+    """Re-show captured output on stdout (never stderr), shortened to ``limit`` characters."""
+    text = "".join(captured)
+    if not text:
+        return
+    if len(text) > limit:
+        text = text[:limit] + f"\n... ({len(text) - limit} more characters not shown)\n"
+    print("Output of your code during this test (it does not affect the grade):")
+    print(text.rstrip())
+
+
+def call_student(function, d_output, x, pool_size, stride=None, *, what: str = "",
+                 output: list[str] | None = None):
+    """Call ``function(d_output, x, pool_size[, stride])`` quietly; return a plain ndarray.
+
+    stride is passed only when it is not None, so a function written without the
+    optional argument is still graded on its results. What the function prints or
+    warns goes to ``output`` when given, else it is shown on stdout at once.
+    Raises CheckFailed, with a message for the student, when the function is not
+    implemented, raises, or returns something that is not a numeric array.
+    """
+    where = f" {what}" if what else ""
+    if not callable(function):
+        raise CheckFailed(f"max_pool_backward is not a function (it is {type(function).__name__}).")
+    error = None
+    with quiet_student_code() as captured:
+        try:
+            args = (d_output, x, pool_size) if stride is None else (d_output, x, pool_size, stride)
+            result = function(*args)
+        except NotImplementedError:
+            error = "max_pool_backward is not implemented yet (it raises NotImplementedError)."
+        except Exception as exc:  # student code may raise anything; report it, do not crash
+            error = (f"max_pool_backward raised {type(exc).__name__}: {exc}{where} "
+                     f"(x of shape {np.shape(x)}, pool_size={pool_size!r}, stride={stride!r}).")
+    if output is None:
+        show_captured(captured)
+    else:
+        output.extend(captured)
+    if error:
+        raise CheckFailed(error)
+    if type(result) is not np.ndarray:
+        raise CheckFailed(
+            f"max_pool_backward must return a NumPy array, but it returned "
+            f"{type(result).__name__}{where}.")
+    if result.dtype.kind not in "biuf":
+        raise CheckFailed(f"max_pool_backward returned an array of dtype {result.dtype}; "
+                          f"dx must hold numbers{where}.")
+    return np.array(result, copy=True)
