@@ -1,0 +1,106 @@
+"""The instructor notebook, its committed release, and what students never see."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import sys
+
+import nbformat
+import pytest
+
+from conftest import RELEASE_NOTEBOOK, ROOT, SOURCE_NOTEBOOK, nbgrader
+from maxpool_grader.checks import HIDDEN_CHECKS
+
+sys.path.insert(0, str(ROOT / "scripts"))
+import build_source_notebook  # noqa: E402
+
+
+def nbgrader_meta(cell):
+    return cell.metadata.get("nbgrader", {})
+
+
+def cells_by_id(notebook):
+    return {nbgrader_meta(c)["grade_id"]: c for c in notebook.cells if "grade_id" in nbgrader_meta(c)}
+
+
+def comparable(notebook):
+    return [(c.cell_type, c.source, json.dumps(c.metadata, sort_keys=True), c.get("attachments"))
+            for c in notebook.cells]
+
+
+def test_committed_source_notebook_is_what_the_builder_writes():
+    committed = nbformat.read(SOURCE_NOTEBOOK, as_version=4)
+    assert comparable(committed) == comparable(build_source_notebook.build()), \
+        "run: python scripts/build_source_notebook.py"
+
+
+def test_each_hidden_check_has_its_own_graded_cell_with_title_and_points():
+    cells = cells_by_id(nbformat.read(SOURCE_NOTEBOOK, as_version=4))
+    for grade_id, check in HIDDEN_CHECKS.items():
+        cell = cells[grade_id]
+        meta = nbgrader_meta(cell)
+        assert meta["grade"] and meta["locked"] and meta["points"] == check.points
+        first_line, *body = cell.source.splitlines()
+        assert first_line == f"# Hidden test: {check.title} ({check.points} point{'s' if check.points > 1 else ''})"
+        assert body[0] == "### BEGIN HIDDEN TESTS" and body[-1] == "### END HIDDEN TESTS"
+        assert len(body) <= 4, "a hidden cell is a short call into maxpool_grader"
+    assert len(HIDDEN_CHECKS) == 8
+
+
+def test_points_add_up_to_five_manual_and_fifteen_autograded():
+    cells = cells_by_id(nbformat.read(SOURCE_NOTEBOOK, as_version=4))
+    graded = {gid: nbgrader_meta(c)["points"] for gid, c in cells.items() if nbgrader_meta(c).get("grade")}
+    assert graded.pop("part_a_derivation") == 5
+    assert cells["part_a_derivation"].cell_type == "markdown"
+    assert sum(graded.values()) == 15
+
+
+def test_the_figure_is_an_embedded_png():
+    part_a = cells_by_id(nbformat.read(SOURCE_NOTEBOOK, as_version=4))["part_a_question"]
+    png = base64.b64decode(part_a.attachments["figure1.png"]["image/png"])
+    assert png.startswith(b"\x89PNG") and "attachment:figure1.png" in part_a.source
+
+
+def test_committed_release_is_current(course):
+    nbgrader(course, "generate_assignment", "max_pool_backward", "--force")
+    fresh = nbformat.read(course / "release" / "max_pool_backward" / "max_pool_backward.ipynb", as_version=4)
+    assert comparable(nbformat.read(RELEASE_NOTEBOOK, as_version=4)) == comparable(fresh), \
+        "run: maxpool-grader grade (or nbgrader generate_assignment max_pool_backward --force)"
+    assert sorted(p.name for p in (course / "release" / "max_pool_backward").iterdir()) == \
+        ["max_pool_backward.ipynb"], "nothing but the notebook is shipped to students"
+
+
+def test_release_has_no_solution_hidden_test_or_rubric():
+    text = RELEASE_NOTEBOOK.read_text()
+    for marker in ["BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS",
+                   "Rubric", "Model answer", "maxpool_grader", "run_check"]:
+        assert marker not in text
+    source = cells_by_id(nbformat.read(SOURCE_NOTEBOOK, as_version=4))
+    solution = re.search(r"### BEGIN SOLUTION\n(.*)### END SOLUTION", source["max_pool_backward"].source, re.S)
+    elsewhere = "\n".join(c.source for gid, c in source.items() if gid != "max_pool_backward")
+    own_lines = [line.strip() for line in solution.group(1).splitlines()
+                 if len(line.strip()) > 12 and line.strip() not in elsewhere]
+    assert len(own_lines) >= 5
+    release_text = "\n".join(c.source for c in nbformat.read(RELEASE_NOTEBOOK, as_version=4).cells)
+    for line in own_lines:
+        assert line not in release_text, f"solution line leaked: {line}"
+    release = cells_by_id(nbformat.read(RELEASE_NOTEBOOK, as_version=4))
+    assert release["max_pool_backward"].source.rstrip().endswith("raise NotImplementedError()")
+    assert release["part_a_derivation"].source == "YOUR ANSWER HERE"
+    for grade_id in HIDDEN_CHECKS:
+        assert release[grade_id].source.splitlines()[0].startswith("# Hidden test: ")
+        assert len(release[grade_id].source.splitlines()) == 1
+
+
+def test_validate_gives_the_source_notebook_full_marks():
+    result = nbgrader(ROOT, "validate", str(SOURCE_NOTEBOOK))
+    assert "Success! Your notebook passes all the tests." in result.stdout
+
+
+def test_validate_reports_the_unimplemented_release_without_crashing():
+    result = nbgrader(ROOT, "validate", str(RELEASE_NOTEBOOK), check=False)
+    assert "VALIDATION FAILED" in result.stdout
+    assert "NotImplementedError" in result.stdout and "You did not provide a response" in result.stdout
+    assert "Traceback (most recent call last)" not in result.stdout.split("VALIDATION FAILED")[0]

@@ -1,0 +1,119 @@
+"""The real nbgrader pipeline on the sample class, through the main command.
+
+`maxpool-grader grade` runs generate_assignment -> autograde -> generate_feedback ->
+export with nbgrader's own commands; the scores asserted here are read back from the
+gradebook with nbgrader's API, and from the CSV.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import shutil
+import subprocess
+
+import nbformat
+import pytest
+from nbgrader.api import Gradebook
+
+from conftest import BIN, RELEASE_NOTEBOOK, ROOT, copy_course
+
+V = ["visible_2x2_stride_2", "visible_forum_example"]
+H = ["hidden_rectangular_leading_axes", "hidden_overlapping_windows", "hidden_ties_valid_subgradient",
+     "hidden_ties_first_maximum", "hidden_gradient_check", "hidden_forum_integer_input",
+     "hidden_ceil_border_windows", "hidden_inputs_unmodified_float_result"]
+FULL = dict(zip(V + H, [1, 1, 2, 2, 2, 1, 2, 1, 2, 1]))
+ZERO = dict.fromkeys(V + H, 0)
+
+EXPECTED = {
+    "loop_correct": FULL,
+    "vectorized_correct": FULL,
+    # prints to stderr and triggers a RuntimeWarning: must cost nothing
+    "noisy_correct": FULL,
+    # SyntaxError/IndentationError: the function is never defined
+    "forum_verbatim": ZERO,
+    # 2-D only, no stride argument, np.zeros_like truncates: only the visible tests pass
+    "forum_compiles": ZERO | {"visible_2x2_stride_2": 1, "visible_forum_example": 1},
+    "ties_all_maxima": FULL | {"hidden_ties_valid_subgradient": 0, "hidden_ties_first_maximum": 0},
+    "ties_split": FULL | {"hidden_ties_first_maximum": 0},
+    # the release notebook handed in untouched
+    "release_unmodified": ZERO,
+}
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    course = copy_course(tmp_path_factory.mktemp("pipeline") / "course")
+    untouched = course / "submitted" / "release_unmodified" / "max_pool_backward"
+    untouched.mkdir(parents=True)
+    shutil.copy(RELEASE_NOTEBOOK, untouched)
+    # no PATH change: the command must find alembic itself
+    result = subprocess.run([str(BIN / "maxpool-grader"), "grade", "--course-dir", str(course)],
+                            env={k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"},
+                            text=True, capture_output=True, timeout=900)
+    return course, result
+
+
+def test_main_command_succeeds(graded):
+    _, result = graded
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_every_student_gets_the_expected_score_in_every_cell(graded):
+    course, _ = graded
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+        for student, expected in EXPECTED.items():
+            actual = {cell: gradebook.find_grade(cell, "max_pool_backward", "max_pool_backward", student).score
+                      for cell in expected}
+            assert actual == expected, student
+            part_a = gradebook.find_grade("part_a_derivation", "max_pool_backward", "max_pool_backward", student)
+            if student == "release_unmodified":  # "YOUR ANSWER HERE" left as is: 0, nothing to read
+                assert not part_a.needs_manual_grade and part_a.score == 0
+            else:
+                assert part_a.needs_manual_grade, "Part A is graded by hand"
+
+
+def test_score_table_shows_each_students_autograded_total(graded):
+    _, result = graded
+    for student, expected in EXPECTED.items():
+        row = next(line for line in result.stdout.splitlines() if line.startswith(student + " "))
+        assert row.split()[-1] == f"{sum(expected.values())}/15"
+        assert row.split()[1] == ("0" if student == "release_unmodified" else "?")
+
+
+def test_grades_csv_has_every_student(graded):
+    course, _ = graded
+    with open(course / "grades.csv") as handle:
+        rows = {row["student_id"]: row for row in csv.DictReader(handle)}
+    assert set(rows) == set(EXPECTED)
+    for student, expected in EXPECTED.items():
+        assert float(rows[student]["raw_score"]) == sum(expected.values())
+        assert float(rows[student]["max_score"]) == 20
+
+
+def test_feedback_is_generated_for_every_student(graded):
+    course, _ = graded
+    for student in EXPECTED:
+        html = (course / "feedback" / student / "max_pool_backward" / "max_pool_backward.html").read_text()
+        assert "Hidden test: Overlapping windows add up their gradients" in html
+
+
+def test_noisy_correct_solution_leaves_no_stderr_in_test_cells(graded):
+    course, _ = graded
+    notebook = nbformat.read(course / "autograded" / "noisy_correct" / "max_pool_backward" /
+                             "max_pool_backward.ipynb", as_version=4)
+    test_cells = [c for c in notebook.cells if c.metadata.get("nbgrader", {}).get("grade") and c.cell_type == "code"]
+    assert len(test_cells) == 10
+    for cell in test_cells:
+        assert all(out.get("name") != "stderr" for out in cell.outputs), cell.source.splitlines()[0]
+        assert any("debug: entering max_pool_backward" in out.get("text", "") for out in cell.outputs)
+
+
+def test_committed_autograded_class_matches_a_fresh_grading(graded):
+    course, _ = graded
+    for student in EXPECTED:
+        if student == "release_unmodified":
+            continue
+        committed = nbformat.read(ROOT / "autograded" / student / "max_pool_backward" / "max_pool_backward.ipynb", 4)
+        fresh = nbformat.read(course / "autograded" / student / "max_pool_backward" / "max_pool_backward.ipynb", 4)
+        assert [c.source for c in committed.cells] == [c.source for c in fresh.cells]
