@@ -1,0 +1,100 @@
+"""The hidden checks, in process: what passes, what fails and what the student reads."""
+
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+from conftest import ROOT
+from maxpool_grader import max_pool_backward
+from maxpool_grader.checks import HIDDEN_CHECKS, evaluate, run_check
+from maxpool_grader.student_call import CheckFailed, call_student
+
+
+@pytest.mark.parametrize("grade_id", HIDDEN_CHECKS)
+def test_the_reference_passes_every_hidden_check(grade_id, capsys):
+    run_check(grade_id, max_pool_backward)
+    assert capsys.readouterr().out.startswith(f"Passed: {HIDDEN_CHECKS[grade_id].title}")
+
+
+@pytest.mark.parametrize("grade_id", HIDDEN_CHECKS)
+def test_the_unimplemented_stub_fails_every_check_saying_so(grade_id):
+    def stub(d_output, x, pool_size, stride=None):
+        raise NotImplementedError()
+    message = evaluate(grade_id, stub)
+    assert "not implemented yet" in message and HIDDEN_CHECKS[grade_id].title in message
+
+
+def test_a_check_gives_the_same_verdict_every_time():
+    def zeros(d_output, x, pool_size, stride=None):
+        return np.zeros(np.shape(x))
+    assert len({evaluate(grade_id, zeros) for grade_id in HIDDEN_CHECKS for _ in range(2)}) == len(HIDDEN_CHECKS)
+
+
+def test_prints_warnings_and_raw_stderr_of_a_correct_solution_never_reach_stderr(capfd):
+    def noisy(d_output, x, pool_size, stride=None):
+        print("to stderr", file=sys.stderr)
+        os.write(2, b"raw fd 2\n")
+        np.log(np.array([-1.0]))
+        warnings.warn("careful")
+        return max_pool_backward(d_output, x, pool_size, stride)
+    assert all(evaluate(grade_id, noisy) is None for grade_id in HIDDEN_CHECKS)
+    captured = capfd.readouterr()
+    assert captured.err == ""
+    assert "to stderr" in captured.out and "raw fd 2" in captured.out
+    assert "RuntimeWarning: invalid value encountered in log" in captured.out
+
+
+def test_an_exception_in_student_code_becomes_a_readable_failure():
+    def broken(d_output, x, pool_size, stride=None):
+        return x[10, 10]
+    message = evaluate("hidden_rectangular_leading_axes", broken)
+    assert "max_pool_backward raised IndexError" in message
+
+
+@pytest.mark.parametrize("returned, words", [
+    ([[0.0]], "must return a NumPy array, but it returned list"),
+    (None, "returned NoneType"),
+    (np.array([["a"]]), "dtype <U1"),
+])
+def test_what_is_not_a_numeric_array_is_rejected(returned, words):
+    with pytest.raises(CheckFailed, match=words):
+        call_student(lambda *args: returned, np.ones((1, 1)), np.ones((2, 2)), 2)
+
+
+def test_a_function_without_the_stride_argument_is_still_graded_on_its_results():
+    def no_stride(d_output, x, pool_size):
+        return max_pool_backward(d_output, x, pool_size)
+    assert evaluate("hidden_forum_integer_input", no_stride) is None
+    assert "takes 3 positional arguments" in evaluate("hidden_overlapping_windows", no_stride)
+
+
+def test_integer_truncation_is_explained():
+    def zeros_like(d_output, x, pool_size, stride=None):
+        dx = np.zeros_like(x)
+        dx[...] = max_pool_backward(d_output, x, pool_size, stride)
+        return dx
+    message = evaluate("hidden_inputs_unmodified_float_result", zeros_like)
+    assert "np.zeros_like(x) makes an integer array" in message
+
+
+def test_modifying_x_is_reported():
+    def in_place(d_output, x, pool_size, stride=None):
+        dx = max_pool_backward(d_output, x, pool_size, stride)
+        x[...] = 0
+        return dx
+    assert "changed its input x" in evaluate("hidden_inputs_unmodified_float_result", in_place)
+
+
+def test_splitting_ties_is_a_valid_subgradient_but_not_the_first_maximum():
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from make_sample_class import TIES_SPLIT
+    namespace = {"np": np}
+    exec(TIES_SPLIT, namespace)
+    split = namespace["max_pool_backward"]
+    assert evaluate("hidden_ties_valid_subgradient", split) is None
+    assert "expected dx" in evaluate("hidden_ties_first_maximum", split)
