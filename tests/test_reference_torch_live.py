@@ -1,5 +1,7 @@
 """Live comparison with PyTorch's max_pool2d (runs where torch is importable; .ci/run installs it)."""
 
+import os
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -7,7 +9,10 @@ from hypothesis import given, settings
 from maxpool_grader import max_pool_backward, max_pool_forward
 from strategies import pooling_configs
 
-torch = pytest.importorskip("torch")
+if os.environ.get("CI"):  # .ci/run installs torch==2.13.0: a missing torch there is a failure
+    import torch
+else:
+    torch = pytest.importorskip("torch", reason="pip install torch==2.13.0 to compare live")
 F = torch.nn.functional
 
 
