@@ -12,6 +12,8 @@ c.CourseDirectory.course_id = "max_pool_backward"
 # Student code gets this long per cell before nbgrader interrupts it. The hidden
 # tests of a correct solution take well under a second each.
 c.Execute.timeout = 30
+# No per-cell execution timestamps: grading the same notebook twice writes the same file.
+c.Execute.record_timing = False
 
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
