@@ -106,10 +106,6 @@ class PoolGeometry:
                                                self.stride, self.pool)
         )
 
-    def describe(self) -> str:
-        return (f"x of shape (..., {self.in_shape[0]}, {self.in_shape[1]}), "
-                f"pool_size {self.pool}, stride {self.stride}")
-
 
 def _check_pool_fits(x_shape, pool) -> None:
     height, width = x_shape[-2:]

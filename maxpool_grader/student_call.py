@@ -75,7 +75,7 @@ def show_captured(captured: list[str], limit: int = 2000) -> None:
     print(text.rstrip())
 
 
-def call_student(function, d_output, x, pool_size, stride=None, *, what: str = "",
+def call_student(function, d_output, x, pool_size, stride=None, *,
                  output: list[str] | None = None):
     """Call ``function(d_output, x, pool_size[, stride])`` quietly; return a plain ndarray.
 
@@ -85,7 +85,6 @@ def call_student(function, d_output, x, pool_size, stride=None, *, what: str = "
     Raises CheckFailed, with a message for the student, when the function is not
     implemented, raises, or returns something that is not a numeric array.
     """
-    where = f" {what}" if what else ""
     if not callable(function):
         raise CheckFailed(f"max_pool_backward is not a function (it is {type(function).__name__}).")
     error = None
@@ -96,7 +95,7 @@ def call_student(function, d_output, x, pool_size, stride=None, *, what: str = "
         except NotImplementedError:
             error = "max_pool_backward is not implemented yet (it raises NotImplementedError)."
         except Exception as exc:  # student code may raise anything; report it, do not crash
-            error = (f"max_pool_backward raised {type(exc).__name__}: {exc}{where} "
+            error = (f"max_pool_backward raised {type(exc).__name__}: {exc} "
                      f"(x of shape {np.shape(x)}, pool_size={pool_size!r}, stride={stride!r}).")
     if output is None:
         show_captured(captured)
@@ -107,8 +106,8 @@ def call_student(function, d_output, x, pool_size, stride=None, *, what: str = "
     if type(result) is not np.ndarray:
         raise CheckFailed(
             f"max_pool_backward must return a NumPy array, but it returned "
-            f"{type(result).__name__}{where}.")
+            f"{type(result).__name__}.")
     if result.dtype.kind not in "biuf":
         raise CheckFailed(f"max_pool_backward returned an array of dtype {result.dtype}; "
-                          f"dx must hold numbers{where}.")
+                          "dx must hold numbers.")
     return np.array(result, copy=True)
