@@ -269,13 +269,14 @@ def max_pool_backward(d_output, x, pool_size, stride=None):
 
 TRY_IT = """
 Try your function here (this cell is not graded; change it as you like). A correct backward
-pass gives differences around 1e-10. Try a stride smaller than the pool size, and `ceil_mode=True`.
+pass gives differences below 1e-6 (finite differences are not exact). Try a stride smaller than
+the pool size, and `ceil_mode=True`.
 """
 
 TRY_IT_CODE = """
 gradient_check(max_pool_backward)
 gradient_check(max_pool_backward, shape=(6, 7), pool_size=(3, 2), stride=1)
-gradient_check(max_pool_backward, shape=(5, 5), pool_size=2, ceil_mode=True)
+gradient_check(max_pool_backward, shape=(5, 5), pool_size=2, ceil_mode=True);
 """
 
 VISIBLE_TESTS = """

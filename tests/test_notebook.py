@@ -104,3 +104,12 @@ def test_validate_reports_the_unimplemented_release_without_crashing():
     assert "VALIDATION FAILED" in result.stdout
     assert "NotImplementedError" in result.stdout and "You did not provide a response" in result.stdout
     assert "Traceback (most recent call last)" not in result.stdout.split("VALIDATION FAILED")[0]
+
+
+def test_committed_sample_class_is_made_from_the_current_release():
+    import make_sample_class
+    release = nbformat.read(RELEASE_NOTEBOOK, as_version=4)
+    for student, solution in make_sample_class.STUDENTS.items():
+        committed = nbformat.read(ROOT / "submitted" / student / "max_pool_backward" / "max_pool_backward.ipynb", 4)
+        expected = make_sample_class.fill(nbformat.reads(nbformat.writes(release), as_version=4), solution)
+        assert comparable(committed) == comparable(expected), f"run: python scripts/make_sample_class.py ({student})"
