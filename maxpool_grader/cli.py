@@ -49,14 +49,10 @@ def graded_cells(gradebook: Gradebook, assignment: str) -> list[tuple[str, str, 
     """(notebook, grade id, max points) of every graded cell, in notebook order."""
     cells = []
     for notebook in gradebook.find_assignment(assignment).notebooks:
-        for cell in sorted(notebook.grade_cells, key=lambda c: _cell_order(notebook, c.name)):
+        order = {cell.name: position for position, cell in enumerate(notebook.source_cells)}
+        for cell in sorted(notebook.grade_cells, key=lambda c: order.get(c.name, len(order))):
             cells.append((notebook.name, cell.name, cell.max_score))
     return cells
-
-
-def _cell_order(notebook, name: str) -> int:
-    names = [cell.name for cell in notebook.source_cells]
-    return names.index(name) if name in names else len(names)
 
 
 def score_table(db_url: str, assignment: str = ASSIGNMENT) -> tuple[list, dict[str, dict]]:
@@ -79,14 +75,16 @@ def score_table(db_url: str, assignment: str = ASSIGNMENT) -> tuple[list, dict[s
 
 def format_table(cells, scores) -> str:
     """A plain-text table: one row per student, one column per graded cell."""
+    counters = {"hidden_": "H", "visible_": "V"}
+    seen = {"H": 0, "V": 0}
     labels = []
     for _, grade_id, _ in cells:
-        if grade_id.startswith("hidden_"):
-            labels.append(f"H{sum(1 for label in labels if label.startswith('H')) + 1}")
-        elif grade_id.startswith("visible_"):
-            labels.append(f"V{sum(1 for label in labels if label.startswith('V')) + 1}")
-        else:
+        prefix = next((letter for start, letter in counters.items() if grade_id.startswith(start)), None)
+        if prefix is None:
             labels.append("A")
+        else:
+            seen[prefix] += 1
+            labels.append(f"{prefix}{seen[prefix]}")
     auto = [(label, grade_id, points) for label, (_, grade_id, points) in zip(labels, cells)
             if label != "A"]
     width = max([len("student")] + [len(s) for s in scores])
