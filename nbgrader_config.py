@@ -20,3 +20,12 @@ c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 
 # A student who deletes a test cell still gets that test graded (nbgrader issue 1682).
 c.OverwriteCells.add_missing_cells = True
+
+# Feedback shows each hidden test cell's title, points and failure message, never its
+# code: the hidden region is stripped again before rendering (nbgrader issue 917), and a
+# failed check renders only its message, no traceback (see maxpool_grader/student_call.py).
+c.GenerateFeedback.preprocessors = [
+    "nbgrader.preprocessors.GetGrades",
+    "nbgrader.preprocessors.ClearHiddenTests",
+    "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
+]

@@ -8,14 +8,19 @@ notebook's hidden cells and their nbgrader metadata are checked against it by te
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 
+from .catalogue import BUGS, Bug
+from .diagnosis import accepts_stride, missing_stride_message, why_missing
 from .geometry import forward_geometry
 from .reference import max_pool_backward, max_pool_forward
-from .student_call import CheckFailed, call_student, show_captured
+from .reproducer import ProbeConfig, all_configs, call_text, literal, upstream, values
+from .student_call import (CheckFailed, StudentError, call_student, quiet_student_code,
+                           show_captured)
 
 
 @dataclass(frozen=True)
@@ -53,6 +58,10 @@ class HiddenCheck:
     checks: str  # one sentence for the student: what was checked
     cases: Callable[[], list[Case]]
     verdict: Callable[[Case, np.ndarray, Given], str | None]  # None when dx is right
+    probes: Callable[[], tuple[Case, ...]]  # small inputs of the same kind, smallest first
+
+
+SMALL = 48  # inputs up to this size are printed in full, as a paste-able reproducer
 
 
 def _show(array: np.ndarray) -> str:
@@ -86,9 +95,7 @@ def same_as_reference(case: Case, dx: np.ndarray, given: Given | None = None) ->
     if np.allclose(dx, expected, rtol=1e-9, atol=1e-12, equal_nan=True):
         return None
     text = "dx differs from the expected gradient."
-    if dx.size <= 36:
-        text += f"\nexpected dx =\n{_show(expected)}\nyour dx =\n{_show(dx)}"
-    else:
+    if dx.size > SMALL:
         wrong = np.argwhere(~np.isclose(dx, expected, rtol=1e-9, atol=1e-12, equal_nan=True))
         where = tuple(int(i) for i in wrong[0])
         text += (f" {len(wrong)} of {dx.size} entries are wrong; the first at index {where}: "
@@ -232,65 +239,255 @@ def unmodified_and_float_cases() -> list[Case]:
     ]
 
 
+# ---------------------------------------------------------------- probes
+def _probes(where: Callable[[ProbeConfig], bool], patterns=("distinct", "negative"),
+            dtype=np.float64, d_output="whole", limit: int = 300) -> Callable[[], list[Case]]:
+    """Probe inputs from the small configurations ``where`` accepts, smallest first."""
+    @functools.lru_cache(maxsize=1)
+    def build() -> tuple[Case, ...]:
+        cases: list[Case] = []
+        for config in all_configs():
+            if len(cases) >= limit:
+                break
+            if where(config):
+                cases += [Case(_frozen(upstream(config, d_output)), _frozen(values(config, pattern, dtype)),
+                               config.pool_size, config.stride_argument) for pattern in patterns]
+        return tuple(cases)
+    return build
+
+
+def _frozen(array: np.ndarray) -> np.ndarray:
+    array.flags.writeable = False  # shared between calls: students only ever get copies
+    return array
+
+
+def _default_floor(config: ProbeConfig) -> bool:
+    return config.stride is None and not config.ceil
+
+
+TIE_PATTERNS = ("equal", "ties")
+
+
 HIDDEN_CHECKS: dict[str, HiddenCheck] = {check.grade_id: check for check in [
     HiddenCheck("hidden_rectangular_leading_axes", "Rectangular windows and leading batch/channel axes", 2,
                 "dx must be right for rectangular pools (ph != pw) and for x with 0, 1 or 2 leading axes.",
-                rectangular_and_leading_axes_cases, same_as_reference),
+                rectangular_and_leading_axes_cases, same_as_reference,
+                _probes(lambda c: c.rectangular_or_leading and _default_floor(c))),
     HiddenCheck("hidden_overlapping_windows", "Overlapping windows add up their gradients", 2,
                 "With stride < pool_size, an element that is the maximum of several windows must "
                 "receive the sum of their gradients.",
-                overlapping_cases, same_as_reference),
+                overlapping_cases, same_as_reference,
+                _probes(lambda c: c.overlapping and not c.ceil)),
     HiddenCheck("hidden_ties_valid_subgradient", "Ties: a valid subgradient", 2,
                 "When several elements tie for a window's maximum, the window's gradient must go to "
                 "those maxima only, and in total exactly once.",
-                ties_cases, valid_subgradient),
+                ties_cases, valid_subgradient, _probes(_default_floor, TIE_PATTERNS)),
     HiddenCheck("hidden_ties_first_maximum", "Ties: the first maximum in row-major order", 1,
                 "On ties, the whole gradient goes to the first maximum in row-major order within the "
                 "window (PyTorch's convention).",
-                first_maximum_cases, same_as_reference),
+                first_maximum_cases, same_as_reference,
+                _probes(lambda c: True, TIE_PATTERNS)),
     HiddenCheck("hidden_gradient_check", "Numerical gradient check", 2,
                 "dx must agree with central finite differences of sum(d_output * max_pool_forward(x)).",
-                gradient_check_cases, finite_differences),
+                gradient_check_cases, finite_differences, _probes(lambda c: True)),
     HiddenCheck("hidden_forum_integer_input", "The forum example with integer x and fractional d_output", 1,
                 "For the integer 3x3 input 1..9, pool 2 and a fractional d_output, dx must hold the "
                 "fractions exactly.",
-                forum_integer_cases, same_as_reference),
+                forum_integer_cases, same_as_reference,
+                _probes(_default_floor, dtype=np.int64, d_output="halves")),
     HiddenCheck("hidden_ceil_border_windows", "Border windows of a ceil-mode grid", 2,
                 "When d_output's grid includes windows that run past x's border, those clipped windows "
                 "must pass their gradient back too.",
-                ceil_border_cases, same_as_reference),
+                ceil_border_cases, same_as_reference, _probes(lambda c: c.ceil)),
     HiddenCheck("hidden_inputs_unmodified_float_result", "Inputs left unmodified, floating result", 1,
                 "x and d_output must be unchanged after the call, and dx must be a floating-point array.",
-                unmodified_and_float_cases, leaves_inputs_and_returns_float),
+                unmodified_and_float_cases, leaves_inputs_and_returns_float,
+                _probes(lambda c: True, dtype=np.int64, d_output="int64")),
 ]}
+
+
+# ---------------------------------------------------------------- running a check
+@dataclass(frozen=True)
+class Attempt:
+    """The student's function on one case: its dx or the error it raised, and the verdict."""
+
+    case: Case
+    given: Given
+    dx: np.ndarray | None
+    error: CheckFailed | None
+    problem: str | None
+
+
+def attempt(check: HiddenCheck, function, case: Case, output: list[str]) -> Attempt:
+    given = Given(case.d_output.copy(), case.x.copy())  # the student may modify these
+    try:
+        dx = call_student(function, given.d_output, given.x, case.pool_size, case.stride, output=output)
+    except CheckFailed as failure:
+        return Attempt(case, given, None, failure, str(failure))
+    return Attempt(case, given, dx, None, check.verdict(case, dx, given))
+
+
+def _failure_kind(attempt_: Attempt) -> str:
+    if isinstance(attempt_.error, StudentError):
+        return type(attempt_.error.exception).__name__
+    return "error" if attempt_.error else "wrong result"
+
+
+def smallest_failure(check: HiddenCheck, function, failed: Attempt) -> Attempt:
+    """The smallest input that shows the failure the graded input showed.
+
+    The first probe that fails the same way (the same exception, or a wrong result);
+    else the first probe that fails at all; else the failed case cut down to its first
+    batch/channel plane that still fails; else the failed case itself.
+    """
+    discarded: list[str] = []
+    with_stride = accepts_stride(function)
+    kind = _failure_kind(failed)
+    first_other = None
+    for case in check.probes():
+        if case.stride is not None and not with_stride:
+            continue
+        probe = attempt(check, function, case, discarded)
+        if probe.problem:
+            if _failure_kind(probe) == kind:
+                return probe
+            first_other = first_other or probe
+    case = failed.case
+    for lead in np.ndindex(case.x.shape[:-2]):
+        plane = attempt(check, function, Case(case.d_output[lead], case.x[lead], case.pool_size,
+                                              case.stride), discarded)
+        if plane.problem and _failure_kind(plane) == kind:
+            return plane
+    return failed if case.x.size <= SMALL or first_other is None else first_other
+
+
+def _same_outcome(student: Attempt, dx, error: BaseException | None, given: Given) -> bool:
+    changed = (not np.array_equal(given.x, student.case.x), not np.array_equal(given.d_output, student.case.d_output))
+    student_changed = (not np.array_equal(student.given.x, student.case.x),
+                       not np.array_equal(student.given.d_output, student.case.d_output))
+    if changed != student_changed:
+        return False
+    if isinstance(student.error, StudentError):
+        theirs = student.error.exception
+        return (error is not None and type(error) is type(theirs) and str(error) == str(theirs))
+    if student.dx is None or error is not None:
+        return False
+    dx = np.asarray(dx)
+    return (dx.shape == student.dx.shape and dx.dtype.kind in "biuf"
+            and np.array_equal(dx.astype(np.float64), student.dx.astype(np.float64), equal_nan=True))
+
+
+def matches(bug: Bug, student: Attempt) -> bool:
+    """Whether ``bug`` gives exactly the student's outcome (dx or error, and changed
+    inputs) on the student's input."""
+    given = Given(student.case.d_output.copy(), student.case.x.copy())
+    dx, error = None, None
+    with quiet_student_code():
+        try:
+            dx = bug.function(given.d_output, given.x, student.case.pool_size, student.case.stride)
+        except Exception as exc:  # a bug may well crash on this input, as the student's did
+            error = exc
+    return _same_outcome(student, dx, error, given)
+
+
+def likely_mistakes(*attempts: Attempt) -> tuple[list[Bug], bool]:
+    """The catalogue's bugs that explain the student's outcomes.
+
+    Returns (bugs, certain): the bugs that give exactly the student's outcome on every
+    attempt (the small reproducer and the graded input that cost the points), or, when
+    none does, those that match on the first attempt alone (certain=False).
+    """
+    first = [bug for bug in BUGS.values() if matches(bug, attempts[0])]
+    every = [bug for bug in first if all(matches(bug, other) for other in attempts[1:])]
+    return (every, True) if every else (first, False)
+
+
+def _indented(text: str, by: int = 4) -> str:
+    return "\n".join(" " * by + line for line in text.split("\n"))
+
+
+def describe_failure(student: Attempt, graded: Attempt) -> str:
+    """The reproducer, expected and actual dx, and the likely mistake, for the student.
+
+    ``student`` is the smallest attempt that went wrong, ``graded`` the graded one.
+    """
+    case = student.case
+    if case.x.size <= SMALL:
+        code = "\n".join([f"x = {literal(case.x, 4)}", f"d_output = {literal(case.d_output, 11)}",
+                          call_text(case.pool_size, case.stride)])
+        expected = max_pool_backward(case.d_output, case.x, case.pool_size, case.stride)
+        parts = ["Smallest input where your function goes wrong (paste it into a new cell "
+                 "to try it):", _indented(code), "Expected dx:", _indented(literal(expected))]
+        if student.dx is not None:
+            parts += ["Your dx:", _indented(literal(student.dx))]
+            if not np.array_equal(student.given.x, case.x):
+                parts += ["x after your call (it must not change):", _indented(literal(student.given.x))]
+            if student.problem and not student.problem.startswith("dx differs"):
+                parts.append(student.problem)
+        else:
+            parts.append(f"Your function: {student.problem}")
+    else:
+        parts = [f"Input: {case.describe()}", student.problem or ""]
+    if isinstance(student.error, StudentError) and isinstance(student.error.exception, NotImplementedError):
+        return "\n".join(parts)
+    bugs, certain = likely_mistakes(student, graded) if graded is not student else likely_mistakes(student)
+    if bugs:
+        if not certain:
+            parts.append("Your dx on this small input is exactly what the following mistake gives, "
+                         "though on the graded input your dx differs from it too:")
+        for bug in bugs[:3]:
+            parts += [f"{'Likely' if certain else 'Possible'} mistake: {bug.title}.",
+                      _indented(bug.explanation, 2)]
+    elif student.error is None:
+        parts.append(f"None of the {len(BUGS)} mistakes in our catalogue gives exactly your result on "
+                     "this input, so this one is new to us: compare your dx with the expected one "
+                     "entry by entry, and check which window each entry comes from.")
+    return "\n".join(parts)
+
+
+def _report(check: HiddenCheck, body: str) -> str:
+    points = f"{check.points} point{'s' if check.points != 1 else ''}"
+    return f"Hidden test failed: {check.title} (0 of {points}).\nWhat it checks: {check.checks}\n\n{body}"
 
 
 def evaluate(grade_id: str, student_function) -> str | None:
     """Run one hidden check; return None when it passes, else the message for the student."""
     check = HIDDEN_CHECKS[grade_id]
-    cases = check.cases()
+    if not callable(student_function):
+        return _report(check, f"max_pool_backward is not a function (it is "
+                              f"{type(student_function).__name__}).")
     output: list[str] = []
+    failed = None
     try:
-        for number, case in enumerate(cases, start=1):
-            given = Given(case.d_output.copy(), case.x.copy())  # the student may modify these
-            try:
-                dx = call_student(student_function, given.d_output, given.x, case.pool_size,
-                                  case.stride, output=output)
-            except CheckFailed as failure:
-                problem = str(failure)
-            else:
-                problem = check.verdict(case, dx, given)
-            if problem:
-                return (f"{check.title}: failed.\nChecked: {check.checks}\n"
-                        f"Input {number} of {len(cases)}: {case.describe()}\n{problem}")
-        return None
+        for case in check.cases():
+            if case.stride is not None and not accepts_stride(student_function):
+                return _report(check, missing_stride_message(student_function))
+            graded = attempt(check, student_function, case, output)
+            if graded.problem:
+                failed = graded
+                break
     finally:
         show_captured(output)
+    if failed is None:
+        return None
+    if isinstance(failed.error, StudentError) and isinstance(failed.error.exception, NotImplementedError):
+        return _report(check, failed.problem)
+    return _report(check, describe_failure(smallest_failure(check, student_function, failed), failed))
 
 
-def run_check(grade_id: str, student_function) -> None:
-    """Entry point of a hidden test cell: passes quietly or raises CheckFailed."""
-    problem = evaluate(grade_id, student_function)
+def run_check(grade_id: str, namespace) -> None:
+    """Entry point of a hidden test cell: ``run_check('<grade id>', globals())``.
+
+    Passes quietly or raises CheckFailed, whose message (and nothing else) the student
+    sees. ``namespace`` is the notebook's globals (or the function itself).
+    """
+    if isinstance(namespace, dict):
+        if "max_pool_backward" not in namespace:
+            raise CheckFailed(_report(HIDDEN_CHECKS[grade_id], why_missing(namespace)))
+        function = namespace["max_pool_backward"]
+    else:
+        function = namespace
+    problem = evaluate(grade_id, function)
     if problem:
         raise CheckFailed(problem)
     check = HIDDEN_CHECKS[grade_id]

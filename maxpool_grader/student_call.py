@@ -14,13 +14,44 @@ import io
 import os
 import sys
 import tempfile
+import traceback
 import warnings
 
 import numpy as np
 
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+_NUMPY_DIR = os.path.dirname(os.path.abspath(np.__file__))
+
 
 class CheckFailed(AssertionError):
-    """A hidden or visible check failed; the message is written for the student."""
+    """A hidden or visible check failed; the message is written for the student.
+
+    IPython shows an exception through ``_render_traceback_`` when it has one: a failed
+    check shows its message only, never a traceback into the grader's code (which would
+    reveal the hidden test in the notebook and in nbgrader's feedback).
+    """
+
+    def _render_traceback_(self) -> list[str]:
+        return str(self).split("\n")
+
+
+class StudentError(CheckFailed):
+    """The student's function raised; ``exception`` is what it raised."""
+
+    def __init__(self, message: str, exception: BaseException):
+        super().__init__(message)
+        self.exception = exception
+
+
+def where_in_student_code(exception: BaseException) -> str:
+    """' (line N of your code: <source>)' for the innermost frame outside NumPy and the grader."""
+    frames = traceback.extract_tb(exception.__traceback__)
+    theirs = [frame for frame in frames
+              if not frame.filename.startswith((_PACKAGE_DIR, _NUMPY_DIR)) and frame.line]
+    if not theirs:
+        return ""
+    frame = theirs[-1]
+    return f"\n  at line {frame.lineno} of your code: {frame.line.strip()}"
 
 
 @contextlib.contextmanager
@@ -92,17 +123,18 @@ def call_student(function, d_output, x, pool_size, stride=None, *,
         try:
             args = (d_output, x, pool_size) if stride is None else (d_output, x, pool_size, stride)
             result = function(*args)
-        except NotImplementedError:
-            error = "max_pool_backward is not implemented yet (it raises NotImplementedError)."
+        except NotImplementedError as exc:
+            error = StudentError(
+                "max_pool_backward is not implemented yet (it raises NotImplementedError).", exc)
         except Exception as exc:  # student code may raise anything; report it, do not crash
-            error = (f"max_pool_backward raised {type(exc).__name__}: {exc} "
-                     f"(x of shape {np.shape(x)}, pool_size={pool_size!r}, stride={stride!r}).")
+            error = StudentError(
+                f"max_pool_backward raised {type(exc).__name__}: {exc}{where_in_student_code(exc)}", exc)
     if output is None:
         show_captured(captured)
     else:
         output.extend(captured)
     if error:
-        raise CheckFailed(error)
+        raise error
     if type(result) is not np.ndarray:
         raise CheckFailed(
             f"max_pool_backward must return a NumPy array, but it returned "

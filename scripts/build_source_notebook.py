@@ -329,7 +329,7 @@ def hidden_test_source(check) -> str:
     return (f"# Hidden test: {check.title} ({check.points} point{plural})\n"
             "### BEGIN HIDDEN TESTS\n"
             "from maxpool_grader.checks import run_check\n"
-            f"run_check({check.grade_id!r}, max_pool_backward)\n"
+            f"run_check({check.grade_id!r}, globals())\n"
             "### END HIDDEN TESTS")
 
 

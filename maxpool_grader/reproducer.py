@@ -1,0 +1,143 @@
+"""The smallest input that shows a student's mistake, printed so it can be pasted back.
+
+When a hidden check fails, its graded inputs are usually too big to reason about by
+hand. Every check therefore owns a list of probe inputs from its own domain (ties for
+the tie checks, stride < pool for the overlap check, ...), enumerated from the
+smallest up; the first probe the student's function gets wrong is the reproducer.
+Probes are fixed, so the feedback is the same every time.
+
+``literal`` prints arrays as exact Python literals (``repr`` of floats round-trips),
+so the pasted reproducer gives the student the same input and the same expected dx.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import numpy as np
+
+from .geometry import ceil_output_size, floor_output_size
+
+MAX_SIDE = 4
+STRIDES = (None,) + tuple((sh, sw) for sh in (1, 2, 3) for sw in (1, 2, 3))
+
+
+@dataclass(frozen=True)
+class ProbeConfig:
+    lead: tuple[int, ...]
+    in_shape: tuple[int, int]
+    pool: tuple[int, int]
+    stride: tuple[int, int] | None
+    ceil: bool
+    out_shape: tuple[int, int]
+
+    @property
+    def effective_stride(self) -> tuple[int, int]:
+        return self.pool if self.stride is None else self.stride
+
+    @property
+    def overlapping(self) -> bool:
+        return any(s < p for s, p in zip(self.effective_stride, self.pool))
+
+    @property
+    def rectangular_or_leading(self) -> bool:
+        return self.pool[0] != self.pool[1] or bool(self.lead)
+
+    @property
+    def pool_size(self):
+        return self.pool[0] if self.pool[0] == self.pool[1] else self.pool
+
+    @property
+    def stride_argument(self):
+        if self.stride is None:
+            return None
+        return self.stride[0] if self.stride[0] == self.stride[1] else self.stride
+
+
+@functools.lru_cache(maxsize=1)
+def all_configs() -> tuple[ProbeConfig, ...]:
+    """Every small pooling configuration, smallest first."""
+    configs = []
+    for lead in ((), (2,)):
+        for height in range(1, MAX_SIDE + 1):
+            for width in range(1, MAX_SIDE + 1):
+                for ph in range(1, height + 1):
+                    for pw in range(1, width + 1):
+                        if ph * pw < 2:
+                            continue
+                        for stride in STRIDES:
+                            sh, sw = (ph, pw) if stride is None else stride
+                            floor = (floor_output_size(height, ph, sh), floor_output_size(width, pw, sw))
+                            ceil = (ceil_output_size(height, ph, sh), ceil_output_size(width, pw, sw))
+                            configs.append(ProbeConfig(lead, (height, width), (ph, pw), stride, False, floor))
+                            if ceil != floor:
+                                configs.append(ProbeConfig(lead, (height, width), (ph, pw), stride, True, ceil))
+
+    def size(config: ProbeConfig):
+        planes = int(np.prod(config.lead, dtype=int))
+        return (planes * config.in_shape[0] * config.in_shape[1],
+                planes * config.out_shape[0] * config.out_shape[1], len(config.lead),
+                config.in_shape, config.pool, config.stride is not None, config.stride or (0, 0),
+                config.ceil)
+    return tuple(sorted(configs, key=size))
+
+
+def values(config: ProbeConfig, pattern: str, dtype=np.float64) -> np.ndarray:
+    """x for a probe: ``distinct`` (1..n shuffled, each plane's largest value in its
+    centre, so that overlapping windows share it), ``negative`` (the same, negated and
+    with -1 in the centre), ``ties`` (only 1s and 2s), ``equal`` (all 1s).
+
+    Seeded by the shape only: configurations that differ in pool or stride get the
+    same x, so the smallest probe that fails shows the setting that matters.
+    """
+    shape = config.lead + config.in_shape
+    count = int(np.prod(shape))
+    rng = np.random.default_rng([*shape, ("distinct", "negative", "ties", "equal").index(pattern)])
+    if pattern == "equal":
+        return np.ones(shape, dtype=dtype)
+    if pattern == "ties":
+        return rng.choice([1, 2], size=shape).astype(dtype)
+    array = rng.permutation(np.arange(1, count + 1)).reshape(shape)
+    planes = array.reshape(-1, *config.in_shape)
+    centre = (config.in_shape[0] // 2, config.in_shape[1] // 2)
+    for plane in planes:
+        top = np.unravel_index(np.argmax(plane), plane.shape)
+        plane[top], plane[centre] = plane[centre], plane[top]
+    if pattern == "negative":  # -n..-1, with -1 where n was
+        array = array - (count + 1)
+    return array.astype(dtype)
+
+
+def upstream(config: ProbeConfig, kind: str = "whole") -> np.ndarray:
+    """d_output for a probe: 1, 2, 3, ... in row-major order (``halves``: 0.5, 1.5, ...)."""
+    shape = config.lead + config.out_shape
+    array = np.arange(1, int(np.prod(shape)) + 1, dtype=np.float64).reshape(shape)
+    if kind == "halves":
+        return array - 0.5
+    if kind == "int64":
+        return array.astype(np.int64)
+    return array
+
+
+# ------------------------------------------------------------------ printing
+def _nested(items, depth: int) -> str:
+    if not isinstance(items, list):
+        return repr(items)
+    if not items or not isinstance(items[0], list):
+        return "[" + ", ".join(repr(item) for item in items) + "]"
+    separator = ",\n" + " " * (depth + 1)
+    return "[" + separator.join(_nested(item, depth + 1) for item in items) + "]"
+
+
+def literal(array: np.ndarray, indent: int = 0) -> str:
+    """``np.array(...)`` source text that rebuilds ``array`` exactly (values and dtype)."""
+    array = np.asarray(array)
+    dtype = "" if array.dtype == np.float64 else f", dtype=np.{array.dtype.name}"
+    opening = indent + len("np.array(")
+    return f"np.array({_nested(array.tolist(), opening)}{dtype})"
+
+
+def call_text(pool_size, stride) -> str:
+    arguments = f"pool_size={pool_size!r}" + ("" if stride is None else f", stride={stride!r}")
+    return f"dx = max_pool_backward(d_output, x, {arguments})"
