@@ -212,6 +212,7 @@ def gradient_check_cases() -> list[Case]:
         _case(_distinct((2, 7, 6), 40), 3, 2, seed=40),
         _case(_distinct((6, 5), 41), 2, 1, seed=41),
         _case(_distinct((5, 7), 42), (2, 3), (2, 2), seed=42, ceil_mode=True),
+        _case(_distinct((4, 6), 43) - 30, (2, 3), seed=43),  # all negative: a scan from 0 fails
     ]
 
 
@@ -228,6 +229,7 @@ def ceil_border_cases() -> list[Case]:
         _case(border_heavy, 2, seed=50, ceil_mode=True),
         _case(_distinct((2, 6, 6), 51), 3, 2, seed=51, ceil_mode=True),
         _case(_distinct((4, 7), 52), (2, 3), (3, 3), seed=52, ceil_mode=True),
+        _case(_distinct((2, 5, 5), 53) - 60, 2, seed=53, ceil_mode=True),  # all negative: zero padding fails
     ]
 
 

@@ -40,3 +40,14 @@ def copy_course(target: Path, *, with_submissions: bool = True) -> Path:
 @pytest.fixture
 def course(tmp_path) -> Path:
     return copy_course(tmp_path / "course", with_submissions=False)
+
+
+KILL_MATRIX = pytest.StashKey[str]()
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    """Print the mutation test's kill matrix at the end of every run that computed it."""
+    matrix = config.stash.get(KILL_MATRIX, None)
+    if matrix:
+        terminalreporter.write_sep("=", "kill matrix (tests/test_mutation.py)")
+        terminalreporter.write_line(matrix)

@@ -8,7 +8,9 @@ gradebook with nbgrader's API, and from the CSV.
 from __future__ import annotations
 
 import csv
+import html
 import os
+import re
 import shutil
 import subprocess
 
@@ -16,7 +18,8 @@ import nbformat
 import pytest
 from nbgrader.api import Gradebook
 
-from conftest import BIN, RELEASE_NOTEBOOK, ROOT, copy_course
+from conftest import BIN, RELEASE_NOTEBOOK, ROOT, SOURCE_NOTEBOOK, copy_course
+from maxpool_grader.checks import HIDDEN_CHECKS
 
 V = ["visible_2x2_stride_2", "visible_forum_example"]
 H = ["hidden_rectangular_leading_axes", "hidden_overlapping_windows", "hidden_ties_valid_subgradient",
@@ -117,3 +120,65 @@ def test_committed_autograded_class_matches_a_fresh_grading(graded):
         committed = nbformat.read(ROOT / "autograded" / student / "max_pool_backward" / "max_pool_backward.ipynb", 4)
         fresh = nbformat.read(course / "autograded" / student / "max_pool_backward" / "max_pool_backward.ipynb", 4)
         assert [c.source for c in committed.cells] == [c.source for c in fresh.cells]
+
+
+def feedback_html(course, student: str) -> str:
+    return (course / "feedback" / student / "max_pool_backward" / "max_pool_backward.html").read_text()
+
+
+def feedback_text(course, student: str) -> str:
+    """What a student reads on the feedback page: the HTML without tags."""
+    return html.unescape(re.sub(r"<[^>]+>", "", feedback_html(course, student)))
+
+
+def hidden_regions() -> list[str]:
+    """The code inside BEGIN/END HIDDEN TESTS of every hidden cell of the source notebook."""
+    source = nbformat.read(SOURCE_NOTEBOOK, as_version=4)
+    regions = [re.search(r"BEGIN HIDDEN TESTS\n(.*)\n### END HIDDEN TESTS", cell.source, re.S)
+               for cell in source.cells if cell.cell_type == "code"]
+    return [region[1] for region in regions if region]
+
+
+def test_feedback_shows_hidden_titles_and_points_but_never_their_code_or_a_traceback(graded):
+    course, _ = graded
+    regions = hidden_regions()
+    assert len(regions) == len(H)
+    for student in EXPECTED:
+        page, text = feedback_html(course, student), feedback_text(course, student)
+        for region in regions:
+            for line in region.splitlines():
+                assert line not in text and html.escape(line) not in page, (student, line)
+        for marker in ("HIDDEN TESTS", "run_check", "maxpool_grader", "checks.py", "site-packages"):
+            assert marker not in text, (student, marker)
+        for grade_id in H:
+            check = HIDDEN_CHECKS[grade_id]
+            plural = "s" if check.points != 1 else ""
+            assert f"Hidden test: {check.title} ({check.points} point{plural})" in text
+
+
+def test_forum_made_to_compile_feedback_names_overlapping_windows(graded):
+    course, _ = graded
+    text = feedback_text(course, "forum_compiles")
+    assert "Hidden test failed: Overlapping windows add up their gradients (0 of 2 points)." in text
+    assert "it has no stride parameter" in text
+    assert "Without a stride it cannot pool overlapping windows (stride < pool_size)" in text
+    # where its results are graded, the reproducer and the named mistake are shown
+    assert "Likely mistake: dx has x's integer dtype, so fractions are truncated." in text
+    assert "paste it into a new cell to try it" in text
+
+
+def test_forum_verbatim_feedback_points_at_both_syntax_problems(graded):
+    course, _ = graded
+    text = feedback_text(course, "forum_verbatim")
+    assert "Your solution cell does not compile, so max_pool_backward was never defined. It has 2 problems" in text
+    assert "line 15: IndentationError: unexpected indent" in text
+    assert "align the indentation" in text
+    assert "line 27: SyntaxError: invalid syntax" in text
+    assert "join the two lines into one" in text
+
+
+def test_ties_all_maxima_feedback_shows_the_smallest_reproducer_and_the_mistake(graded):
+    course, _ = graded
+    text = feedback_text(course, "ties_all_maxima")
+    assert "x = np.array([[1.0, 1.0]])" in text
+    assert "Likely mistake: every tied maximum receives the full gradient." in text

@@ -1,0 +1,78 @@
+"""Why a solution cannot be tested: every syntax problem, a renamed function, no stride."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from conftest import ROOT
+from maxpool_grader.checks import evaluate, run_check
+from maxpool_grader.diagnosis import accepts_stride, compile_problems, why_missing
+from maxpool_grader.student_call import CheckFailed
+
+sys.path.insert(0, str(ROOT / "scripts"))
+from make_sample_class import FORUM_VERBATIM, LOOP_CORRECT, forum_made_to_compile  # noqa: E402
+
+
+def test_forum_answer_verbatim_reports_the_indentation_slip_and_the_split_line():
+    problems = compile_problems(FORUM_VERBATIM)
+    assert [(p.line, p.error) for p in problems] == [
+        (15, "IndentationError: unexpected indent"), (27, "SyntaxError: invalid syntax")]
+    assert "line before it in the same block (line 4) by 3" in problems[0].hint
+    assert "align the indentation" in problems[0].hint
+    assert FORUM_VERBATIM.split("\n")[26].endswith("=") and "join the two lines" in problems[1].hint
+
+
+def test_following_both_hints_makes_the_forum_answer_compile():
+    assert compile_problems(forum_made_to_compile(FORUM_VERBATIM)) == []
+
+
+@pytest.mark.parametrize("source, line, words", [
+    ("def f(x):\nreturn x\n", 2, "must be indented further"),
+    ("def f(x):\n    a = 1\n   b = 2\n", 3, "matches no enclosing block"),
+    ("def f(x:\n    return x\n", 1, "unclosed bracket"),
+    ("total = 1 +\n    2\n", 1, "split over two lines"),
+])
+def test_each_syntax_problem_has_its_line_and_a_hint(source, line, words):
+    problems = compile_problems(source)
+    assert problems[0].line == line and words in problems[0].hint
+
+
+def test_problems_after_an_unrepairable_one_are_not_guessed():
+    problems = compile_problems("def f(x:\n    return x\n  y = (\n")
+    assert len(problems) == 1
+
+
+def test_a_compiling_solution_has_no_problems():
+    assert compile_problems(LOOP_CORRECT) == []
+
+
+def test_missing_function_is_explained_from_the_cells_that_ran():
+    history = ["import numpy as np", FORUM_VERBATIM, "run_check('hidden_gradient_check', globals())"]
+    message = why_missing({"In": history})
+    assert "does not compile" in message and "line 15" in message and "line 27" in message
+
+
+def test_a_renamed_function_is_named():
+    history = ["def maxpool_backward(d_output, x, pool_size, stride=None):\n    return x\n"]
+    assert "your code defines maxpool_backward" in why_missing({"In": history})
+
+
+def test_an_empty_solution_cell_is_said_to_be_empty():
+    assert "seems to be empty" in why_missing({"In": ["# YOUR CODE HERE\n"]})
+
+
+def test_run_check_on_a_namespace_without_the_function_fails_with_the_explanation():
+    with pytest.raises(CheckFailed) as failure:
+        run_check("hidden_gradient_check", {"In": [FORUM_VERBATIM]})
+    assert "Hidden test failed: Numerical gradient check (0 of 2 points)." in str(failure.value)
+    assert failure.value._render_traceback_() == str(failure.value).split("\n")
+
+
+def test_a_function_without_stride_is_told_its_signature():
+    def forum(d_output, input, pool_size):
+        return input
+    assert not accepts_stride(forum) and accepts_stride(lambda d, x, p, stride=None: x)
+    message = evaluate("hidden_overlapping_windows", forum)
+    assert "max_pool_backward(d_output, input, pool_size): it has no stride parameter" in message

@@ -1,0 +1,118 @@
+"""Mutation test: every hidden check against every catalogue bug and correct control.
+
+Every bug must lose points, every control must keep full marks, and the feedback of
+every failed cell must name the bug and give a reproducer that, pasted into a fresh
+namespace, produces the printed expected dx (with the reference) and the printed wrong
+dx (with the bug). The kill matrix is printed at the end of the pytest run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+
+import numpy as np
+import pytest
+
+from conftest import KILL_MATRIX
+from maxpool_grader import max_pool_backward
+from maxpool_grader.catalogue import BUGS, CONTROLS
+from maxpool_grader.checks import HIDDEN_CHECKS, SMALL, evaluate
+
+VARIANTS = {**{name: bug.function for name, bug in BUGS.items()},
+            **{name: control.function for name, control in CONTROLS.items()}}
+
+
+@pytest.fixture(scope="module")
+def messages(request) -> dict[tuple[str, str], str | None]:
+    """Feedback of every hidden check for every variant (None = passed)."""
+    found = {}
+    for name, function in VARIANTS.items():
+        for grade_id in HIDDEN_CHECKS:
+            with contextlib.redirect_stdout(io.StringIO()):  # the noisy control's re-shown output
+                found[name, grade_id] = evaluate(grade_id, function)
+    request.config.stash[KILL_MATRIX] = kill_matrix(found)
+    return found
+
+
+def kill_matrix(found) -> str:
+    labels = {grade_id: f"H{number}" for number, grade_id in enumerate(HIDDEN_CHECKS, start=1)}
+    width = max(map(len, VARIANTS)) + 2
+    lines = ["X = the hidden cell fails the variant (its points are lost), . = it passes",
+             " " * width + " ".join(f"{label:>3}" for label in labels.values()) + "   lost"]
+    for kind, names in (("bugs", BUGS), ("controls", CONTROLS)):
+        lines.append(f"-- {kind}")
+        for name in names:
+            row = [found[name, grade_id] is not None for grade_id in HIDDEN_CHECKS]
+            lost = sum(HIDDEN_CHECKS[g].points for g, failed in zip(HIDDEN_CHECKS, row) if failed)
+            lines.append(f"{name:<{width}}" + " ".join(f"{'X' if failed else '.':>3}" for failed in row)
+                         + f"   {lost:>4}")
+    lines += [f"{label} = {grade_id} ({HIDDEN_CHECKS[grade_id].points} p)" for grade_id, label in labels.items()]
+    return "\n".join(lines)
+
+
+@pytest.mark.parametrize("name", BUGS)
+def test_every_bug_loses_points(messages, name):
+    failed = [grade_id for grade_id in HIDDEN_CHECKS if messages[name, grade_id]]
+    assert failed, f"no hidden check catches the catalogue bug {name!r}"
+
+
+@pytest.mark.parametrize("name", CONTROLS)
+def test_every_correct_control_gets_full_marks(messages, name):
+    failed = {grade_id: messages[name, grade_id] for grade_id in HIDDEN_CHECKS if messages[name, grade_id]}
+    assert not failed, f"correct control {name!r} loses points:\n" + "\n\n".join(failed.values())
+
+
+@pytest.mark.parametrize("name", BUGS)
+def test_every_failed_cell_names_the_bug(messages, name):
+    title = BUGS[name].title
+    for grade_id in HIDDEN_CHECKS:
+        message = messages[name, grade_id]
+        if message:
+            assert f"Likely mistake: {title}." in message, message
+            assert BUGS[name].explanation in message
+
+
+def reproducer(message: str) -> tuple[str, str, str | None]:
+    """The pasted code, the printed expected dx and the printed 'your dx' of a message."""
+    found = re.search(r"paste it into a new cell to try it\):\n(?P<code>(?:    .*\n)+?)"
+                      r"Expected dx:\n(?P<expected>(?:    .*\n?)+?)(?=\S)", message)
+    assert found, f"no reproducer in:\n{message}"
+    yours = re.search(r"Your dx:\n((?:    .*\n?)+)", message)
+    dedent = lambda text: "\n".join(line[4:] for line in text.rstrip("\n").split("\n"))
+    return dedent(found["code"]), dedent(found["expected"]), yours and dedent(yours[1])
+
+
+@pytest.mark.parametrize("name", BUGS)
+def test_the_reproducer_pasted_back_gives_the_printed_results(messages, name):
+    checked = 0
+    for grade_id in HIDDEN_CHECKS:
+        message = messages[name, grade_id]
+        if not message or "paste it into a new cell" not in message:
+            continue
+        code, expected, yours = reproducer(message)
+        with_reference = {"np": np, "max_pool_backward": max_pool_backward}
+        exec(code, with_reference)
+        assert with_reference["x"].size <= SMALL
+        printed_expected = eval(expected, {"np": np})
+        assert printed_expected.dtype == with_reference["dx"].dtype
+        np.testing.assert_array_equal(with_reference["dx"], printed_expected)
+        if yours is not None:
+            with_bug = {"np": np, "max_pool_backward": BUGS[name].function}
+            with contextlib.redirect_stderr(io.StringIO()), np.errstate(all="ignore"):
+                exec(code, with_bug)
+            np.testing.assert_array_equal(with_bug["dx"], eval(yours, {"np": np}))
+        checked += 1
+    assert checked, f"no failed cell of {name!r} printed a reproducer"
+
+
+def test_reproducers_are_small(messages):
+    sizes = {}
+    for (name, grade_id), message in messages.items():
+        if message and "paste it into a new cell" in message:
+            namespace = {"np": np, "max_pool_backward": max_pool_backward}
+            exec(reproducer(message)[0], namespace)
+            sizes[name, grade_id] = namespace["x"].size
+    assert sizes and max(sizes.values()) <= SMALL
+    assert sorted(sizes.values())[len(sizes) // 2] <= 4, "half the reproducers have at most 4 elements"
