@@ -205,6 +205,20 @@ def zero_padding(d_output, x, pool_size, stride=None):
     return _window_loop(d_output, padded, pool_size, stride)[..., :x.shape[-2], :x.shape[-1]]
 
 
+def pool_size_int_only(d_output, x, pool_size, stride=None):
+    x, d_output = np.asarray(x), np.asarray(d_output)
+    pool_height, pool_width = pool_size, pool_size  # a pair (ph, pw) breaks the slices below
+    step_h, step_w = (pool_height, pool_width) if stride is None else _pair(stride)
+    dx = np.zeros(x.shape)
+    for lead in np.ndindex(x.shape[:-2]):
+        for i in range(d_output.shape[-2]):
+            for j in range(d_output.shape[-1]):
+                window = x[lead][i * step_h:i * step_h + pool_height, j * step_w:j * step_w + pool_width]
+                r, c = np.unravel_index(np.argmax(window), window.shape)
+                dx[(*lead, i * step_h + r, j * step_w + c)] += d_output[(*lead, i, j)]
+    return dx
+
+
 def only_two_dimensional(d_output, x, pool_size, stride=None):
     height, width = np.shape(x)  # fails for (..., H, W) with leading axes
     return _window_loop(d_output, x, pool_size, stride)
@@ -322,6 +336,11 @@ BUGS: dict[str, Bug] = {bug.name: bug for bug in [
         "Padding x with 0 to fit the border windows makes a padded 0 the maximum of a window of "
         "negative numbers, so that window's gradient vanishes into the padding. Slice the clipped "
         "window instead (NumPy slicing stops at the border), or pad with -inf.", zero_padding),
+    Bug("pool_size_int_only", "pool_size given as a pair (ph, pw) is not supported",
+        "pool_size may be one int or a pair (ph, pw); so may stride. Code like "
+        "`pool_height = pool_width = pool_size` makes slice bounds out of a tuple. Unpack it first: "
+        "`ph, pw = (pool_size, pool_size) if np.isscalar(pool_size) else pool_size`.",
+        pool_size_int_only),
     Bug("only_two_dimensional", "only 2-D inputs supported",
         "x may have leading batch/channel axes: shape (..., H, W). Pool over the last two axes only, "
         "e.g. loop over `np.ndindex(x.shape[:-2])`, or reshape to (-1, H, W) and back.",

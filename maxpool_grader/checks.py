@@ -335,16 +335,22 @@ def _failure_kind(attempt_: Attempt) -> str:
     return "error" if attempt_.error else "wrong result"
 
 
-def smallest_failure(check: HiddenCheck, function, failed: Attempt) -> Attempt:
-    """The smallest input that shows the failure the graded input showed.
+WITNESSES = 3  # further failing probes used to tell apart bugs that agree on the smallest one
 
-    The first probe that fails the same way (the same exception, or a wrong result);
-    else the first probe that fails at all; else the failed case cut down to its first
-    batch/channel plane that still fails; else the failed case itself.
+
+def smallest_failure(check: HiddenCheck, function, failed: Attempt) -> tuple[Attempt, list[Attempt]]:
+    """The smallest input that shows the failure the graded input showed, and a few
+    more failing probes of the same kind (to tell apart the bugs that could explain it).
+
+    The reproducer is the first probe that fails the same way (the same exception, or a
+    wrong result); else the failed case cut down to its first batch/channel plane that
+    still fails; else the failed case itself if it is small, else the first probe that
+    failed in another way.
     """
     discarded: list[str] = []
     with_stride = accepts_stride(function)
     kind = _failure_kind(failed)
+    found: list[Attempt] = []
     first_other = None
     for case in check.probes():
         if case.stride is not None and not with_stride:
@@ -352,15 +358,19 @@ def smallest_failure(check: HiddenCheck, function, failed: Attempt) -> Attempt:
         probe = attempt(check, function, case, discarded)
         if probe.problem:
             if _failure_kind(probe) == kind:
-                return probe
+                found.append(probe)
+                if len(found) > WITNESSES:
+                    break
             first_other = first_other or probe
+    if found:
+        return found[0], found[1:]
     case = failed.case
     for lead in np.ndindex(case.x.shape[:-2]):
         plane = attempt(check, function, Case(case.d_output[lead], case.x[lead], case.pool_size,
                                               case.stride), discarded)
         if plane.problem and _failure_kind(plane) == kind:
-            return plane
-    return failed if case.x.size <= SMALL or first_other is None else first_other
+            return plane, []
+    return (failed if case.x.size <= SMALL or first_other is None else first_other), []
 
 
 def _same_outcome(student: Attempt, dx, error: BaseException | None, given: Given) -> bool:
@@ -376,6 +386,7 @@ def _same_outcome(student: Attempt, dx, error: BaseException | None, given: Give
         return False
     dx = np.asarray(dx)
     return (dx.shape == student.dx.shape and dx.dtype.kind in "biuf"
+            and (dx.dtype.kind == "f") == (student.dx.dtype.kind == "f")
             and np.array_equal(dx.astype(np.float64), student.dx.astype(np.float64), equal_nan=True))
 
 
@@ -392,26 +403,35 @@ def matches(bug: Bug, student: Attempt) -> bool:
     return _same_outcome(student, dx, error, given)
 
 
-def likely_mistakes(*attempts: Attempt) -> tuple[list[Bug], bool]:
+def likely_mistakes(student: Attempt, graded: Attempt,
+                    witnesses: list[Attempt]) -> tuple[list[Bug], bool]:
     """The catalogue's bugs that explain the student's outcomes.
 
-    Returns (bugs, certain): the bugs that give exactly the student's outcome on every
-    attempt (the small reproducer and the graded input that cost the points), or, when
-    none does, those that match on the first attempt alone (certain=False).
+    Returns (bugs, certain). Certain: the bugs that give exactly the student's outcome
+    on the reproducer and on the graded input that cost the points. Otherwise (the
+    student's code has a mistake the catalogue lacks, or two at once) the bugs that match
+    the reproducer and as many of the other small failing inputs as any bug does.
     """
-    first = [bug for bug in BUGS.values() if matches(bug, attempts[0])]
-    every = [bug for bug in first if all(matches(bug, other) for other in attempts[1:])]
-    return (every, True) if every else (first, False)
+    first = [bug for bug in BUGS.values() if matches(bug, student)]
+    if graded is student:
+        return first, True
+    every = [bug for bug in first if matches(bug, graded)]
+    if every or not first:
+        return every, True
+    agreement = {bug.name: sum(matches(bug, other) for other in witnesses) for bug in first}
+    best = max(agreement.values())
+    return [bug for bug in first if agreement[bug.name] == best], False
 
 
 def _indented(text: str, by: int = 4) -> str:
     return "\n".join(" " * by + line for line in text.split("\n"))
 
 
-def describe_failure(student: Attempt, graded: Attempt) -> str:
+def describe_failure(student: Attempt, graded: Attempt, witnesses: list[Attempt]) -> str:
     """The reproducer, expected and actual dx, and the likely mistake, for the student.
 
-    ``student`` is the smallest attempt that went wrong, ``graded`` the graded one.
+    ``student`` is the smallest attempt that went wrong, ``graded`` the graded one,
+    ``witnesses`` further small inputs that went wrong the same way.
     """
     case = student.case
     if case.x.size <= SMALL:
@@ -432,7 +452,7 @@ def describe_failure(student: Attempt, graded: Attempt) -> str:
         parts = [f"Input: {case.describe()}", student.problem or ""]
     if isinstance(student.error, StudentError) and isinstance(student.error.exception, NotImplementedError):
         return "\n".join(parts)
-    bugs, certain = likely_mistakes(student, graded) if graded is not student else likely_mistakes(student)
+    bugs, certain = likely_mistakes(student, graded, witnesses)
     if bugs:
         if not certain:
             parts.append("Your dx on this small input is exactly what the following mistake gives, "
@@ -474,7 +494,8 @@ def evaluate(grade_id: str, student_function) -> str | None:
         return None
     if isinstance(failed.error, StudentError) and isinstance(failed.error.exception, NotImplementedError):
         return _report(check, failed.problem)
-    return _report(check, describe_failure(smallest_failure(check, student_function, failed), failed))
+    reproducer, witnesses = smallest_failure(check, student_function, failed)
+    return _report(check, describe_failure(reproducer, failed, witnesses))
 
 
 def run_check(grade_id: str, namespace) -> None:

@@ -74,6 +74,15 @@ def all_configs() -> tuple[ProbeConfig, ...]:
                             if ceil != floor:
                                 configs.append(ProbeConfig(lead, (height, width), (ph, pw), stride, True, ceil))
 
+    # Strides that place the same windows are the same probe: keep the plainest (None first).
+    distinct: dict[tuple, ProbeConfig] = {}
+    for config in configs:
+        (sh, sw), (rows, cols) = config.effective_stride, config.out_shape
+        windows = (config.lead, config.in_shape, config.pool,
+                   tuple(range(0, rows * sh, sh)), tuple(range(0, cols * sw, sw)))
+        distinct.setdefault(windows, config)
+    configs = list(distinct.values())
+
     def size(config: ProbeConfig):
         planes = int(np.prod(config.lead, dtype=int))
         return (planes * config.in_shape[0] * config.in_shape[1],

@@ -1,0 +1,58 @@
+"""A student fixes the forum answer by following the hidden tests' feedback alone.
+
+The steps are the edits made by hand, reading only the feedback, when this was tried
+through the real pipeline (`maxpool-grader grade`): 2/15 -> 3/15 -> 15/15. Each step's
+feedback must name what the next step fixes.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from conftest import ROOT
+from maxpool_grader.checks import HIDDEN_CHECKS, evaluate
+
+sys.path.insert(0, str(ROOT / "scripts"))
+from make_sample_class import FORUM_VERBATIM, TIES_ALL_MAXIMA, forum_made_to_compile  # noqa: E402
+
+STEPS = Path(__file__).parent / "data" / "walkthrough"
+
+
+def feedback(source: str) -> dict[str, str]:
+    namespace = {"np": np, "print": lambda *args, **kwargs: None}
+    exec(source, namespace)
+    messages = {grade_id: evaluate(grade_id, namespace["max_pool_backward"]) for grade_id in HIDDEN_CHECKS}
+    return {grade_id: message for grade_id, message in messages.items() if message}
+
+
+def test_forum_answer_fixed_by_following_the_feedback():
+    start = feedback(forum_made_to_compile(FORUM_VERBATIM))
+    text = "\n".join(start.values())
+    assert "it has no stride parameter" in text and "add `stride=None`" in text
+    assert "Likely mistake: dx has x's integer dtype" in text and "np.zeros(x.shape)" in text
+    assert "Likely mistake: pool_size given as a pair (ph, pw) is not supported" in text
+
+    step1 = feedback((STEPS / "forum_step1_stride_pairs_floats.py").read_text())
+    text = "\n".join(step1.values())
+    assert "Likely mistake: overlapping windows overwrite each other" in step1["hidden_overlapping_windows"]
+    assert "Likely mistake: only 2-D inputs supported." in text
+    assert "hidden_forum_integer_input" not in step1
+
+    assert feedback((STEPS / "forum_step2_accumulate_leading_axes.py").read_text()) == {}
+
+
+def test_ties_all_maxima_fixed_by_following_the_feedback():
+    start = feedback(TIES_ALL_MAXIMA)
+    assert set(start) == {"hidden_ties_valid_subgradient", "hidden_ties_first_maximum"}
+    assert all("every tied maximum receives the full gradient" in m and "np.argmax(window)" in m
+               for m in start.values())
+    fixed = TIES_ALL_MAXIMA.replace(
+        "mask = window == window.max(axis=(-2, -1), keepdims=True)  # every maximum",
+        "flat = window.reshape(*window.shape[:-2], -1)\n"
+        "            first = np.argmax(flat, axis=-1)  # the first maximum only\n"
+        "            mask = (np.arange(flat.shape[-1]) == first[..., None]).reshape(window.shape)")
+    assert fixed != TIES_ALL_MAXIMA
+    assert feedback(fixed) == {}
