@@ -15,7 +15,7 @@ import re
 import numpy as np
 import pytest
 
-from conftest import KILL_MATRIX
+from conftest import KILL_MATRIX, ROOT
 from maxpool_grader import max_pool_backward
 from maxpool_grader.catalogue import BUGS, CONTROLS
 from maxpool_grader.checks import HIDDEN_CHECKS, SMALL, evaluate
@@ -116,3 +116,9 @@ def test_reproducers_are_small(messages):
             sizes[name, grade_id] = namespace["x"].size
     assert sizes and max(sizes.values()) <= SMALL
     assert sorted(sizes.values())[len(sizes) // 2] <= 4, "half the reproducers have at most 4 elements"
+
+
+def test_readme_states_the_catalogue_size():
+    readme = (ROOT / "README.md").read_text()
+    assert f"{len(BUGS)} realistic wrong implementations" in readme
+    assert f"and {len(CONTROLS)} correct controls" in readme
