@@ -171,28 +171,26 @@ def max_initialised_to_zero(d_output, x, pool_size, stride=None):
     return _window_loop(d_output, x, pool_size, stride, weights=scan_from_zero)
 
 
+def _unravelled_with(width: int):
+    """Weights at the window's flat arg-max unravelled as if the window had ``width``
+    columns: right only when it has; nothing when that lands outside the window."""
+    def weights(window):
+        chosen = np.zeros(window.shape)
+        r, c = divmod(int(np.argmax(window)), width)
+        if r < window.shape[0] and c < window.shape[1]:
+            chosen[r, c] = 1.0
+        return chosen
+    return weights
+
+
 def argmax_unravelled_with_pool_height(d_output, x, pool_size, stride=None):
     ph, _ = _pair(pool_size)
-
-    def unravel_by_height(window):
-        weights = np.zeros(window.shape)
-        r, c = divmod(int(np.argmax(window)), ph)
-        if r < window.shape[0] and c < window.shape[1]:
-            weights[r, c] = 1.0
-        return weights
-    return _window_loop(d_output, x, pool_size, stride, weights=unravel_by_height)
+    return _window_loop(d_output, x, pool_size, stride, weights=_unravelled_with(ph))
 
 
 def clipped_window_unravelled_with_pool_width(d_output, x, pool_size, stride=None):
     _, pw = _pair(pool_size)
-
-    def unravel_by_pool_width(window):
-        weights = np.zeros(window.shape)
-        r, c = divmod(int(np.argmax(window)), pw)
-        if r < window.shape[0] and c < window.shape[1]:
-            weights[r, c] = 1.0
-        return weights
-    return _window_loop(d_output, x, pool_size, stride, weights=unravel_by_pool_width)
+    return _window_loop(d_output, x, pool_size, stride, weights=_unravelled_with(pw))
 
 
 def zero_padding(d_output, x, pool_size, stride=None):

@@ -35,7 +35,7 @@ class Case:
     def describe(self) -> str:
         lines = [f"pool_size={self.pool_size!r}, stride={self.stride!r}, "
                  f"x of shape {self.x.shape} ({self.x.dtype}), d_output of shape {self.d_output.shape}"]
-        if self.x.size <= 36:
+        if self.x.size <= SMALL:
             lines += [f"x =\n{_show(self.x)}", f"d_output =\n{_show(self.d_output)}"]
         return "\n".join(lines)
 
