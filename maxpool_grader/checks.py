@@ -9,6 +9,7 @@ notebook's hidden cells and their nbgrader metadata are checked against it by te
 from __future__ import annotations
 
 import functools
+import textwrap
 from dataclasses import dataclass
 from typing import Callable
 
@@ -467,9 +468,26 @@ def describe_failure(student: Attempt, graded: Attempt, witnesses: list[Attempt]
     return "\n".join(parts)
 
 
+WIDTH = 92  # notebook outputs and nbgrader's feedback scroll sideways instead of wrapping
+
+
+def _wrapped(text: str) -> str:
+    """Wrap the prose lines of a report; code and arrays (indented 4 or more) stay as they are."""
+    lines = []
+    for line in text.split("\n"):
+        indent = len(line) - len(line.lstrip(" "))
+        if indent >= 4 or len(line) <= WIDTH:
+            lines.append(line)
+        else:
+            lines += textwrap.wrap(line, WIDTH, subsequent_indent=" " * indent,
+                                   break_long_words=False, break_on_hyphens=False)
+    return "\n".join(lines)
+
+
 def _report(check: HiddenCheck, body: str) -> str:
     points = f"{check.points} point{'s' if check.points != 1 else ''}"
-    return f"Hidden test failed: {check.title} (0 of {points}).\nWhat it checks: {check.checks}\n\n{body}"
+    return _wrapped(f"Hidden test failed: {check.title} (0 of {points}).\n"
+                    f"What it checks: {check.checks}\n\n{body}")
 
 
 def evaluate(grade_id: str, student_function) -> str | None:

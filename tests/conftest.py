@@ -51,3 +51,8 @@ def pytest_terminal_summary(terminalreporter, config):
     if matrix:
         terminalreporter.write_sep("=", "kill matrix (tests/test_mutation.py)")
         terminalreporter.write_line(matrix)
+
+
+def flat(text: str) -> str:
+    """``text`` with every run of whitespace made one space: feedback wraps its prose lines."""
+    return " ".join(text.split())
