@@ -122,13 +122,13 @@ def valid_subgradient(case: Case, dx: np.ndarray, given: Given | None = None) ->
         if not np.isclose(window_dx.sum(), upstream, rtol=1e-9, atol=1e-12):
             return (f"The window at output position {index} passes back {upstream:g} in total, "
                     f"but your dx holds {window_dx.sum():g} in that window:\n"
-                    f"window of x =\n{_show(window_x)}\nyour dx there =\n{_show(window_dx)}")
+                    f"window of x:\n{_indented(_show(window_x))}\nyour dx there:\n{_indented(_show(window_dx))}")
         weights = window_dx / upstream
         off_max = (window_x != maxima[index]) & ~np.isclose(window_dx, 0, atol=1e-12)
         if off_max.any() or (weights < -1e-9).any() or (weights > 1 + 1e-9).any():
             return (f"In the window at output position {index}, gradient must go only to the "
                     f"window's maxima (value {maxima[index]}), split with non-negative weights:\n"
-                    f"window of x =\n{_show(window_x)}\nyour dx there =\n{_show(window_dx)}")
+                    f"window of x:\n{_indented(_show(window_x))}\nyour dx there:\n{_indented(_show(window_dx))}")
     if not np.allclose(dx[~covered], 0):
         return "dx is non-zero at positions that no pooling window covers."
     return None
