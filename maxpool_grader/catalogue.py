@@ -20,6 +20,8 @@ from typing import Callable
 
 import numpy as np
 
+from .geometry import as_pair
+
 Backward = Callable[..., np.ndarray]
 
 
@@ -40,7 +42,7 @@ class Control:
 
 # ------------------------------------------------------------------ shared pieces
 def _pair(value) -> tuple[int, int]:
-    return (int(value), int(value)) if np.ndim(value) == 0 else (int(value[0]), int(value[1]))
+    return as_pair("pool_size or stride", value)
 
 
 def _pool_and_stride(pool_size, stride) -> tuple[int, int, int, int]:

@@ -320,6 +320,15 @@ class Attempt:
     error: CheckFailed | None
     problem: str | None
 
+    @property
+    def inputs_changed(self) -> tuple[bool, bool]:
+        return _changed(self.given, self.case)
+
+
+def _changed(given: Given, case: Case) -> tuple[bool, bool]:
+    """Whether the call changed x and d_output (``given`` holds the arrays it received)."""
+    return not np.array_equal(given.x, case.x), not np.array_equal(given.d_output, case.d_output)
+
 
 def attempt(check: HiddenCheck, function, case: Case, output: list[str]) -> Attempt:
     given = Given(case.d_output.copy(), case.x.copy())  # the student may modify these
@@ -375,10 +384,7 @@ def smallest_failure(check: HiddenCheck, function, failed: Attempt) -> tuple[Att
 
 
 def _same_outcome(student: Attempt, dx, error: BaseException | None, given: Given) -> bool:
-    changed = (not np.array_equal(given.x, student.case.x), not np.array_equal(given.d_output, student.case.d_output))
-    student_changed = (not np.array_equal(student.given.x, student.case.x),
-                       not np.array_equal(student.given.d_output, student.case.d_output))
-    if changed != student_changed:
+    if _changed(given, student.case) != student.inputs_changed:
         return False
     if isinstance(student.error, StudentError):
         theirs = student.error.exception
@@ -443,7 +449,7 @@ def describe_failure(student: Attempt, graded: Attempt, witnesses: list[Attempt]
                  "to try it):", _indented(code), "Expected dx:", _indented(literal(expected))]
         if student.dx is not None:
             parts += ["Your dx:", _indented(literal(student.dx))]
-            if not np.array_equal(student.given.x, case.x):
+            if student.inputs_changed[0]:
                 parts += ["x after your call (it must not change):", _indented(literal(student.given.x))]
             if student.problem and not student.problem.startswith("dx differs"):
                 parts.append(student.problem)
@@ -498,9 +504,10 @@ def evaluate(grade_id: str, student_function) -> str | None:
                               f"{type(student_function).__name__}).")
     output: list[str] = []
     failed = None
+    with_stride = accepts_stride(student_function)
     try:
         for case in check.cases():
-            if case.stride is not None and not accepts_stride(student_function):
+            if case.stride is not None and not with_stride:
                 return _report(check, missing_stride_message(student_function))
             graded = attempt(check, student_function, case, output)
             if graded.problem:

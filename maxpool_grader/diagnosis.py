@@ -88,7 +88,7 @@ def _repair(lines: list[tuple[int, str]], error: SyntaxError) -> CompileProblem 
             continue
         cand_number, cand_text = lines[candidate]
         code = cand_text.split("#")[0].rstrip()
-        if re.search(r"(?<![=!<>])=$|[-+*/%,]$", code) and isinstance(error, SyntaxError):
+        if re.search(r"(?<![=!<>])=$|[-+*/%,]$", code):
             following = lines[candidate + 1][1].strip()
             lines[candidate] = (cand_number, code + " " + following)
             del lines[candidate + 1]
