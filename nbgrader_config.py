@@ -9,9 +9,39 @@ c = get_config()  # noqa: F821  (provided by nbgrader when it loads this file)
 
 c.CourseDirectory.course_id = "max_pool_backward"
 
-# Student code gets this long per cell before nbgrader interrupts it. The hidden
-# tests of a correct solution take well under a second each.
-c.Execute.timeout = 30
+# ---------------------------------------------------------------- grading untrusted code
+# See README.md, "Grading: what is guaranteed". Every graded test is decided out of the
+# student's process (maxpool_grader/runner.py): the solution cell runs in a separate,
+# sandboxed process with these limits, and the notebook's own test cell can only lower
+# that verdict. The tests of a correct solution take milliseconds.
+c.Autograde.exporter_class = "maxpool_grader.autograde.TolerantNotebookExporter"
+c.Autograde.autograde_preprocessors = [
+    "maxpool_grader.autograde.RestoreCellOrder",
+    "maxpool_grader.autograde.OutOfProcessVerdicts",
+    "maxpool_grader.autograde.SafeExecute",  # nbgrader's Execute, made safe
+    "nbgrader.preprocessors.IgnorePattern",
+    "nbconvert.preprocessors.ClearMetadataPreprocessor",
+    "nbgrader.preprocessors.LimitOutput",
+    "nbgrader.preprocessors.SaveAutoGrades",
+    "nbgrader.preprocessors.AssignLatePenalties",
+    "nbgrader.preprocessors.CheckCellMetadata",
+]
+c.OutOfProcessVerdicts.check_seconds = 5  # per test: its graded inputs
+c.OutOfProcessVerdicts.search_seconds = 5  # per failed test: the search for a small reproducer
+c.OutOfProcessVerdicts.load_seconds = 10  # running the solution cell
+c.OutOfProcessVerdicts.total_seconds = 40  # all tests of one notebook
+c.OutOfProcessVerdicts.memory_mib = 2048
+c.OutOfProcessVerdicts.sandbox = "auto"  # "required": refuse to grade without bubblewrap
+# The notebook itself, in nbgrader's kernel: per cell, and for the whole notebook.
+c.Execute.timeout = 15
+c.SafeExecute.notebook_seconds = 60
+c.SafeExecute.memory_mib = 4096
+c.SafeExecute.sandbox = "auto"
+# nbgrader skips a submission folder without a notebook; grade it (0, with the reason).
+from maxpool_grader.autograde import grade_folders_without_notebooks  # noqa: E402
+from nbgrader.converters import Autograde  # noqa: E402
+
+grade_folders_without_notebooks(Autograde)
 # No per-cell execution timestamps: grading the same notebook twice writes the same file.
 c.Execute.record_timing = False
 

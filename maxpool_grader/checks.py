@@ -309,6 +309,29 @@ HIDDEN_CHECKS: dict[str, HiddenCheck] = {check.grade_id: check for check in [
 ]}
 
 
+def visible_2x2_cases() -> list[Case]:
+    x = np.array([[1, 3, 2, 1], [4, 2, 0, 1], [5, 1, 7, 8], [2, 6, 3, 0]], dtype=float)
+    return [_case(x, 2, d_output=np.array([[0.1, 0.2], [0.3, 0.4]]))]
+
+
+def visible_forum_cases() -> list[Case]:
+    return [_case(np.arange(1, 10).reshape(3, 3), 2, d_output=np.ones((2, 2), dtype=np.int64))]
+
+
+# The visible test cells assert on their own inputs in the student's kernel, where a
+# patched assert could pass them; these are the same tests for the out-of-process verdict.
+VISIBLE_CHECKS: dict[str, HiddenCheck] = {check.grade_id: check for check in [
+    HiddenCheck("visible_2x2_stride_2", "2x2 windows, stride 2 (Figure 1)", 1,
+                "dx for the visible test's 4x4 input, pool 2, stride 2.",
+                visible_2x2_cases, same_as_reference, _probes(_default_floor)),
+    HiddenCheck("visible_forum_example", "The forum example", 1,
+                "dx for the visible test's 3x3 input 1..9 with pool 2 and a 2x2 d_output.",
+                visible_forum_cases, same_as_reference, _probes(lambda c: c.ceil)),
+]}
+
+GRADED_CHECKS: dict[str, HiddenCheck] = VISIBLE_CHECKS | HIDDEN_CHECKS
+
+
 # ---------------------------------------------------------------- running a check
 @dataclass(frozen=True)
 class Attempt:
@@ -492,35 +515,55 @@ def _wrapped(text: str) -> str:
 
 def _report(check: HiddenCheck, body: str) -> str:
     points = f"{check.points} point{'s' if check.points != 1 else ''}"
-    return _wrapped(f"Hidden test failed: {check.title} (0 of {points}).\n"
+    kind = "Hidden test" if check.grade_id.startswith("hidden") else "Test"
+    return _wrapped(f"{kind} failed: {check.title} (0 of {points}).\n"
                     f"What it checks: {check.checks}\n\n{body}")
 
 
+def graded_failure(check: HiddenCheck, function, output: list[str]) -> Attempt | str | None:
+    """Run ``check``'s graded cases: None when all pass, else the first failing attempt
+    (or, for a function that cannot be called with a stride, the message saying so)."""
+    with_stride = accepts_stride(function)
+    for case in check.cases():
+        if case.stride is not None and not with_stride:
+            return missing_stride_message(function)
+        graded = attempt(check, function, case, output)
+        if graded.problem:
+            return graded
+    return None
+
+
+def explain(check: HiddenCheck, function, failed: Attempt) -> str:
+    """The report for a failed graded attempt: reproducer, expected and actual dx, likely
+    mistake. ``function`` None: no search for a smaller input (the graded one is shown)."""
+    if isinstance(failed.error, StudentError) and isinstance(failed.error.exception, NotImplementedError):
+        return _report(check, failed.problem)
+    if function is None:
+        return _report(check, describe_failure(failed, failed, []))
+    reproducer, witnesses = smallest_failure(check, function, failed)
+    return _report(check, describe_failure(reproducer, failed, witnesses))
+
+
 def evaluate(grade_id: str, student_function) -> str | None:
-    """Run one hidden check; return None when it passes, else the message for the student."""
-    check = HIDDEN_CHECKS[grade_id]
+    """Run one check; return None when it passes, else the message for the student."""
+    check = GRADED_CHECKS[grade_id]
     if not callable(student_function):
         return _report(check, f"max_pool_backward is not a function (it is "
                               f"{type(student_function).__name__}).")
     output: list[str] = []
-    failed = None
-    with_stride = accepts_stride(student_function)
     try:
-        for case in check.cases():
-            if case.stride is not None and not with_stride:
-                return _report(check, missing_stride_message(student_function))
-            graded = attempt(check, student_function, case, output)
-            if graded.problem:
-                failed = graded
-                break
+        failed = graded_failure(check, student_function, output)
     finally:
         show_captured(output)
     if failed is None:
         return None
-    if isinstance(failed.error, StudentError) and isinstance(failed.error.exception, NotImplementedError):
-        return _report(check, failed.problem)
-    reproducer, witnesses = smallest_failure(check, student_function, failed)
-    return _report(check, describe_failure(reproducer, failed, witnesses))
+    if isinstance(failed, str):
+        return _report(check, failed)
+    return explain(check, student_function, failed)
+
+
+def passed_message(check: HiddenCheck) -> str:
+    return f"Passed: {check.title} ({check.points} point{'s' if check.points != 1 else ''})."
 
 
 def run_check(grade_id: str, namespace) -> None:
@@ -538,5 +581,4 @@ def run_check(grade_id: str, namespace) -> None:
     problem = evaluate(grade_id, function)
     if problem:
         raise CheckFailed(problem)
-    check = HIDDEN_CHECKS[grade_id]
-    print(f"Passed: {check.title} ({check.points} point{'s' if check.points != 1 else ''}).")
+    print(passed_message(HIDDEN_CHECKS[grade_id]))

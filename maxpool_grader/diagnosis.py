@@ -165,8 +165,13 @@ def _solution_source(history: list[str]) -> str | None:
 
 
 def why_missing(namespace: dict) -> str:
-    """Explain, for the student, why ``max_pool_backward`` is not defined."""
-    history = [cell for cell in namespace.get("In", []) if isinstance(cell, str)]
+    """Explain, for the student, why ``max_pool_backward`` is not defined in a kernel."""
+    return explain_missing([cell for cell in namespace.get("In", []) if isinstance(cell, str)])
+
+
+def explain_missing(history: list[str]) -> str:
+    """Explain why ``max_pool_backward`` is not defined after running the cells ``history``
+    (IPython's ``In`` in a kernel, the solution cell alone out of process)."""
     source = _solution_source(history)
     if source is not None:
         problems = compile_problems(source)

@@ -50,8 +50,11 @@ def where_in_student_code(exception: BaseException) -> str:
               if not frame.filename.startswith((_PACKAGE_DIR, _NUMPY_DIR)) and frame.line]
     if not theirs:
         return ""
-    frame = theirs[-1]
-    return f"\n  at line {frame.lineno} of your code: {frame.line.strip()}"
+    return line_of_code(theirs[-1].lineno, theirs[-1].line)
+
+
+def line_of_code(number: int, text: str) -> str:
+    return f"\n  at line {number} of your code: {text.strip()}"
 
 
 @contextlib.contextmanager
@@ -123,12 +126,10 @@ def call_student(function, d_output, x, pool_size, stride=None, *,
         try:
             args = (d_output, x, pool_size) if stride is None else (d_output, x, pool_size, stride)
             result = function(*args)
-        except NotImplementedError as exc:
-            error = StudentError(
-                "max_pool_backward is not implemented yet (it raises NotImplementedError).", exc)
+        except CheckFailed as failure:  # already explained (a call run in another process)
+            error = failure
         except Exception as exc:  # student code may raise anything; report it, do not crash
-            error = StudentError(
-                f"max_pool_backward raised {type(exc).__name__}: {exc}{where_in_student_code(exc)}", exc)
+            error = StudentError(raised_message(exc, where_in_student_code(exc)), exc)
     if output is None:
         show_captured(captured)
     else:
@@ -136,10 +137,23 @@ def call_student(function, d_output, x, pool_size, stride=None, *,
     if error:
         raise error
     if type(result) is not np.ndarray:
-        raise CheckFailed(
-            f"max_pool_backward must return a NumPy array, but it returned "
-            f"{type(result).__name__}.")
+        raise CheckFailed(not_an_array_message(type(result).__name__))
     if result.dtype.kind not in "biuf":
-        raise CheckFailed(f"max_pool_backward returned an array of dtype {result.dtype}; "
-                          "dx must hold numbers.")
+        raise CheckFailed(not_numbers_message(str(result.dtype)))
     return np.array(result, copy=True)
+
+
+def raised_message(exception: BaseException, where: str) -> str:
+    """What a student reads when their function raised ``exception`` (``where``: see
+    ``where_in_student_code``)."""
+    if isinstance(exception, NotImplementedError):
+        return "max_pool_backward is not implemented yet (it raises NotImplementedError)."
+    return f"max_pool_backward raised {type(exception).__name__}: {exception}{where}"
+
+
+def not_an_array_message(type_name: str) -> str:
+    return f"max_pool_backward must return a NumPy array, but it returned {type_name}."
+
+
+def not_numbers_message(dtype: str) -> str:
+    return f"max_pool_backward returned an array of dtype {dtype}; dx must hold numbers."

@@ -1,0 +1,277 @@
+"""nbgrader glue: the steps this course adds to plain ``nbgrader autograde``.
+
+Each step is one preprocessor with configurable options, plugged into nbgrader's own
+pipeline by ``nbgrader_config.py`` (``Autograde.autograde_preprocessors``):
+
+* ``RestoreCellOrder`` puts the assignment's cells back in their order (tests after
+  the solution) when a student moved them;
+* ``OutOfProcessVerdicts`` runs the solution cell in a separate, limited, sandboxed
+  process and decides every graded test there (``runner``);
+* ``SafeExecute`` runs the notebook in a sandboxed kernel as nbgrader's ``Execute``
+  does, except that a test the out-of-process verdict failed shows that verdict
+  instead of running (the notebook can lower a score, never raise it), that a dead
+  kernel or a used-up time budget costs only what the out-of-process verdict failed,
+  and that output on stderr in a test cell does not cost points.
+
+``TolerantNotebookExporter`` grades a notebook that is not valid JSON, or missing, or
+renamed, instead of failing the submission, and ``grade_folders_without_notebooks``
+makes nbgrader see a submission folder that holds no notebook at all.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import logging
+import os
+import time
+from pathlib import Path
+
+import nbformat
+from nbclient.exceptions import CellTimeoutError, DeadKernelError
+from nbconvert.exporters import NotebookExporter
+from nbformat import NotebookNode
+from nbformat.v4 import new_markdown_cell, new_output
+from nbgrader.preprocessors import Execute, NbGraderPreprocessor
+from traitlets import Enum, Float, Integer, Unicode
+
+from . import sandbox
+from .checks import GRADED_CHECKS
+from .runner import Limits, Verdict, verdicts
+
+NOTES_KEY = "maxpool_grader_notes"
+SOLUTION_CELL = "max_pool_backward"
+HELPERS_CELL = "provided_helpers"
+log = logging.getLogger(__name__)
+
+
+def _grade_id(cell) -> str | None:
+    return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+
+
+def add_note(nb: NotebookNode, text: str) -> None:
+    """A note for the student, shown at the top of the graded notebook and the feedback."""
+    notes = nb.metadata.setdefault(NOTES_KEY, [])
+    if text not in notes:
+        notes.append(text)
+
+
+def _release_notebook(nb_name: str, assignment: str) -> NotebookNode | None:
+    """The released notebook (the course directory is nbgrader's working directory)."""
+    for step in ("release", "source"):
+        path = Path(step) / assignment / f"{nb_name}.ipynb"
+        if path.exists():
+            return nbformat.read(path, as_version=4)
+    return None
+
+
+# ------------------------------------------------------------------ reading the submission
+class TolerantNotebookExporter(NotebookExporter):
+    """nbgrader's exporter, except that a notebook that cannot be read is replaced by the
+    released notebook with an empty solution, and a note saying why, so the submission
+    still gets a grade and a reason (plain nbgrader fails the whole submission)."""
+
+    def from_filename(self, filename, resources=None, **kw):
+        path = Path(filename)
+        nb_name, assignment = path.stem, path.parent.name
+        if path.exists():
+            try:
+                with open(path, encoding="utf-8") as handle:
+                    return self.from_notebook_node(nbformat.read(handle, as_version=4), resources, **kw)
+            except (json.JSONDecodeError, UnicodeDecodeError, nbformat.reader.NotJSONError,
+                    nbformat.ValidationError, KeyError, TypeError, AttributeError) as problem:
+                reason = (f"Your notebook file {path.name} could not be read (it is not a valid "
+                          f"notebook: {str(problem).splitlines()[0][:200]}). It was graded as if "
+                          "the solution were empty. Open it in Jupyter, or submit a fresh copy.")
+                return self.from_notebook_node(self._stand_in(nb_name, assignment, reason), resources, **kw)
+        others = sorted(p for p in path.parent.glob("*.ipynb") if p != path)
+        if len(others) == 1:
+            try:
+                nb = nbformat.read(others[0], as_version=4)
+            except Exception:  # noqa: BLE001  unreadable too: fall through to the stand-in
+                pass
+            else:
+                add_note(nb, f"No notebook named {path.name} was submitted; your notebook "
+                             f"{others[0].name} was graded in its place.")
+                return self.from_notebook_node(nb, resources, **kw)
+        found = ", ".join(p.name for p in others) or "no notebook at all"
+        reason = (f"No notebook named {path.name} was submitted (found: {found}), so there was "
+                  "no solution to grade. Submit the assignment's notebook under its own name.")
+        return self.from_notebook_node(self._stand_in(nb_name, assignment, reason), resources, **kw)
+
+    def _stand_in(self, nb_name: str, assignment: str, reason: str) -> NotebookNode:
+        self.log.warning("%s/%s: %s", assignment, nb_name, reason)
+        nb = _release_notebook(nb_name, assignment) or nbformat.v4.new_notebook()
+        for cell in nb.cells:
+            if cell.get("metadata", {}).get("nbgrader", {}).get("solution"):
+                cell.source = "" if cell.cell_type == "code" else "(not submitted)"
+        add_note(nb, reason)
+        return nb
+
+
+def grade_folders_without_notebooks(converter_class) -> None:
+    """Make ``converter_class`` (nbgrader's Autograde) grade submission folders that hold
+    no notebook: nbgrader skips them silently, so the student would get no grade and no
+    feedback. Their expected notebook path is added; TolerantNotebookExporter then
+    explains what was missing."""
+    original = converter_class.init_notebooks
+    if getattr(original, "_grades_empty_folders", False):
+        return
+
+    def init_notebooks(self) -> None:
+        try:
+            original(self)
+        except Exception:
+            self.assignments = {}
+        pattern = self._format_source(self.coursedir.assignment_id, self.coursedir.student_id)
+        for folder in sorted(glob.glob(pattern)):
+            if folder in self.assignments or not os.path.isdir(folder):
+                continue
+            expected = os.path.join(folder, os.path.basename(folder) + ".ipynb")
+            self.log.warning("No notebook in %s: grading it as missing", folder)
+            self.assignments[folder] = [expected]
+        if not self.assignments:
+            original(self)  # nothing at all: nbgrader's own error
+
+    init_notebooks._grades_empty_folders = True
+    converter_class.init_notebooks = init_notebooks
+
+
+# ------------------------------------------------------------------ cell order
+class RestoreCellOrder(NbGraderPreprocessor):
+    """Put the assignment's own cells back in the released order; a cell the student added
+    stays right after the assignment cell it followed."""
+
+    def preprocess(self, nb, resources):
+        release = _release_notebook(resources["nbgrader"]["notebook"], resources["nbgrader"]["assignment"])
+        if release is None:
+            return nb, resources
+        order = {grade_id: position for position, cell in enumerate(release.cells)
+                 if (grade_id := _grade_id(cell))}
+        groups: list[tuple[int, list]] = []
+        for cell in nb.cells:
+            position = order.get(_grade_id(cell))
+            if position is not None or not groups:
+                groups.append((-1 if position is None else position, [cell]))
+            else:
+                groups[-1][1].append(cell)
+        ordered = sorted(groups, key=lambda group: group[0])  # stable: equal keys keep their order
+        if ordered != groups:
+            nb.cells = [cell for _, cells in ordered for cell in cells]
+            add_note(nb, "Some of the assignment's cells were moved; they were put back in the "
+                         "assignment's order (tests after the solution) before grading.")
+        return nb, resources
+
+
+# ------------------------------------------------------------------ the verdict
+def _error_output(message: str) -> NotebookNode:
+    return new_output("error", ename="CheckFailed", evalue=message.split("\n")[0],
+                      traceback=message.split("\n"))
+
+
+class OutOfProcessVerdicts(NbGraderPreprocessor):
+    """Decide every graded test of the notebook in a separate process (see runner.py)."""
+
+    check_seconds = Float(5.0, help="Time limit of one test's graded inputs (s).").tag(config=True)
+    search_seconds = Float(5.0, help="Time limit of the search for a test's smallest failing "
+                                     "input (s); when it runs out, the graded input is shown.").tag(config=True)
+    load_seconds = Float(10.0, help="Time limit for running the solution cell (s).").tag(config=True)
+    total_seconds = Float(40.0, help="Time limit of all out-of-process tests of one notebook (s).").tag(config=True)
+    memory_mib = Integer(2048, help="Address-space limit of the process running the solution (MiB).").tag(config=True)
+    sandbox = Enum(["auto", "required", "off"], "auto", help=(
+        "Run student code in a bubblewrap sandbox: 'auto' when bwrap works here (else a loud "
+        "warning), 'required' fails grading without it, 'off' never.")).tag(config=True)
+
+    def limits(self) -> Limits:
+        return Limits(self.check_seconds, self.search_seconds, self.load_seconds,
+                      self.total_seconds, self.memory_mib << 20)
+
+    def preprocess(self, nb, resources):
+        solution = next((cell.source for cell in nb.cells if _grade_id(cell) == SOLUTION_CELL
+                         and cell.cell_type == "code"), "")
+        helpers = next((cell.source for cell in nb.cells if _grade_id(cell) == HELPERS_CELL),
+                       "import numpy as np")
+        graded = [grade_id for cell in nb.cells if (grade_id := _grade_id(cell)) in GRADED_CHECKS
+                  and cell.metadata.nbgrader.get("grade")]
+        started = time.monotonic()
+        wrap = sandbox.untrusted_process_wrapper(self.sandbox, self.log)
+        found = verdicts(solution, helpers, graded, self.limits(), wrap) if graded else {}
+        passed = sum(verdict.passed for verdict in found.values())
+        self.log.info("Out-of-process verdict: %d of %d tests passed (%.1f s)%s", passed, len(found),
+                      time.monotonic() - started, "" if wrap else " [UNSANDBOXED]")
+        resources.setdefault("maxpool_grader", {})["verdicts"] = found
+        return nb, resources
+
+
+# ------------------------------------------------------------------ running the notebook
+class SafeExecute(Execute):
+    """nbgrader's Execute, made safe for grading untrusted notebooks (see module doc)."""
+
+    notebook_seconds = Float(60.0, help=(
+        "Time budget of the whole notebook in the kernel (s); cells after it is used up are "
+        "not run (a test among them keeps its out-of-process verdict).")).tag(config=True)
+    sandbox = Enum(["auto", "required", "off"], "auto",
+                   help="Run the kernel in a bubblewrap sandbox (see OutOfProcessVerdicts.sandbox).").tag(config=True)
+    memory_mib = Integer(4096, help="Address-space limit of the kernel (MiB).").tag(config=True)
+
+    def preprocess(self, nb, resources=None, km=None):
+        self._verdicts: dict[str, Verdict] = (resources or {}).get("maxpool_grader", {}).get("verdicts", {})
+        self._not_running: str | None = None
+        self._deadline = time.monotonic() + self.notebook_seconds
+        self.kernel_manager_class = sandbox.kernel_manager(self.sandbox, self.memory_mib << 20, self.log)
+        try:
+            nb, resources = super().preprocess(nb, resources, km)
+        except DeadKernelError:  # while shutting down: every cell has its outputs already
+            pass
+        for cell in nb.cells:
+            if _grade_id(cell) in self._verdicts:
+                for output in cell.get("outputs", []):
+                    if output.get("output_type") == "stream" and output.get("name") == "stderr":
+                        output["name"] = "stdout"  # nbgrader gives 0 for any stderr output
+        _show_notes(nb)
+        return nb, resources
+
+    def preprocess_cell(self, cell, resources, index):
+        verdict = self._verdicts.get(_grade_id(cell))
+        if cell.cell_type != "code":
+            return cell, resources
+        if verdict is not None and not verdict.passed:
+            cell.outputs = [_error_output(verdict.message)]
+            return cell, resources
+        remaining = self._deadline - time.monotonic()
+        if self._not_running is None and remaining < 1:
+            self._not_running = (f"the notebook used up its {self.notebook_seconds:g} s of running "
+                                 "time in the cells above")
+        if self._not_running is not None:
+            cell.outputs = [_not_run_output(self._not_running, verdict)]
+            return cell, resources
+        saved_timeout = self.timeout
+        self.timeout = max(1, int(min(self.timeout or remaining, remaining)))
+        try:
+            return super().preprocess_cell(cell, resources, index)
+        except DeadKernelError:
+            self._not_running = "the kernel died in an earlier cell"
+            cell.outputs = list(cell.get("outputs", [])) + [new_output(
+                "error", ename="DeadKernelError", evalue="the kernel died",
+                traceback=["The Python kernel died while running this cell: the code ended the "
+                           "process (os._exit, a crash in C code, or too much memory). Cells below "
+                           "were not run; the tests among them were graded outside the notebook."])]
+            return cell, resources
+        except CellTimeoutError:
+            return cell, resources
+        finally:
+            self.timeout = saved_timeout
+
+
+def _not_run_output(reason: str, verdict: Verdict | None) -> NotebookNode:
+    text = f"Not run: {reason}."
+    if verdict is not None:
+        text += f"\nThis test was graded outside the notebook: {verdict.message}"
+    return new_output("stream", name="stdout", text=text + "\n")
+
+
+def _show_notes(nb: NotebookNode) -> None:
+    notes = nb.metadata.pop(NOTES_KEY, [])
+    if notes:
+        text = "**Notes from the grader**\n\n" + "\n".join(f"- {note}" for note in notes)
+        nb.cells.insert(0, new_markdown_cell(text, metadata={"tags": ["grader-notes"]}))

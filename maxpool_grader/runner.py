@@ -1,0 +1,386 @@
+"""The out-of-process verdict: the student's solution runs in a fresh, limited process;
+the comparison with the reference and the score are computed here, in the grader.
+
+Nothing the student's code does can reach this process: it runs the solution cell's
+source in ``untrusted.py`` (a separate Python, in the sandbox when one is available,
+with a memory cap and no output), receives each test input as ``.npy`` bytes and sends
+back the numbers its function returned, which are read without unpickling. The
+reports are built by the same code as in the notebook (``checks.explain``), so a
+student reads the same message whichever side found the mistake.
+"""
+
+from __future__ import annotations
+
+import builtins
+import inspect
+import os
+import resource
+import selectors
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from . import untrusted
+from .checks import GRADED_CHECKS, HiddenCheck, _report, explain, graded_failure, passed_message
+from .diagnosis import FUNCTION, compile_problems, explain_missing
+from .shortcuts import find_shortcuts, shortcut_message
+from .student_call import (CheckFailed, StudentError, line_of_code, not_an_array_message,
+                           not_numbers_message, raised_message)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Time and memory limits of the out-of-process verdict (see nbgrader_config.py)."""
+
+    check_seconds: float = 5.0  # the graded inputs of one test
+    search_seconds: float = 5.0  # looking for the smallest failing input of one test
+    load_seconds: float = 10.0  # running the solution cell (imports, definitions)
+    total_seconds: float = 40.0  # everything, for one notebook
+    memory_bytes: int = 2 << 30  # RLIMIT_AS of the untrusted process
+    file_bytes: int = 16 << 20  # RLIMIT_FSIZE: no disk bombs
+
+
+@dataclass(frozen=True)
+class Verdict:
+    grade_id: str
+    passed: bool
+    message: str  # the report (failed) or the "Passed: ..." line
+
+
+class Timeout(BaseException):
+    """The untrusted process did not answer in time (BaseException: student code paths
+    catch Exception and must not swallow it)."""
+
+
+class ProcessEnded(BaseException):
+    """The untrusted process ended while it was running student code."""
+
+
+def describe_exit(returncode: int | None, limits: Limits) -> str:
+    if returncode is None:
+        return "stopped answering"
+    if returncode < 0:
+        number = -returncode
+        name = signal.Signals(number).name if number in signal.Signals._value2member_map_ else str(number)
+        if number == signal.SIGSEGV:
+            return f"crashed with a segmentation fault ({name})"
+        if number in (signal.SIGKILL, signal.SIGXCPU):
+            return (f"was killed ({name}): it used too much memory (limit "
+                    f"{limits.memory_bytes >> 20} MiB) or CPU time")
+        return f"was ended by signal {name}"
+    return f"ended the Python process with exit status {returncode} (os._exit or a crash)"
+
+
+def _limit_resources(limits: Limits, cpu_seconds: int) -> Callable[[], None]:
+    def apply() -> None:  # runs in the child between fork and exec
+        resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_bytes, limits.file_bytes))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 1))
+    return apply
+
+
+class SolutionProcess:
+    """One untrusted Python process holding the student's solution."""
+
+    def __init__(self, limits: Limits, wrap: Callable[[list[str], Path], list[str]] | None = None):
+        self.limits = limits
+        self.directory = Path(tempfile.mkdtemp(prefix="maxpool-untrusted-"))
+        script = self.directory / "untrusted.py"
+        shutil.copyfile(untrusted.__file__, script)
+        request_read, self._request = os.pipe()
+        self._reply, reply_write = os.pipe()
+        argv = [sys.executable, "-I", str(script), str(request_read), str(reply_write)]
+        if wrap is not None:
+            argv = wrap(argv, self.directory)
+        environment = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(self.directory),
+                       "TMPDIR": str(self.directory), "OPENBLAS_NUM_THREADS": "1",
+                       "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "LC_ALL": "C.UTF-8"}
+        self.process = subprocess.Popen(
+            argv, pass_fds=(request_read, reply_write), cwd=self.directory, env=environment,
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            preexec_fn=_limit_resources(limits, int(limits.total_seconds) + 5))
+        os.close(request_read)
+        os.close(reply_write)
+        self._next_id = 0
+        self.deadline = time.monotonic() + limits.load_seconds
+
+    # -------------------------------------------------------------- talking to it
+    def _wait(self, fd: int, event: int) -> None:
+        with selectors.DefaultSelector() as selector:
+            selector.register(fd, event)
+            remaining = self.deadline - time.monotonic()
+            if remaining <= 0 or not selector.select(remaining):
+                self.close()
+                raise Timeout()
+
+    def _send(self, data: bytes) -> None:
+        view = memoryview(data)
+        os.set_blocking(self._request, False)
+        while view:
+            self._wait(self._request, selectors.EVENT_WRITE)
+            try:
+                view = view[os.write(self._request, view):]
+            except BrokenPipeError:
+                self._ended()
+
+    def _receive(self, count: int) -> bytes:
+        chunks, remaining = [], count
+        while remaining:
+            self._wait(self._reply, selectors.EVENT_READ)
+            chunk = os.read(self._reply, min(remaining, 1 << 20))
+            if not chunk:
+                self._ended()
+            chunks.append(chunk)
+            remaining -= len(chunk)
+        return b"".join(chunks)
+
+    def _ended(self):
+        try:
+            self.process.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            pass
+        code = self.process.returncode
+        self.close()
+        raise ProcessEnded(describe_exit(code, self.limits))
+
+    def request(self, header: dict, arrays: tuple[np.ndarray, ...] = ()) -> tuple[dict, list[bytes]]:
+        self._next_id += 1
+        blobs = [untrusted.array_bytes(array) for array in arrays]
+        text = untrusted.json.dumps(dict(header, id=self._next_id, arrays=[len(b) for b in blobs])).encode()
+        self._send(struct.pack("<I", len(text)) + text + b"".join(blobs))
+        while True:  # replies to earlier (abandoned) requests cannot come: each gets its own process
+            (length,) = struct.unpack("<I", self._receive(4))
+            if length > untrusted.MAX_HEADER:
+                raise ProcessEnded("sent a malformed reply")
+            try:
+                reply = untrusted.json.loads(self._receive(length))
+                sizes = reply["arrays"]
+                if len(sizes) > 3 or not all(isinstance(s, int) and 0 <= s <= untrusted.MAX_ARRAY
+                                             for s in sizes):
+                    raise ValueError(sizes)
+            except (ValueError, KeyError, TypeError):
+                self.close()
+                raise ProcessEnded("sent a malformed reply") from None
+            blobs = [self._receive(size) for size in sizes]
+            if reply.get("id") == self._next_id:
+                return reply, blobs
+
+    def close(self) -> None:
+        """Kill the process and everything it started (its session), remove its directory."""
+        with _suppress_process_lookup():  # the session outlives its leader: kill it anyway
+            os.killpg(self.process.pid, signal.SIGKILL)
+        with _suppress_process_lookup():
+            self.process.kill()
+        try:
+            self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+        for fd in (self._request, self._reply):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self._request = self._reply = -1
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+
+class _suppress_process_lookup:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, value, tb):
+        return kind is not None and issubclass(kind, (ProcessLookupError, PermissionError))
+
+
+# ------------------------------------------------------------------ the student's function, remote
+class _Shown:
+    """A default value shown as the student wrote it (its repr, from the other process)."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+def _signature(parameters) -> inspect.Signature | None:
+    try:
+        return inspect.Signature([
+            inspect.Parameter(name, inspect._ParameterKind(kind),
+                              default=inspect.Parameter.empty if default is None else _Shown(default))
+            for name, kind, default in parameters])
+    except (TypeError, ValueError):
+        return None
+
+
+def _rebuilt(error: dict) -> BaseException:
+    """An exception of the same type (builtin types only) and message as the student's,
+    so the bug catalogue can recognise it."""
+    name, message = str(error.get("type", "Exception")), str(error.get("message", ""))
+    kind = getattr(builtins, name, None)
+    if not (isinstance(kind, type) and issubclass(kind, BaseException)):
+        kind = type(name, (Exception,), {})
+    try:
+        return kind(message)
+    except Exception:  # a builtin exception with a different constructor
+        return type(name, (Exception,), {})(message)
+
+
+class RemoteFunction:
+    """Calls the student's ``max_pool_backward`` in the untrusted process, as
+    ``call_student`` would call it in the notebook: the same errors, and changes the
+    function makes to its inputs are made to the arrays passed here."""
+
+    def __init__(self, process: SolutionProcess, parameters):
+        self.process = process
+        signature = _signature(parameters) if parameters is not None else None
+        if signature is not None:
+            self.__signature__ = signature
+        self.__name__ = FUNCTION
+
+    def __call__(self, d_output, x, pool_size, stride=None):
+        header = {"op": "call", "pool_size": untrusted.encode_size(pool_size),
+                  "stride": untrusted.encode_size(stride)}
+        reply, blobs = self.process.request(header, (np.asarray(d_output), np.asarray(x)))
+        if "raised" in reply:
+            error = reply["raised"]
+            exception = _rebuilt(error)
+            where = line_of_code(error["line"], error.get("text", "")) if "line" in error else ""
+            raise StudentError(raised_message(exception, where), exception)
+        if "not_array" in reply:
+            raise CheckFailed(not_an_array_message(str(reply["not_array"])[:100]))
+        if "bad_dtype" in reply or len(blobs) != 3:
+            raise CheckFailed(not_numbers_message(str(reply.get("bad_dtype", "unknown"))[:100]))
+        try:
+            dx, x_after, d_output_after = (untrusted.array_from_bytes(blob) for blob in blobs)
+        except ValueError as problem:
+            raise CheckFailed(not_numbers_message(str(problem)[:100])) from None
+        for given, after in ((x, x_after), (d_output, d_output_after)):
+            if isinstance(given, np.ndarray) and given.shape == after.shape and given.flags.writeable:
+                np.copyto(given, after, casting="unsafe")
+        return dx
+
+
+# ------------------------------------------------------------------ verdicts
+@dataclass
+class _Session:
+    """The untrusted process of one notebook's verdicts, restarted after a timeout or crash."""
+
+    helpers: str
+    solution: str
+    limits: Limits
+    wrap: Callable | None
+    started: float = field(default_factory=time.monotonic)
+    process: SolutionProcess | None = None
+    function: RemoteFunction | None = None
+
+    def budget_left(self) -> float:
+        return self.limits.total_seconds - (time.monotonic() - self.started)
+
+    def load(self) -> str | None:
+        """Start a process and run the solution in it; None when max_pool_backward is
+        ready, else why not (for the student)."""
+        self.close()
+        self.process = SolutionProcess(self.limits, self.wrap)
+        self.process.deadline = time.monotonic() + min(self.limits.load_seconds, max(self.budget_left(), 0))
+        try:
+            reply, _ = self.process.request({"op": "load", "helpers": self.helpers, "solution": self.solution})
+        except Timeout:
+            return (f"Your solution cell did not finish running within {self.limits.load_seconds:g} s "
+                    f"(is there an endless loop outside the function?), so {FUNCTION} could not be "
+                    "tested.")
+        except ProcessEnded as ended:
+            return (f"Running your solution cell {ended} before {FUNCTION} was defined, so it could "
+                    "not be tested.")
+        if "load_error" in reply:
+            error = reply["load_error"]
+            where = line_of_code(error["line"], error.get("text", "")) if "line" in error else ""
+            return (f"Your solution cell raised {error.get('type')}: {error.get('message')}{where}\n"
+                    f"when it ran, so {FUNCTION} could not be tested.")
+        if reply.get("missing"):
+            return explain_missing([self.solution])
+        if "not_callable" in reply:
+            return f"{FUNCTION} is not a function (it is {str(reply['not_callable'])[:100]})."
+        self.function = RemoteFunction(self.process, reply.get("parameters"))
+        return None
+
+    def close(self) -> None:
+        if self.process is not None:
+            self.process.close()
+        self.process = self.function = None
+
+
+def _stopped(check: HiddenCheck, limits: Limits, what: str, failure: BaseException,
+             seconds: float) -> str:
+    if isinstance(failure, Timeout):
+        body = (f"{FUNCTION} did not return within {seconds:g} s on {what} (an endless loop, or "
+                f"far too slow: a correct solution needs well under a second).")
+    else:
+        body = f"The process running {FUNCTION} {failure} while it was running on {what}."
+    return _report(check, body + " The test gives no points when it cannot finish.")
+
+
+def verdict_of(check: HiddenCheck, session: _Session) -> Verdict:
+    """Run one check against the remote function, within its time limits."""
+    limits = session.limits
+    if session.budget_left() <= 0:
+        return Verdict(check.grade_id, False, _report(check, (
+            f"Not run: your function used up the {limits.total_seconds:g} s that grading one "
+            "notebook may take (see the tests above that timed out).")))
+    if session.function is None:
+        problem = session.load()
+        if problem:
+            return Verdict(check.grade_id, False, _report(check, problem))
+    process, function = session.process, session.function
+    seconds = min(limits.check_seconds, session.budget_left())
+    process.deadline = time.monotonic() + seconds
+    try:
+        failed = graded_failure(check, function, [])
+    except (Timeout, ProcessEnded) as failure:
+        session.close()
+        return Verdict(check.grade_id, False, _stopped(check, limits, "this test's inputs", failure, seconds))
+    if failed is None:
+        return Verdict(check.grade_id, True, passed_message(check))
+    if isinstance(failed, str):
+        return Verdict(check.grade_id, False, _report(check, failed))
+    process.deadline = time.monotonic() + min(limits.search_seconds, max(session.budget_left(), 0))
+    try:
+        return Verdict(check.grade_id, False, explain(check, function, failed))
+    except (Timeout, ProcessEnded):  # the search for a smaller input ran out: report the graded one
+        session.close()
+        return Verdict(check.grade_id, False, explain(check, None, failed))
+
+
+def verdicts(solution: str, helpers: str = "", grade_ids=None, limits: Limits = Limits(),
+             wrap: Callable | None = None) -> dict[str, Verdict]:
+    """The out-of-process verdict of each graded check on the solution cell ``solution``
+    (run after the notebook's provided ``helpers`` cell)."""
+    checks = [GRADED_CHECKS[grade_id] for grade_id in (grade_ids or GRADED_CHECKS)]
+
+    def everywhere(body: str) -> dict[str, Verdict]:
+        return {check.grade_id: Verdict(check.grade_id, False, _report(check, body)) for check in checks}
+
+    shortcuts = find_shortcuts(solution)
+    if shortcuts:
+        return everywhere(shortcut_message(shortcuts))
+    if compile_problems(solution):
+        return everywhere(explain_missing([solution]))
+    session = _Session(helpers, solution, limits, wrap)
+    try:
+        problem = session.load()
+        if problem:
+            return everywhere(problem)
+        return {check.grade_id: verdict_of(check, session) for check in checks}
+    finally:
+        session.close()

@@ -1,0 +1,161 @@
+"""Running student code in a bubblewrap (``bwrap``) sandbox during autograde.
+
+Inside the sandbox the whole file system is read-only except the directories bound
+read-write (the submission's own autograded folder and a private temporary
+directory); there is no network (a new, empty network namespace), no capability, no
+Unix socket under /run (a read-only bind would not stop ``connect``), and a private PID
+namespace: when the sandbox's main process ends or bwrap is killed, every process
+started inside, daemonised or not, is killed with it.
+
+The kernel cannot use ZMQ over TCP without a network, so ``SandboxedKernelManager``
+uses ZMQ's ``ipc`` transport: socket files in a private directory bound into the
+sandbox at the same path.
+
+Where bwrap is missing or does not work (an instructor's laptop), grading still runs,
+with limits but unsandboxed, and says so loudly once per run.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Callable
+
+from jupyter_client.manager import AsyncKernelManager
+from traitlets import CaselessStrEnum
+
+BWRAP = shutil.which("bwrap")
+PRLIMIT = shutil.which("prlimit")
+PACKAGE_DIR = Path(__file__).resolve().parent
+_warned = False
+
+
+@functools.lru_cache(maxsize=1)
+def bwrap_works() -> bool:
+    """Whether bwrap is installed and can create the sandbox here."""
+    if BWRAP is None:
+        return False
+    try:
+        probe = subprocess.run(bwrap_argv([]) + ["true"], capture_output=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return probe.returncode == 0
+
+
+def bwrap_argv(writable: list[Path], hidden: list[Path] = (), chdir: Path | None = None,
+               temporary: Path | None = None) -> list[str]:
+    """The argv prefix that runs a command in the sandbox."""
+    argv = [BWRAP or "bwrap", "--unshare-all", "--die-with-parent", "--cap-drop", "ALL",
+            "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/run"]
+    if os.path.isdir("/var/run") and not os.path.islink("/var/run"):
+        argv += ["--tmpfs", "/var/run"]
+    for path in hidden:
+        argv += ["--tmpfs", str(path)] if Path(path).is_dir() else ["--ro-bind", "/dev/null", str(path)]
+    for path in writable:  # after the tmpfs mounts, so they show through
+        real = os.path.realpath(path)
+        argv += ["--bind", real, real]
+    if temporary is not None:
+        argv += ["--setenv", "TMPDIR", str(temporary), "--setenv", "HOME", str(temporary)]
+    if chdir is not None:
+        argv += ["--chdir", os.path.realpath(chdir)]
+    return argv + ["--"]
+
+
+def _use_sandbox(mode: str, log: logging.Logger) -> bool:
+    """Whether to sandbox; 'required' without a working bwrap is an error."""
+    global _warned
+    if mode == "off":
+        return False
+    if bwrap_works():
+        return True
+    if mode == "required":
+        raise RuntimeError("The sandbox is required (sandbox = 'required' in nbgrader_config.py) "
+                           "but bwrap is missing or does not work here: apt-get install bubblewrap.")
+    if not _warned:
+        _warned = True
+        banner = "!" * 78
+        log.warning("\n%s\nGRADING UNSANDBOXED: bwrap (Debian package bubblewrap) is missing or does not "
+                    "work here.\nStudent code runs with time and memory limits, but it can read and "
+                    "write your files\n(the gradebook too) and reach the network. Install bubblewrap "
+                    "to grade safely.\n%s", banner, banner)
+    return False
+
+
+def untrusted_process_wrapper(mode: str, log: logging.Logger) -> Callable | None:
+    """A function (argv, private dir) -> argv that sandboxes the out-of-process verdict,
+    or None without a sandbox. The grader's package is hidden from it."""
+    if not _use_sandbox(mode, log):
+        return None
+
+    def wrap(argv: list[str], private: Path) -> list[str]:
+        return bwrap_argv([private], hidden=[PACKAGE_DIR], chdir=private, temporary=private) + argv
+    return wrap
+
+
+def _prlimit(memory_bytes: int) -> list[str]:
+    if PRLIMIT and memory_bytes:
+        return [PRLIMIT, f"--as={int(memory_bytes)}", "--core=0", "--"]
+    return []
+
+
+class LimitedKernelManager(AsyncKernelManager):
+    """A kernel with an address-space limit (no sandbox)."""
+
+    memory_bytes = 0
+
+    async def _async_pre_start_kernel(self, **kw):
+        command, kw = await super()._async_pre_start_kernel(**kw)
+        return _prlimit(self.memory_bytes) + command, kw
+
+    pre_start_kernel = _async_pre_start_kernel
+
+
+class SandboxedKernelManager(AsyncKernelManager):
+    """A kernel in the sandbox: its working directory (nbgrader: the submission's
+    autograded folder) and a private directory for its sockets and temporary files are
+    the only writable places."""
+
+    transport = CaselessStrEnum(["tcp", "ipc"], default_value="ipc", config=True)
+    memory_bytes = 0
+    _private: str | None = None
+
+    async def _async_pre_start_kernel(self, **kw):
+        if self._private is None:  # kept across restarts
+            self._private = tempfile.mkdtemp(prefix="maxpool-kernel-")
+            self.connection_file = os.path.join(self._private, "kernel.json")
+            self.ip = os.path.join(self._private, "ipc")  # sockets <dir>/ipc-1 ... (short paths)
+        command, kw = await super()._async_pre_start_kernel(**kw)
+        cwd = kw.get("cwd") or os.getcwd()
+        prefix = bwrap_argv([Path(self._private), Path(cwd)], chdir=Path(cwd),
+                            temporary=Path(self._private))
+        # ipykernel exits when its parent's pid is gone, and the sandbox's pid namespace
+        # does not show it; 1 means "no parent to watch" (the sandbox ends the kernel with
+        # its parent anyway).
+        prefix[-1:-1] = ["--setenv", "JPY_PARENT_PID", "1"]
+        return prefix + _prlimit(self.memory_bytes) + command, kw
+
+    async def _async_cleanup_resources(self, restart: bool = False) -> None:
+        await super()._async_cleanup_resources(restart=restart)
+        if not restart and self._private:
+            shutil.rmtree(self._private, ignore_errors=True)
+            self._private = None
+
+    pre_start_kernel = _async_pre_start_kernel
+    cleanup_resources = _async_cleanup_resources
+
+
+def kernel_manager(mode: str, memory_bytes: int, log: logging.Logger) -> type[AsyncKernelManager]:
+    """The kernel manager class for one notebook: sandboxed when possible."""
+    base = SandboxedKernelManager if _use_sandbox(mode, log) else LimitedKernelManager
+    return type(base.__name__, (base,), {"memory_bytes": memory_bytes})
+
+
+if __name__ == "__main__":  # python -m maxpool_grader.sandbox: is the sandbox available?
+    print("bwrap:", BWRAP or "not installed", "| works:", bwrap_works())
+    sys.exit(0 if bwrap_works() else 1)

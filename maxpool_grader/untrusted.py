@@ -1,0 +1,187 @@
+"""The process that runs a student's solution for the out-of-process verdict.
+
+This file is both a module (the grader imports its framing functions) and the program
+of the untrusted process: ``python -I untrusted.py <request fd> <reply fd>``, started by
+``maxpool_grader.runner`` from a copy in a private temporary directory. It imports
+only the standard library and NumPy, never the grader package (which the sandbox hides
+and the import guard below refuses), and it holds no expected result: it receives
+inputs and sends back the numbers the student's function returned.
+
+Messages are frames: a 4-byte length and a JSON header, then the raw ``.npy`` bytes
+of the arrays the header lists. The grader reads arrays with ``allow_pickle=False``
+and never trusts anything else in a reply.
+"""
+
+from __future__ import annotations
+
+import inspect
+import io
+import json
+import linecache
+import os
+import struct
+import sys
+import traceback
+
+import numpy as np
+
+SOLUTION_FILENAME = "<solution cell>"
+HELPERS_FILENAME = "<provided helpers>"
+MAX_HEADER = 1 << 20
+MAX_ARRAY = 256 << 20
+BLOCKED_MODULES = ("maxpool_grader", "torch", "tensorflow", "jax", "jaxlib", "autograd",
+                   "mxnet", "paddle", "nbgrader")
+
+
+# ---------------------------------------------------------------- framing (both sides)
+def _read_exactly(fd: int, count: int) -> bytes:
+    chunks, remaining = [], count
+    while remaining:
+        chunk = os.read(fd, min(remaining, 1 << 20))
+        if not chunk:
+            raise EOFError("the other side closed the connection")
+        chunks.append(chunk)
+        remaining -= len(chunk)
+    return b"".join(chunks)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def array_bytes(array: np.ndarray) -> bytes:
+    buffer = io.BytesIO()
+    np.lib.format.write_array(buffer, np.ascontiguousarray(array), allow_pickle=False)
+    return buffer.getvalue()
+
+
+def array_from_bytes(data: bytes) -> np.ndarray:
+    """A plain ndarray of numbers, or ValueError; never unpickles anything."""
+    array = np.lib.format.read_array(io.BytesIO(data), allow_pickle=False)
+    if type(array) is not np.ndarray or array.dtype.kind not in "biuf":
+        raise ValueError(f"not a numeric array (dtype {array.dtype})")
+    return array
+
+
+def write_frame(fd: int, header: dict, arrays: tuple[np.ndarray, ...] = ()) -> None:
+    blobs = [array_bytes(array) for array in arrays]
+    header = dict(header, arrays=[len(blob) for blob in blobs])
+    text = json.dumps(header).encode()
+    _write_all(fd, struct.pack("<I", len(text)) + text + b"".join(blobs))
+
+
+def read_frame(fd: int) -> tuple[dict, list[bytes]]:
+    """One frame: its header (a dict) and the raw bytes of each array, bounded in size."""
+    (length,) = struct.unpack("<I", _read_exactly(fd, 4))
+    if length > MAX_HEADER:
+        raise ValueError(f"header of {length} bytes")
+    header = json.loads(_read_exactly(fd, length))
+    sizes = header.get("arrays", []) if isinstance(header, dict) else None
+    if not isinstance(sizes, list) or len(sizes) > 3 or not all(
+            isinstance(size, int) and 0 <= size <= MAX_ARRAY for size in sizes):
+        raise ValueError("malformed frame")
+    return header, [_read_exactly(fd, size) for size in sizes]
+
+
+def encode_size(value):
+    """pool_size / stride for JSON, keeping int apart from tuple (students test for both)."""
+    if value is None or isinstance(value, int):
+        return value
+    return {"tuple": [int(v) for v in value]}
+
+
+def decode_size(value):
+    return tuple(value["tuple"]) if isinstance(value, dict) else value
+
+
+# ---------------------------------------------------------------- the untrusted side
+class _ImportGuard:
+    """Refuses the grader package and autograd libraries, however they are imported."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in BLOCKED_MODULES:
+            raise ImportError(f"importing {name.split('.')[0]} is not allowed in a solution")
+        return None
+
+
+def _where(exc: BaseException) -> dict:
+    frames = [frame for frame in traceback.extract_tb(exc.__traceback__)
+              if frame.filename == SOLUTION_FILENAME]
+    if not frames:
+        return {}
+    return {"line": frames[-1].lineno, "text": (frames[-1].line or "").strip()}
+
+
+def _error(exc: BaseException) -> dict:
+    return {"type": type(exc).__name__, "message": str(exc)[:4000], **_where(exc)}
+
+
+def _parameters(function) -> list | None:
+    try:
+        signature = inspect.signature(function)
+    except (TypeError, ValueError):
+        return None
+    return [[p.name, int(p.kind), None if p.default is p.empty else repr(p.default)[:200]]
+            for p in signature.parameters.values()]
+
+
+def _load(request: dict) -> tuple[dict, object]:
+    namespace = {"__name__": "__main__"}
+    code = [(request.get("helpers", ""), HELPERS_FILENAME), (request["solution"], SOLUTION_FILENAME)]
+    try:
+        for source, filename in code:
+            # registered so that tracebacks can show the student's line
+            linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+            exec(compile(source, filename, "exec"), namespace)
+    except BaseException as exc:  # noqa: BLE001  anything the cell raises is the student's
+        return {"load_error": _error(exc)}, None
+    function = namespace.get("max_pool_backward")
+    if function is None:
+        return {"missing": True}, None
+    if not callable(function):
+        return {"not_callable": type(function).__name__}, None
+    return {"ok": True, "parameters": _parameters(function)}, function
+
+
+def _call(function, request: dict, arrays: list[bytes]) -> tuple[dict, tuple]:
+    d_output, x = (np.lib.format.read_array(io.BytesIO(blob)).copy() for blob in arrays)
+    pool_size, stride = decode_size(request["pool_size"]), decode_size(request["stride"])
+    args = (d_output, x, pool_size) if stride is None else (d_output, x, pool_size, stride)
+    try:
+        result = function(*args)
+    except BaseException as exc:  # noqa: BLE001  SystemExit and KeyboardInterrupt too
+        return {"raised": _error(exc)}, (x, d_output)
+    if type(result) is not np.ndarray:
+        return {"not_array": type(result).__name__}, (x, d_output)
+    if result.dtype.kind not in "biuf":
+        return {"bad_dtype": str(result.dtype)}, (x, d_output)
+    return {"ok": True}, (result, x, d_output)
+
+
+def main(request_fd: int, reply_fd: int) -> None:
+    sys.meta_path.insert(0, _ImportGuard())
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 0)
+    os.dup2(devnull, 1)  # what the student prints goes nowhere: the replies have own fds
+    os.dup2(devnull, 2)
+    function = None
+    while True:
+        try:
+            request, arrays = read_frame(request_fd)
+        except EOFError:
+            return
+        if request["op"] == "load":
+            reply, function = _load(request)
+            write_frame(reply_fd, dict(reply, id=request["id"]))
+        else:
+            reply, out = _call(function, request, arrays)
+            try:
+                write_frame(reply_fd, dict(reply, id=request["id"]), out)
+            except (ValueError, TypeError) as exc:  # an array that cannot be sent as numbers
+                write_frame(reply_fd, {"bad_dtype": str(exc)[:200], "id": request["id"]})
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]), int(sys.argv[2]))
