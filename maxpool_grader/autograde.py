@@ -110,31 +110,48 @@ class TolerantNotebookExporter(NotebookExporter):
 
 
 def grade_folders_without_notebooks(converter_class) -> None:
-    """Make ``converter_class`` (nbgrader's Autograde) grade submission folders that hold
-    no notebook: nbgrader skips them silently, so the student would get no grade and no
-    feedback. Their expected notebook path is added; TolerantNotebookExporter then
-    explains what was missing."""
+    """Make ``converter_class`` (nbgrader's Autograde) grade every submission folder for
+    each of the assignment's notebooks, even when the folder lacks it: nbgrader skips a
+    folder without notebooks silently, and fails one whose notebook was renamed, so the
+    student would get no grade and no feedback. TolerantNotebookExporter then grades a
+    renamed notebook in its place, or explains what was missing."""
     original = converter_class.init_notebooks
-    if getattr(original, "_grades_empty_folders", False):
+    if getattr(original, "_grades_every_folder", False):
         return
 
     def init_notebooks(self) -> None:
         try:
             original(self)
-        except Exception:
+        except Exception:  # no notebook anywhere: maybe folders without one
             self.assignments = {}
         pattern = self._format_source(self.coursedir.assignment_id, self.coursedir.student_id)
+        names: dict[str, list[str]] = {}
         for folder in sorted(glob.glob(pattern)):
-            if folder in self.assignments or not os.path.isdir(folder):
+            if not os.path.isdir(folder):
                 continue
-            expected = os.path.join(folder, os.path.basename(folder) + ".ipynb")
-            self.log.warning("No notebook in %s: grading it as missing", folder)
-            self.assignments[folder] = [expected]
+            found = self.assignments.setdefault(folder, [])
+            assignment = os.path.basename(folder)
+            if assignment not in names:
+                names[assignment] = _notebook_names(self, assignment)
+            for name in names[assignment]:
+                expected = os.path.join(folder, f"{name}.ipynb")
+                if expected not in found:
+                    self.log.warning("%s is missing: it is graded as missing (or renamed)", expected)
+                    found.append(expected)
         if not self.assignments:
             original(self)  # nothing at all: nbgrader's own error
 
-    init_notebooks._grades_empty_folders = True
+    init_notebooks._grades_every_folder = True
     converter_class.init_notebooks = init_notebooks
+
+
+def _notebook_names(converter, assignment: str) -> list[str]:
+    from nbgrader.api import Gradebook
+    try:
+        with Gradebook(converter.coursedir.db_url, converter.coursedir.course_id) as gradebook:
+            return [notebook.name for notebook in gradebook.find_assignment(assignment).notebooks]
+    except Exception:  # noqa: BLE001  no gradebook or assignment yet: nbgrader says so itself
+        return []
 
 
 # ------------------------------------------------------------------ cell order
@@ -158,8 +175,8 @@ class RestoreCellOrder(NbGraderPreprocessor):
         ordered = sorted(groups, key=lambda group: group[0])  # stable: equal keys keep their order
         if ordered != groups:
             nb.cells = [cell for _, cells in ordered for cell in cells]
-            add_note(nb, "Some of the assignment's cells were moved; they were put back in the "
-                         "assignment's order (tests after the solution) before grading.")
+            add_note(nb, "Some of the assignment's cells were missing or moved; they were put back "
+                         "in the assignment's order (tests after the solution) before grading.")
         return nb, resources
 
 
@@ -194,7 +211,8 @@ class OutOfProcessVerdicts(NbGraderPreprocessor):
         graded = [grade_id for cell in nb.cells if (grade_id := _grade_id(cell)) in GRADED_CHECKS
                   and cell.metadata.nbgrader.get("grade")]
         started = time.monotonic()
-        wrap = sandbox.untrusted_process_wrapper(self.sandbox, self.log)
+        # nbgrader runs in the course directory
+        wrap = sandbox.untrusted_process_wrapper(self.sandbox, Path.cwd(), self.log)
         found = verdicts(solution, helpers, graded, self.limits(), wrap) if graded else {}
         passed = sum(verdict.passed for verdict in found.values())
         self.log.info("Out-of-process verdict: %d of %d tests passed (%.1f s)%s", passed, len(found),
@@ -218,7 +236,8 @@ class SafeExecute(Execute):
         self._verdicts: dict[str, Verdict] = (resources or {}).get("maxpool_grader", {}).get("verdicts", {})
         self._not_running: str | None = None
         self._deadline = time.monotonic() + self.notebook_seconds
-        self.kernel_manager_class = sandbox.kernel_manager(self.sandbox, self.memory_mib << 20, self.log)
+        self.kernel_manager_class = sandbox.kernel_manager(self.sandbox, self.memory_mib << 20,
+                                                           Path.cwd(), self.log)
         try:
             nb, resources = super().preprocess(nb, resources, km)
         except DeadKernelError:  # while shutting down: every cell has its outputs already

@@ -21,7 +21,6 @@ import signal
 import struct
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,7 +28,7 @@ from typing import Callable
 
 import numpy as np
 
-from . import untrusted
+from . import sandbox, untrusted
 from .checks import GRADED_CHECKS, HiddenCheck, _report, explain, graded_failure, passed_message
 from .diagnosis import FUNCTION, compile_problems, explain_missing
 from .shortcuts import find_shortcuts, shortcut_message
@@ -68,8 +67,8 @@ class ProcessEnded(BaseException):
 def describe_exit(returncode: int | None, limits: Limits) -> str:
     if returncode is None:
         return "stopped answering"
-    if returncode < 0:
-        number = -returncode
+    if returncode < 0 or (returncode > 128 and returncode - 128 in signal.Signals._value2member_map_):
+        number = -returncode if returncode < 0 else returncode - 128  # bwrap exits 128 + signal
         name = signal.Signals(number).name if number in signal.Signals._value2member_map_ else str(number)
         if number == signal.SIGSEGV:
             return f"crashed with a segmentation fault ({name})"
@@ -94,7 +93,7 @@ class SolutionProcess:
 
     def __init__(self, limits: Limits, wrap: Callable[[list[str], Path], list[str]] | None = None):
         self.limits = limits
-        self.directory = Path(tempfile.mkdtemp(prefix="maxpool-untrusted-"))
+        self.directory = sandbox.private_directory("untrusted-")
         script = self.directory / "untrusted.py"
         shutil.copyfile(untrusted.__file__, script)
         request_read, self._request = os.pipe()
@@ -362,6 +361,16 @@ def verdict_of(check: HiddenCheck, session: _Session) -> Verdict:
         return Verdict(check.grade_id, False, explain(check, None, failed))
 
 
+def as_python(source: str) -> str:
+    """The cell as the kernel runs it: IPython syntax (``%magic``, ``!command``) turned into
+    ``get_ipython()`` calls, line for line. Source that IPython cannot transform is kept."""
+    from IPython.core.inputtransformer2 import TransformerManager
+    try:
+        return TransformerManager().transform_cell(source)
+    except Exception:  # noqa: BLE001  a syntax problem: compile_problems explains it
+        return source
+
+
 def verdicts(solution: str, helpers: str = "", grade_ids=None, limits: Limits = Limits(),
              wrap: Callable | None = None) -> dict[str, Verdict]:
     """The out-of-process verdict of each graded check on the solution cell ``solution``
@@ -371,6 +380,7 @@ def verdicts(solution: str, helpers: str = "", grade_ids=None, limits: Limits = 
     def everywhere(body: str) -> dict[str, Verdict]:
         return {check.grade_id: Verdict(check.grade_id, False, _report(check, body)) for check in checks}
 
+    solution = as_python(solution)
     shortcuts = find_shortcuts(solution)
     if shortcuts:
         return everywhere(shortcut_message(shortcuts))

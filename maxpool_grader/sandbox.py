@@ -33,7 +33,31 @@ from traitlets import CaselessStrEnum
 BWRAP = shutil.which("bwrap")
 PRLIMIT = shutil.which("prlimit")
 PACKAGE_DIR = Path(__file__).resolve().parent
+# What a sandbox must not see of the course: the solution (source/), the other
+# students' work and the grades. Paths relative to the course directory.
+COURSE_PRIVATE = ("source", "release", "submitted", "autograded", "feedback", "gradebook.db")
 _warned = False
+
+
+def private_directory(prefix: str) -> Path:
+    """A new directory for one sandbox's sockets and temporary files. All of them live in
+    one parent that every sandbox hides, so no sandbox can reach another's (a Unix socket
+    on a read-only path can still be connected to)."""
+    return Path(tempfile.mkdtemp(prefix=prefix, dir=_private_root()))
+
+
+def _private_root() -> Path:
+    parent = Path(tempfile.gettempdir()) / f"maxpool-grader-{os.getuid()}"
+    parent.mkdir(mode=0o700, exist_ok=True)
+    return parent
+
+
+def hidden_paths(course: Path) -> list[Path]:
+    """What every sandbox of a grading run in ``course`` hides."""
+    from jupyter_core.paths import jupyter_runtime_dir  # other kernels' connection files
+    candidates = [_private_root(), Path(jupyter_runtime_dir()),
+                  *(course / name for name in COURSE_PRIVATE)]
+    return [path for path in candidates if path.exists()]
 
 
 @functools.lru_cache(maxsize=1)
@@ -87,14 +111,15 @@ def _use_sandbox(mode: str, log: logging.Logger) -> bool:
     return False
 
 
-def untrusted_process_wrapper(mode: str, log: logging.Logger) -> Callable | None:
+def untrusted_process_wrapper(mode: str, course: Path, log: logging.Logger) -> Callable | None:
     """A function (argv, private dir) -> argv that sandboxes the out-of-process verdict,
-    or None without a sandbox. The grader's package is hidden from it."""
+    or None without a sandbox. It sees neither the course nor the grader's package."""
     if not _use_sandbox(mode, log):
         return None
+    hidden = [*hidden_paths(course), PACKAGE_DIR]
 
     def wrap(argv: list[str], private: Path) -> list[str]:
-        return bwrap_argv([private], hidden=[PACKAGE_DIR], chdir=private, temporary=private) + argv
+        return bwrap_argv([private], hidden=hidden, chdir=private, temporary=private) + argv
     return wrap
 
 
@@ -123,17 +148,20 @@ class SandboxedKernelManager(AsyncKernelManager):
 
     transport = CaselessStrEnum(["tcp", "ipc"], default_value="ipc", config=True)
     memory_bytes = 0
+    course = Path(".")
     _private: str | None = None
 
     async def _async_pre_start_kernel(self, **kw):
         if self._private is None:  # kept across restarts
-            self._private = tempfile.mkdtemp(prefix="maxpool-kernel-")
+            self._private = str(private_directory("kernel-"))
             self.connection_file = os.path.join(self._private, "kernel.json")
             self.ip = os.path.join(self._private, "ipc")  # sockets <dir>/ipc-1 ... (short paths)
         command, kw = await super()._async_pre_start_kernel(**kw)
+        # bwrap dies on SIGINT (and the kernel with it): interrupt with a message instead
+        self.kernel_spec.interrupt_mode = "message"
         cwd = kw.get("cwd") or os.getcwd()
-        prefix = bwrap_argv([Path(self._private), Path(cwd)], chdir=Path(cwd),
-                            temporary=Path(self._private))
+        prefix = bwrap_argv([Path(self._private), Path(cwd)], hidden=hidden_paths(self.course),
+                            chdir=Path(cwd), temporary=Path(self._private))
         # ipykernel exits when its parent's pid is gone, and the sandbox's pid namespace
         # does not show it; 1 means "no parent to watch" (the sandbox ends the kernel with
         # its parent anyway).
@@ -150,10 +178,11 @@ class SandboxedKernelManager(AsyncKernelManager):
     cleanup_resources = _async_cleanup_resources
 
 
-def kernel_manager(mode: str, memory_bytes: int, log: logging.Logger) -> type[AsyncKernelManager]:
-    """The kernel manager class for one notebook: sandboxed when possible."""
+def kernel_manager(mode: str, memory_bytes: int, course: Path,
+                   log: logging.Logger) -> type[AsyncKernelManager]:
+    """The kernel manager class for one notebook of ``course``: sandboxed when possible."""
     base = SandboxedKernelManager if _use_sandbox(mode, log) else LimitedKernelManager
-    return type(base.__name__, (base,), {"memory_bytes": memory_bytes})
+    return type(base.__name__, (base,), {"memory_bytes": memory_bytes, "course": course})
 
 
 if __name__ == "__main__":  # python -m maxpool_grader.sandbox: is the sandbox available?

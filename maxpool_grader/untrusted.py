@@ -127,8 +127,15 @@ def _parameters(function) -> list | None:
             for p in signature.parameters.values()]
 
 
+class _NoIPython:
+    """What ``get_ipython()`` returns here: magics in the solution cell do nothing."""
+
+    def __getattr__(self, name):
+        return lambda *args, **kwargs: None
+
+
 def _load(request: dict) -> tuple[dict, object]:
-    namespace = {"__name__": "__main__"}
+    namespace = {"__name__": "__main__", "get_ipython": _NoIPython}
     code = [(request.get("helpers", ""), HELPERS_FILENAME), (request["solution"], SOLUTION_FILENAME)]
     try:
         for source, filename in code:

@@ -1,0 +1,132 @@
+"""The out-of-process verdict on its own: the solution runs in a separate process, the
+grader decides. (tests/test_untrusted.py runs the same through nbgrader autograde.)"""
+
+from __future__ import annotations
+
+import io
+import os
+
+import numpy as np
+import pytest
+
+from conftest import flat
+from corpus import AGREEABLE_ARRAY, ZEROS
+from make_sample_class import LOOP_CORRECT, NOISY_CORRECT
+from maxpool_grader import runner, untrusted
+from maxpool_grader.checks import GRADED_CHECKS, evaluate
+from maxpool_grader.runner import Limits, verdicts
+from maxpool_grader.shortcuts import find_shortcuts
+
+QUICK = Limits(check_seconds=1.5, search_seconds=1.5, load_seconds=3, total_seconds=6)
+SIGNATURE = "def max_pool_backward(d_output, x, pool_size, stride=None):\n"
+
+
+def _failed(found):
+    return {grade_id: verdict.message for grade_id, verdict in found.items() if not verdict.passed}
+
+
+def test_correct_solutions_pass_every_graded_test():
+    for solution in (LOOP_CORRECT, NOISY_CORRECT):
+        found = verdicts("import numpy as np\n" + solution)
+        assert set(found) == set(GRADED_CHECKS) and _failed(found) == {}
+
+
+def test_a_wrong_solution_reads_the_same_report_as_in_the_notebook():
+    namespace = {"np": np}
+    exec(ZEROS, namespace)
+    found = verdicts("import numpy as np\n" + ZEROS)
+    for grade_id, verdict in found.items():
+        assert not verdict.passed
+        # the same report, except for the line numbers of the extra import line
+        assert verdict.message == evaluate(grade_id, namespace["max_pool_backward"])
+
+
+def test_an_array_subclass_that_agrees_with_everything_is_not_an_array():
+    message = verdicts("import numpy as np\n" + AGREEABLE_ARRAY, grade_ids=["hidden_overlapping_windows"])
+    assert "must return a NumPy array, but it returned Agreeable" in message["hidden_overlapping_windows"].message
+
+
+def test_magics_in_the_solution_cell_do_not_matter():
+    found = verdicts("%load_ext autoreload\nimport numpy as np\n!echo hi\n" + LOOP_CORRECT)
+    assert _failed(found) == {}
+
+
+def test_an_endless_loop_costs_the_per_test_limit_and_says_so():
+    found = verdicts("import numpy as np\n" + SIGNATURE + "    while True:\n        pass\n",
+                     grade_ids=["hidden_overlapping_windows", "hidden_gradient_check"], limits=QUICK)
+    assert all(flat("did not return within 1.5 s") in flat(message) for message in _failed(found).values())
+    assert len(_failed(found)) == 2
+
+
+def test_the_notebook_budget_stops_further_tests():
+    found = verdicts("import numpy as np\n" + SIGNATURE + "    while True:\n        pass\n",
+                     limits=Limits(check_seconds=1, search_seconds=1, load_seconds=3, total_seconds=2.5))
+    assert sum("Not run: your function used up" in message for message in _failed(found).values()) >= 7
+
+
+def test_a_solution_cell_that_never_finishes():
+    found = verdicts("while True:\n    pass\n", grade_ids=["hidden_gradient_check"], limits=QUICK)
+    assert "did not finish running within 3 s" in flat(found["hidden_gradient_check"].message)
+
+
+@pytest.mark.parametrize("body, reason", [
+    ("    import os\n    os._exit(7)\n", "exit status 7"),
+    ("    import ctypes\n    ctypes.string_at(0)\n", "segmentation fault"),
+    ("    hoard = []\n    while True:\n        hoard.append(np.ones(10**7))\n", "MemoryError"),
+])
+def test_a_crashing_function_fails_with_a_reason(body, reason):
+    found = verdicts("import numpy as np\n" + SIGNATURE + body, grade_ids=["hidden_ties_first_maximum"],
+                     limits=Limits(check_seconds=8, search_seconds=3, total_seconds=12))  # 2 GiB to fill
+    assert reason in flat(found["hidden_ties_first_maximum"].message)
+
+
+def test_changes_to_the_inputs_are_seen_across_processes():
+    in_place = SIGNATURE + "    x[...] = 0\n    return np.zeros(x.shape)\n"
+    found = verdicts("import numpy as np\n" + in_place, grade_ids=["hidden_inputs_unmodified_float_result"])
+    assert "changed its input x" in found["hidden_inputs_unmodified_float_result"].message
+
+
+def test_a_function_without_stride_is_named_as_such():
+    no_stride = LOOP_CORRECT.replace("stride=None", "").replace("(d_output, x, pool_size, )", "(d_output, x, pool_size)")
+    found = verdicts("import numpy as np\n" + no_stride, grade_ids=["hidden_overlapping_windows"])
+    assert "it has no stride parameter" in flat(found["hidden_overlapping_windows"].message)
+
+
+def test_importing_the_grader_is_refused_even_when_hidden_from_reading():
+    sneaky = ("import importlib\nreference = importlib.import_module('maxpool' + '_grader.reference')\n"
+              + SIGNATURE + "    return reference.max_pool_backward(d_output, x, pool_size, stride)\n")
+    assert find_shortcuts(sneaky) == []
+    found = verdicts("import numpy as np\n" + sneaky, grade_ids=["hidden_gradient_check"])
+    message = flat(found["hidden_gradient_check"].message)
+    assert "raised ImportError: importing maxpool_grader is not allowed" in message
+
+
+@pytest.mark.parametrize("line, named", [
+    ("import torch", "imports torch (PyTorch)"),
+    ("from jax import grad", "imports jax (JAX)"),
+    ("import tensorflow as tf", "imports tensorflow (TensorFlow)"),
+    ("from maxpool_grader import reference", "imports maxpool_grader"),
+    ("m = __import__('torch')", "loads torch"),
+    ("text = open('/x/maxpool_grader/reference.py').read()", "refers to maxpool_grader"),
+])
+def test_shortcuts_are_found_by_reading_the_code(line, named):
+    shortcuts = find_shortcuts(line + "\n" + ZEROS)
+    assert [shortcut.line for shortcut in shortcuts] == [1] and named in shortcuts[0].what
+
+
+def test_nothing_is_unpickled_from_the_untrusted_side():
+    buffer = io.BytesIO()
+    np.save(buffer, np.array([{"a": 1}], dtype=object), allow_pickle=True)
+    with pytest.raises(ValueError):
+        untrusted.array_from_bytes(buffer.getvalue())
+    assert untrusted.array_from_bytes(untrusted.array_bytes(np.arange(3.0))).tolist() == [0.0, 1.0, 2.0]
+
+
+def test_a_malformed_reply_ends_the_process_not_the_grader():
+    process = runner.SolutionProcess(QUICK)
+    try:
+        os.write(process._request, b"\xff\xff\xff\xff")  # the child reads a huge header length
+        with pytest.raises((runner.ProcessEnded, runner.Timeout)):
+            process.request({"op": "load", "solution": ""})
+    finally:
+        process.close()
