@@ -182,7 +182,7 @@ class RestoreCellOrder(NbGraderPreprocessor):
 
 # ------------------------------------------------------------------ the verdict
 def _error_output(message: str) -> NotebookNode:
-    return new_output("error", ename="CheckFailed", evalue=message.split("\n")[0],
+    return new_output("error", ename="CheckFailed", evalue=message,
                       traceback=message.split("\n"))
 
 

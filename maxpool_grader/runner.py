@@ -323,7 +323,7 @@ class _Session:
 def _stopped(check: HiddenCheck, limits: Limits, what: str, failure: BaseException,
              seconds: float) -> str:
     if isinstance(failure, Timeout):
-        body = (f"{FUNCTION} did not return within {seconds:g} s on {what} (an endless loop, or "
+        body = (f"{FUNCTION} did not return within {seconds:.3g} s on {what} (an endless loop, or "
                 f"far too slow: a correct solution needs well under a second).")
     else:
         body = f"The process running {FUNCTION} {failure} while it was running on {what}."
