@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import glob
 import json
-import logging
 import os
 import time
 from pathlib import Path
@@ -33,7 +32,7 @@ from nbconvert.exporters import NotebookExporter
 from nbformat import NotebookNode
 from nbformat.v4 import new_markdown_cell, new_output
 from nbgrader.preprocessors import Execute, NbGraderPreprocessor
-from traitlets import Enum, Float, Integer, Unicode
+from traitlets import Enum, Float, Integer
 
 from . import sandbox
 from .checks import GRADED_CHECKS
@@ -42,7 +41,6 @@ from .runner import Limits, Verdict, verdicts
 NOTES_KEY = "maxpool_grader_notes"
 SOLUTION_CELL = "max_pool_backward"
 HELPERS_CELL = "provided_helpers"
-log = logging.getLogger(__name__)
 
 
 def _grade_id(cell) -> str | None:

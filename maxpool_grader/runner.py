@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import builtins
 import inspect
+import logging
 import os
 import resource
 import selectors
@@ -259,6 +260,9 @@ class RemoteFunction:
             raise StudentError(raised_message(exception, where), exception)
         if "not_array" in reply:
             raise CheckFailed(not_an_array_message(str(reply["not_array"])[:100]))
+        if "too_big" in reply:
+            raise CheckFailed(f"dx has shape {tuple(reply['too_big'])[:8]}, but it must have x's "
+                              f"shape {np.shape(x)}.")
         if "bad_dtype" in reply or len(blobs) != 3:
             raise CheckFailed(not_numbers_message(str(reply.get("bad_dtype", "unknown"))[:100]))
         try:
@@ -391,6 +395,20 @@ def verdicts(solution: str, helpers: str = "", grade_ids=None, limits: Limits = 
         problem = session.load()
         if problem:
             return everywhere(problem)
-        return {check.grade_id: verdict_of(check, session) for check in checks}
+        return {check.grade_id: _guarded(check, session) for check in checks}
     finally:
         session.close()
+
+
+def _guarded(check: HiddenCheck, session: _Session) -> Verdict:
+    """verdict_of, except that a failure of the grader's own code on strange output fails
+    the test with a message (and a loud log line) instead of losing the submission."""
+    try:
+        return verdict_of(check, session)
+    except Exception as problem:  # noqa: BLE001
+        logging.getLogger(__name__).error("grader error in %s: %r", check.grade_id, problem, exc_info=True)
+        session.close()
+        return Verdict(check.grade_id, False, _report(check, (
+            f"The grader could not evaluate what your function returned ({type(problem).__name__}: "
+            f"{str(problem)[:200]}). Make sure it returns a float array of x's shape; if it does, "
+            "tell your instructor.")))

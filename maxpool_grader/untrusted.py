@@ -164,6 +164,8 @@ def _call(function, request: dict, arrays: list[bytes]) -> tuple[dict, tuple]:
         return {"not_array": type(result).__name__}, (x, d_output)
     if result.dtype.kind not in "biuf":
         return {"bad_dtype": str(result.dtype)}, (x, d_output)
+    if result.nbytes > MAX_ARRAY // 4:  # far larger than any x here: not sent
+        return {"too_big": [int(n) for n in result.shape]}, (x, d_output)
     return {"ok": True}, (result, x, d_output)
 
 

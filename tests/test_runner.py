@@ -80,6 +80,12 @@ def test_a_crashing_function_fails_with_a_reason(body, reason):
     assert reason in flat(found["hidden_ties_first_maximum"].message)
 
 
+def test_a_huge_result_is_refused_before_it_is_sent():
+    huge = SIGNATURE + "    return np.zeros((10**4, 10**4))\n"
+    found = verdicts("import numpy as np\n" + huge, grade_ids=["hidden_gradient_check"])
+    assert "dx has shape (10000, 10000), but it must have x's shape" in flat(found["hidden_gradient_check"].message)
+
+
 def test_changes_to_the_inputs_are_seen_across_processes():
     in_place = SIGNATURE + "    x[...] = 0\n    return np.zeros(x.shape)\n"
     found = verdicts("import numpy as np\n" + in_place, grade_ids=["hidden_inputs_unmodified_float_result"])

@@ -25,6 +25,7 @@ from nbgrader.api import Gradebook
 from conftest import ASSIGNMENT, BIN, RELEASE_NOTEBOOK, ROOT, copy_course, flat, nbgrader
 from corpus import ATTACKS, CORPUS, FAULTS, FULL
 from maxpool_grader import sandbox
+from maxpool_grader.checks import GRADED_CHECKS
 
 CORRECT_SAMPLES = ["loop_correct", "vectorized_correct", "noisy_correct"]
 
@@ -83,6 +84,9 @@ def test_the_batch_has_no_failed_submission(batch):
 @pytest.mark.parametrize("student", CORRECT_SAMPLES)
 def test_correct_samples_keep_full_marks(batch, student):
     assert _scores(batch["course"])[student] == (FULL, False)
+    feedback = _feedback_text(batch["course"], student)
+    assert all(flat(f"Passed: {check.title}").lower() in feedback.lower() for check in GRADED_CHECKS.values())
+    assert "test failed" not in feedback.lower()
 
 
 @pytest.mark.parametrize("submission", ATTACKS, ids=lambda s: s.name)
