@@ -78,9 +78,11 @@ class TolerantNotebookExporter(NotebookExporter):
                     return self.from_notebook_node(nbformat.read(handle, as_version=4), resources, **kw)
             except (json.JSONDecodeError, UnicodeDecodeError, nbformat.reader.NotJSONError,
                     nbformat.ValidationError, KeyError, TypeError, AttributeError) as problem:
-                reason = (f"Your notebook file {path.name} could not be read (it is not a valid "
-                          f"notebook: {str(problem).splitlines()[0][:200]}). It was graded as if "
-                          "the solution were empty. Open it in Jupyter, or submit a fresh copy.")
+                what = ("it is not JSON: cut off, or edited outside Jupyter?"
+                        if isinstance(problem, (nbformat.reader.NotJSONError, json.JSONDecodeError))
+                        else f"it is not a valid notebook: {str(problem).splitlines()[0][:200]}")
+                reason = (f"Your notebook file {path.name} could not be read ({what}). It was graded "
+                          "as if the solution were empty. Open it in Jupyter, or submit a fresh copy.")
                 return self.from_notebook_node(self._stand_in(nb_name, assignment, reason), resources, **kw)
         others = sorted(p for p in path.parent.glob("*.ipynb") if p != path)
         if len(others) == 1:
