@@ -39,6 +39,7 @@ from .checks import GRADED_CHECKS
 from .runner import Limits, Verdict, verdicts
 
 NOTES_KEY = "maxpool_grader_notes"
+REPORT_KEY = "maxpool_grader"  # cell metadata: the out-of-process verdict (passed, kind, bugs)
 SOLUTION_CELL = "max_pool_backward"
 HELPERS_CELL = "provided_helpers"
 
@@ -218,6 +219,11 @@ class OutOfProcessVerdicts(NbGraderPreprocessor):
         self.log.info("Out-of-process verdict: %d of %d tests passed (%.1f s)%s", passed, len(found),
                       time.monotonic() - started, "" if wrap else " [UNSANDBOXED]")
         resources.setdefault("maxpool_grader", {})["verdicts"] = found
+        for cell in nb.cells:  # kept in the autograded notebook for the class report
+            verdict = found.get(_grade_id(cell))
+            if verdict is not None:
+                cell.metadata[REPORT_KEY] = {"passed": verdict.passed, "kind": verdict.kind,
+                                             "bugs": list(verdict.bugs)}
         return nb, resources
 
 
@@ -290,7 +296,7 @@ def _not_run_output(reason: str, verdict: Verdict | None) -> NotebookNode:
 
 
 def _show_notes(nb: NotebookNode) -> None:
-    notes = nb.metadata.pop(NOTES_KEY, [])
+    notes = nb.metadata.get(NOTES_KEY, [])  # stays in the metadata too, for the class report
     if notes:
         text = "**Notes from the grader**\n\n" + "\n".join(f"- {note}" for note in notes)
         nb.cells.insert(0, new_markdown_cell(text, metadata={"tags": ["grader-notes"]}))

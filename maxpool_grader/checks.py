@@ -457,7 +457,8 @@ def _indented(text: str, by: int = 4) -> str:
     return "\n".join(" " * by + line for line in text.split("\n"))
 
 
-def describe_failure(student: Attempt, graded: Attempt, witnesses: list[Attempt]) -> str:
+def describe_failure(student: Attempt, graded: Attempt, witnesses: list[Attempt],
+                     named: list[str] | None = None) -> str:
     """The reproducer, expected and actual dx, and the likely mistake, for the student.
 
     ``student`` is the smallest attempt that went wrong, ``graded`` the graded one,
@@ -483,6 +484,8 @@ def describe_failure(student: Attempt, graded: Attempt, witnesses: list[Attempt]
     if isinstance(student.error, StudentError) and isinstance(student.error.exception, NotImplementedError):
         return "\n".join(parts)
     bugs, certain = likely_mistakes(student, graded, witnesses)
+    if named is not None and certain:
+        named += [bug.name for bug in bugs]  # the fingerprint, for the class report
     if bugs:
         if not certain:
             parts.append("Your dx on this small input is exactly what the following mistake gives, "
@@ -533,15 +536,16 @@ def graded_failure(check: HiddenCheck, function, output: list[str]) -> Attempt |
     return None
 
 
-def explain(check: HiddenCheck, function, failed: Attempt) -> str:
+def explain(check: HiddenCheck, function, failed: Attempt, named: list[str] | None = None) -> str:
     """The report for a failed graded attempt: reproducer, expected and actual dx, likely
-    mistake. ``function`` None: no search for a smaller input (the graded one is shown)."""
+    mistake (whose catalogue names are added to ``named``). ``function`` None: no search
+    for a smaller input (the graded one is shown)."""
     if isinstance(failed.error, StudentError) and isinstance(failed.error.exception, NotImplementedError):
         return _report(check, failed.problem)
     if function is None:
-        return _report(check, describe_failure(failed, failed, []))
+        return _report(check, describe_failure(failed, failed, [], named))
     reproducer, witnesses = smallest_failure(check, function, failed)
-    return _report(check, describe_failure(reproducer, failed, witnesses))
+    return _report(check, describe_failure(reproducer, failed, witnesses, named))
 
 
 def evaluate(grade_id: str, student_function) -> str | None:

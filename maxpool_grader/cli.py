@@ -1,10 +1,11 @@
 """``maxpool-grader``: the instructor's one command for the course.
 
-``maxpool-grader grade`` (run in the course directory) regenerates the release from
-the source notebook, autogrades every submission in ``submitted/`` with nbgrader's
-own commands, writes feedback and ``grades.csv``, and prints each student's score per
-test cell. It exits non-zero only when grading itself broke, never because a
-student's code failed.
+``maxpool-grader grade`` (run in the course directory) regenerates the release when the
+source notebook changed, autogrades the new or changed submissions of ``submitted/`` in
+parallel with nbgrader's own autograde (``parallel.py``), writes their feedback,
+``grades.csv`` and the class report (``report.py``), and prints each student's score
+per test cell. It exits non-zero only when grading itself broke, never because a
+student's code failed (130 after Ctrl-C: run it again to finish).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import argparse
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from nbgrader.api import Gradebook, MissingEntry
@@ -100,47 +102,109 @@ def format_table(cells, scores) -> str:
     return "\n".join(lines)
 
 
-def grade(course: Path, assignment: str = ASSIGNMENT) -> int:
+def configured_db_url(course: Path) -> str:
+    """The gradebook URL of nbgrader_config.py (CourseDirectory.db_url), else SQLite in the course."""
+    from traitlets.config.loader import PyFileConfigLoader
+    try:
+        config = PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
+        url = config.CourseDirectory.get("db_url")
+    except Exception:  # noqa: BLE001  nbgrader reports a broken config itself
+        url = None
+    return url or f"sqlite:///{course / 'gradebook.db'}"
+
+
+def grade(course: Path, *, workers: int | None = None, force: bool = False, db_url: str | None = None,
+          assignment: str = ASSIGNMENT) -> int:
+    """Grade the class; 0 unless grading itself broke (a student's code never makes it fail)."""
+    from . import parallel, report, sandbox
     course = course.resolve()
-    steps = [
-        ("generate_assignment", [assignment, "--force"]),
-        ("autograde", [assignment, "--force", "--create"]),
-        ("generate_feedback", [assignment, "--force"]),
-        ("export", ["--to", str(course / "grades.csv")]),
-    ]
-    broken = []
-    for step, args in steps:
-        result = run_nbgrader(course, step, *args)
+    db_url = db_url or configured_db_url(course)
+    db_option = f"--CourseDirectory.db_url={db_url}"
+    workers = workers or os.cpu_count() or 1
+    state = parallel.load_state(course)
+    started = time.monotonic()
+
+    source = parallel.folder_digest(course / "source" / assignment) \
+        if (course / "source" / assignment).is_dir() else None
+    release = course / "release" / assignment / f"{assignment}.ipynb"
+    if source is None or state.get("source") != source or state.get("db_url") != db_url \
+            or not release.exists():
+        result = run_nbgrader(course, "generate_assignment", assignment, "--force", db_option)
         if result.returncode != 0:
-            # autograde exits 1 when a submission could not be graded at all (kernel died);
-            # that submission is reported below, the batch goes on.
             print(result.stdout[-4000:], file=sys.stderr)
-            broken.append(step)
-    db_url = f"sqlite:///{course / 'gradebook.db'}"
+            return 1
+        state = {"source": source, "db_url": db_url}
+        parallel.save_state(course, state)
+    else:
+        print("release is current (source notebook unchanged)")
+    if not sandbox.bwrap_works():
+        print("\n!!! GRADING UNSANDBOXED: bwrap (Debian package bubblewrap) is missing or does not "
+              "work here. Student code can read and write your files. !!!\n", file=sys.stderr)
+
+    grader = parallel.grader_digest(course, db_url, assignment)
+    todo, current = parallel.students_to_grade(course, state, grader, force, assignment)
+    if state.get("grader") != grader:
+        state.update(grader=grader, submissions={})
+    print(f"{len(todo)} submission(s) to grade with {workers} worker(s), {len(current)} up to date")
+
+    def record(item: dict) -> None:
+        if item["success"]:
+            state["submissions"][item["student"]] = parallel.submission_digest(course, item["student"], assignment)
+            parallel.save_state(course, state)
+
+    graded_at = time.monotonic()
+    batch = parallel.run_batch(course, db_url, todo, workers, parallel._autograde, "autograde", record, assignment)
+    timings = {"autograde_seconds": time.monotonic() - graded_at, "graded": len(batch.finished)}
+    for item in batch.failed:
+        print(f"\nGrading {item['student']} broke:\n{item['log']}", file=sys.stderr)
+    if batch.interrupted:
+        left = len(todo) - len(batch.finished)
+        print(f"\nInterrupted: {len(batch.finished)} graded, {left} left. Run the command again to "
+              "grade the rest.", file=sys.stderr)
+        return 130
+
+    no_feedback = [s for s in current
+                   if not (course / "feedback" / s / assignment / f"{assignment}.html").exists()]
+    feedback = [item["student"] for item in batch.finished if item["success"]] + no_feedback
+    feedback_batch = parallel.run_batch(course, db_url, feedback, workers, parallel._feedback,
+                                        "feedback", None, assignment)
+    export = run_nbgrader(course, "export", "--to", str(course / "grades.csv"), db_option)
+    if export.returncode != 0:
+        print(export.stdout[-4000:], file=sys.stderr)
+    paths = report.write_report(course, db_url, assignment)
+    timings["total_seconds"] = time.monotonic() - started
+    parallel.save_timings(course, timings)
+
     cells, scores = score_table(db_url, assignment)
     print()
     print(format_table(cells, scores))
-    missing = sorted(p.name for p in (course / "submitted").iterdir()
-                     if p.is_dir() and p.name not in scores) if (course / "submitted").is_dir() else []
-    if missing:
-        print(f"\nNot graded (see the log above): {', '.join(missing)}", file=sys.stderr)
-    fatal = [step for step in broken if step != "autograde"]
-    return 1 if fatal or (broken and not scores) else 0
+    print(f"\nClass report: {paths['html']}\nGrades: {course / 'grades.csv'}")
+    broke = batch.failed or feedback_batch.failed or export.returncode != 0
+    return 1 if broke else 0
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="maxpool-grader", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
     grade_parser = commands.add_parser(
-        "grade", help="regenerate the release, autograde submitted/, write feedback and grades.csv, "
-                      "print the score table")
+        "grade", help="regenerate the release if the source changed, autograde new or changed "
+                      "submissions in parallel, write feedback, grades.csv and the class report")
     grade_parser.add_argument("--course-dir", type=Path, default=Path.cwd(),
                               help="the nbgrader course directory (default: the current directory)")
+    grade_parser.add_argument("--workers", type=int, default=None,
+                              help="grading processes (default: one per core)")
+    grade_parser.add_argument("--force", action="store_true",
+                              help="regrade every submission, not only new or changed ones")
+    grade_parser.add_argument("--db", metavar="URL", default=None,
+                              help="gradebook URL, e.g. postgresql://user@host/db (default: "
+                                   "nbgrader_config.py's CourseDirectory.db_url, else gradebook.db)")
     args = parser.parse_args(argv)
     if not (args.course_dir / "nbgrader_config.py").is_file():
         parser.error(f"{args.course_dir.resolve()} has no nbgrader_config.py: "
                      "run this in the course directory or pass --course-dir")
-    return grade(args.course_dir)
+    if args.workers is not None and args.workers < 1:
+        parser.error("--workers must be at least 1")
+    return grade(args.course_dir, workers=args.workers, force=args.force, db_url=args.db)
 
 
 if __name__ == "__main__":

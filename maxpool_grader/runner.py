@@ -54,6 +54,10 @@ class Verdict:
     grade_id: str
     passed: bool
     message: str  # the report (failed) or the "Passed: ..." line
+    # why it failed, for the class report: "wrong" (a wrong dx or an exception), "timeout",
+    # "crash", "not defined" (the solution cell did not give a function), "shortcut"
+    kind: str = "passed"
+    bugs: tuple[str, ...] = ()  # the catalogue mistakes its report names as likely
 
 
 class Timeout(BaseException):
@@ -287,6 +291,7 @@ class _Session:
     started: float = field(default_factory=time.monotonic)
     process: SolutionProcess | None = None
     function: RemoteFunction | None = None
+    load_failure: str = "not defined"  # or "timeout", "crash"
 
     def budget_left(self) -> float:
         return self.limits.total_seconds - (time.monotonic() - self.started)
@@ -300,12 +305,15 @@ class _Session:
         try:
             reply, _ = self.process.request({"op": "load", "helpers": self.helpers, "solution": self.solution})
         except Timeout:
+            self.load_failure = "timeout"
             return (f"Your solution cell did not finish running within {self.limits.load_seconds:g} s "
                     f"(is there an endless loop outside the function?), so {FUNCTION} could not be "
                     "tested.")
         except ProcessEnded as ended:
+            self.load_failure = "crash"
             return (f"Running your solution cell {ended} before {FUNCTION} was defined, so it could "
                     "not be tested.")
+        self.load_failure = "not defined"
         if "load_error" in reply:
             error = reply["load_error"]
             where = line_of_code(error["line"], error.get("text", "")) if "line" in error else ""
@@ -340,11 +348,11 @@ def verdict_of(check: HiddenCheck, session: _Session) -> Verdict:
     if session.budget_left() <= 0:
         return Verdict(check.grade_id, False, _report(check, (
             f"Not run: your function used up the {limits.total_seconds:g} s that grading one "
-            "notebook may take (see the tests above that timed out).")))
+            "notebook may take (see the tests above that timed out).")), "timeout")
     if session.function is None:
         problem = session.load()
         if problem:
-            return Verdict(check.grade_id, False, _report(check, problem))
+            return Verdict(check.grade_id, False, _report(check, problem), session.load_failure)
     process, function = session.process, session.function
     seconds = min(limits.check_seconds, session.budget_left())
     process.deadline = time.monotonic() + seconds
@@ -352,17 +360,21 @@ def verdict_of(check: HiddenCheck, session: _Session) -> Verdict:
         failed = graded_failure(check, function, [])
     except (Timeout, ProcessEnded) as failure:
         session.close()
-        return Verdict(check.grade_id, False, _stopped(check, limits, "this test's inputs", failure, seconds))
+        return Verdict(check.grade_id, False, _stopped(check, limits, "this test's inputs", failure, seconds),
+                       "timeout" if isinstance(failure, Timeout) else "crash")
     if failed is None:
         return Verdict(check.grade_id, True, passed_message(check))
     if isinstance(failed, str):
-        return Verdict(check.grade_id, False, _report(check, failed))
+        return Verdict(check.grade_id, False, _report(check, failed), "wrong")
     process.deadline = time.monotonic() + min(limits.search_seconds, max(session.budget_left(), 0))
+    named: list[str] = []
     try:
-        return Verdict(check.grade_id, False, explain(check, function, failed))
+        message = explain(check, function, failed, named)
     except (Timeout, ProcessEnded):  # the search for a smaller input ran out: report the graded one
         session.close()
-        return Verdict(check.grade_id, False, explain(check, None, failed))
+        named.clear()
+        message = explain(check, None, failed, named)
+    return Verdict(check.grade_id, False, message, "wrong", tuple(named))
 
 
 def as_python(source: str) -> str:
@@ -381,20 +393,20 @@ def verdicts(solution: str, helpers: str = "", grade_ids=None, limits: Limits = 
     (run after the notebook's provided ``helpers`` cell)."""
     checks = [GRADED_CHECKS[grade_id] for grade_id in (grade_ids or GRADED_CHECKS)]
 
-    def everywhere(body: str) -> dict[str, Verdict]:
-        return {check.grade_id: Verdict(check.grade_id, False, _report(check, body)) for check in checks}
+    def everywhere(body: str, kind: str) -> dict[str, Verdict]:
+        return {check.grade_id: Verdict(check.grade_id, False, _report(check, body), kind) for check in checks}
 
     solution = as_python(solution)
     shortcuts = find_shortcuts(solution)
     if shortcuts:
-        return everywhere(shortcut_message(shortcuts))
+        return everywhere(shortcut_message(shortcuts), "shortcut")
     if compile_problems(solution):
-        return everywhere(explain_missing([solution]))
+        return everywhere(explain_missing([solution]), "not defined")
     session = _Session(helpers, solution, limits, wrap)
     try:
         problem = session.load()
         if problem:
-            return everywhere(problem)
+            return everywhere(problem, session.load_failure)
         return {check.grade_id: _guarded(check, session) for check in checks}
     finally:
         session.close()
@@ -411,4 +423,4 @@ def _guarded(check: HiddenCheck, session: _Session) -> Verdict:
         return Verdict(check.grade_id, False, _report(check, (
             f"The grader could not evaluate what your function returned ({type(problem).__name__}: "
             f"{str(problem)[:200]}). Make sure it returns a float array of x's shape; if it does, "
-            "tell your instructor.")))
+            "tell your instructor.")), "grader error")

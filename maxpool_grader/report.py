@@ -1,0 +1,197 @@
+"""The class report: ``report/index.html`` with PNG plots, and ``report/report.json``
+with the same numbers.
+
+Scores come from the gradebook (what nbgrader records); the reasons behind them come
+from the autograded notebooks, where ``OutOfProcessVerdicts`` leaves each test's
+verdict (kind of failure, the catalogue mistakes its report named) and the grader's
+notes (unreadable, missing or renamed notebook, moved cells).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import statistics
+from collections import Counter
+from pathlib import Path
+
+import nbformat
+from nbgrader.api import Gradebook, MissingEntry
+
+from .autograde import NOTES_KEY, REPORT_KEY
+from .catalogue import BUGS
+from .checks import GRADED_CHECKS
+
+ASSIGNMENT = "max_pool_backward"
+ATTENTION_KINDS = {"timeout": "timed out", "crash": "crashed the process",
+                   "shortcut": "used a shortcut (autograd library or the grader's code)",
+                   "grader error": "the grader could not evaluate a result",
+                   "not defined": "the solution cell does not compile or defines no max_pool_backward"}
+
+
+def _verdicts(course: Path, student: str, assignment: str) -> tuple[dict, list[str]]:
+    """{grade id: verdict metadata} and the grader's notes of one autograded notebook."""
+    path = course / "autograded" / student / assignment / f"{assignment}.ipynb"
+    try:
+        nb = nbformat.read(path, as_version=4)
+    except (OSError, ValueError):
+        return {}, ["no autograded notebook (grading failed)"]
+    found = {}
+    for cell in nb.cells:
+        grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+        if grade_id and REPORT_KEY in cell.metadata:
+            found[grade_id] = cell.metadata[REPORT_KEY]
+    return found, list(nb.metadata.get(NOTES_KEY, []))
+
+
+def collect(course: Path, db_url: str, assignment: str = ASSIGNMENT) -> dict:
+    """Every number of the report, from the gradebook and the autograded notebooks."""
+    with Gradebook(db_url) as gradebook:
+        cells = []
+        for notebook in gradebook.find_assignment(assignment).notebooks:
+            order = {cell.name: i for i, cell in enumerate(notebook.source_cells)}
+            cells += [(notebook.name, cell.name, cell.max_score, cell.cell_type)
+                      for cell in sorted(notebook.grade_cells, key=lambda c: order.get(c.name, 0))]
+        students = {}
+        for student in sorted(s.id for s in gradebook.students):
+            try:
+                gradebook.find_submission(assignment, student)
+            except MissingEntry:
+                continue
+            row = {}
+            for notebook, grade_id, points, cell_type in cells:
+                grade = gradebook.find_grade(grade_id, notebook, assignment, student)
+                row[grade_id] = {"score": grade.score, "max": points, "manual": bool(grade.needs_manual_grade)}
+            students[student] = row
+    auto = [(grade_id, points) for _, grade_id, points, cell_type in cells if cell_type == "code"]
+    auto_max = sum(points for _, points in auto)
+    totals, bug_students, attention = {}, {}, []
+    passed = Counter()
+    for student, row in students.items():
+        totals[student] = sum(row[g]["score"] or 0 for g, _ in auto)
+        passed.update(g for g, points in auto if (row[g]["score"] or 0) >= points)
+        verdicts, notes = _verdicts(course, student, assignment)
+        for verdict in verdicts.values():
+            for bug in verdict.get("bugs", []):
+                bug_students.setdefault(bug, set()).add(student)
+        reasons = sorted({ATTENTION_KINDS[v["kind"]] for v in verdicts.values() if v.get("kind") in ATTENTION_KINDS})
+        reasons += notes
+        manual = [g for g, cell in row.items() if cell["manual"]]
+        if reasons:
+            attention.append({"student": student, "reasons": reasons, "manual": manual})
+    count = len(students)
+    histogram = Counter(totals.values())
+    return {
+        "assignment": assignment,
+        "students": count,
+        "autograded_max": auto_max,
+        "mean": statistics.fmean(totals.values()) if totals else None,
+        "median": statistics.median(totals.values()) if totals else None,
+        "totals": totals,
+        "histogram": {f"{score:g}": histogram[score] for score in sorted(histogram)},
+        "cells": [{"grade_id": g, "title": GRADED_CHECKS[g].title if g in GRADED_CHECKS else g,
+                   "points": points, "passed": passed[g],
+                   "pass_rate": passed[g] / count if count else None} for g, points in auto],
+        "bugs": sorted(({"name": name, "title": BUGS[name].title if name in BUGS else name,
+                         "students": len(who), "who": sorted(who)} for name, who in bug_students.items()),
+                       key=lambda bug: (-bug["students"], bug["name"])),
+        "manual": {"cells": [g for _, g, _, cell_type in cells if cell_type != "code"],
+                   "pending": sum(any(c["manual"] for c in row.values()) for row in students.values())},
+        "needs_attention": attention,
+    }
+
+
+def _plots(data: dict, folder: Path) -> dict[str, str]:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    names = {}
+    figure, axes = plt.subplots(figsize=(6, 3.2), dpi=110)
+    scores = list(range(int(data["autograded_max"]) + 1))
+    counts = [data["histogram"].get(f"{s:g}", 0) for s in scores]
+    axes.bar(scores, counts, color="#4c72b0")
+    axes.set_xlabel(f"autograded score (of {data['autograded_max']:g})")
+    axes.set_ylabel("students")
+    axes.set_xticks(scores)
+    axes.yaxis.get_major_locator().set_params(integer=True)
+    axes.set_title("Score histogram")
+    figure.tight_layout()
+    figure.savefig(folder / "scores.png")
+    names["scores"] = "scores.png"
+    plt.close(figure)
+
+    cells = data["cells"]
+    figure, axes = plt.subplots(figsize=(6, 0.42 * len(cells) + 0.9), dpi=110)
+    rates = [100 * (cell["pass_rate"] or 0) for cell in cells]
+    labels = [f"{cell['title']} ({cell['points']:g} p)" for cell in cells]
+    bars = axes.barh(range(len(cells)), rates, color=["#55a868" if r >= 80 else "#dd8452" if r >= 50
+                                                         else "#c44e52" for r in rates])
+    axes.set_yticks(range(len(cells)), labels, fontsize=8)
+    axes.invert_yaxis()
+    axes.set_xlim(0, 100)
+    axes.set_xlabel("% of students who passed")
+    axes.bar_label(bars, [f"{r:.0f}%" for r in rates], fontsize=8, padding=2)
+    axes.set_title("Pass rate of each test")
+    figure.tight_layout()
+    figure.savefig(folder / "pass_rates.png")
+    names["pass_rates"] = "pass_rates.png"
+    plt.close(figure)
+    return names
+
+
+def _html(data: dict, plots: dict[str, str]) -> str:
+    e = html.escape
+    mean = "–" if data["mean"] is None else f"{data['mean']:.1f}"
+    median = "–" if data["median"] is None else f"{data['median']:g}"
+    weakest = min(data["cells"], key=lambda c: c["pass_rate"] or 0) if data["cells"] else None
+    top_bug = data["bugs"][0] if data["bugs"] else None
+    summary = [f"<b>{data['students']}</b> submissions graded; autograded score mean <b>{mean}</b>, "
+               f"median <b>{median}</b> of {data['autograded_max']:g}."]
+    if weakest:
+        summary.append(f"Hardest test: <b>{e(weakest['title'])}</b> "
+                       f"({100 * (weakest['pass_rate'] or 0):.0f}% passed).")
+    if top_bug:
+        summary.append(f"Most common mistake: <b>{e(top_bug['title'])}</b> "
+                       f"({top_bug['students']} student{'s' if top_bug['students'] != 1 else ''}).")
+    summary.append(f"<b>{len(data['needs_attention'])}</b> need a look (below); "
+                   f"{data['manual']['pending']} still have parts to grade by hand.")
+    bugs = "".join(f"<tr><td>{e(b['title'])}</td><td class=n>{b['students']}</td>"
+                   f"<td class=who>{e(', '.join(b['who']))}</td></tr>" for b in data["bugs"]) \
+        or "<tr><td colspan=3>No catalogue mistake was recognised.</td></tr>"
+    attention = "".join(f"<tr><td>{e(a['student'])}</td><td>{'<br>'.join(e(r) for r in a['reasons'])}</td></tr>"
+                        for a in data["needs_attention"]) \
+        or "<tr><td colspan=2>Nobody: no crash, timeout, shortcut or unreadable notebook.</td></tr>"
+    return f"""<!doctype html>
+<html><head><meta charset="utf-8"><title>Class report: {e(data['assignment'])}</title>
+<style>
+body {{ font-family: system-ui, sans-serif; margin: 24px auto; max-width: 1100px; color: #222; }}
+h1 {{ font-size: 1.5em; margin-bottom: 4px; }} h2 {{ font-size: 1.15em; margin-top: 28px; }}
+.summary {{ background: #f3f6fa; border-left: 4px solid #4c72b0; padding: 10px 16px; line-height: 1.6; }}
+.plots {{ display: flex; gap: 16px; flex-wrap: wrap; align-items: flex-start; margin-top: 16px; }}
+.plots img {{ width: 540px; height: auto; border: 1px solid #ddd; }}
+table {{ border-collapse: collapse; width: 100%; font-size: 0.92em; }}
+td, th {{ border-bottom: 1px solid #e4e4e4; padding: 5px 8px; text-align: left; vertical-align: top; }}
+td.n {{ text-align: right; width: 5em; }} td.who {{ color: #555; font-size: 0.9em; }}
+</style></head><body>
+<h1>Class report: {e(data['assignment'])}</h1>
+<div class="summary">{'<br>'.join(summary)}</div>
+<div class="plots"><img src="{plots['scores']}" alt="score histogram">
+<img src="{plots['pass_rates']}" alt="pass rate of each test"></div>
+<h2>Mistakes recognised from the bug catalogue</h2>
+<table><tr><th>mistake</th><th class=n>students</th><th>who</th></tr>{bugs}</table>
+<h2>Submissions that need a person</h2>
+<table><tr><th>student</th><th>reason</th></tr>{attention}</table>
+<p style="color:#666;font-size:0.85em">Part A ({', '.join(e(c) for c in data['manual']['cells'])}) is graded by
+hand in formgrader. The numbers of this page are in report.json.</p>
+</body></html>
+"""
+
+
+def write_report(course: Path, db_url: str, assignment: str = ASSIGNMENT) -> dict[str, Path]:
+    folder = course / "report"
+    folder.mkdir(exist_ok=True)
+    data = collect(course, db_url, assignment)
+    (folder / "report.json").write_text(json.dumps(data, indent=1))
+    plots = _plots(data, folder)
+    (folder / "index.html").write_text(_html(data, plots))
+    return {"html": folder / "index.html", "json": folder / "report.json"}
