@@ -1,0 +1,148 @@
+"""`maxpool-grader grade` on a whole class: parallel, incremental, interruptible, with a
+class report whose numbers are the gradebook's, and grades equal to plain serial
+`nbgrader autograde` cell for cell."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from nbgrader.api import Gradebook
+
+from conftest import ASSIGNMENT, BIN, ROOT, copy_course, nbgrader
+from corpus import build as build_corpus
+
+STUDENTS = sorted(p.name for p in (ROOT / "submitted").iterdir() if p.is_dir())
+EXTRA = ["fault_infinite_loop", "fault_os_exit", "attack_imports_torch", "fault_missing_notebook"]
+
+
+def grade_command(course: Path, *args: str, **kwargs) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
+    return subprocess.run([str(BIN / "maxpool-grader"), "grade", "--course-dir", str(course), *args],
+                          env=env, text=True, capture_output=True, timeout=1200, **kwargs)
+
+
+def all_grades(db_url: str) -> dict[tuple[str, str], float | None]:
+    """(student, grade id) -> score (None: needs a manual grade), every cell of every submission."""
+    with Gradebook(db_url) as gradebook:
+        grades = {}
+        for student in gradebook.students:
+            submission = gradebook.find_submission(ASSIGNMENT, student.id)
+            for notebook in submission.notebooks:
+                for grade in notebook.grades:
+                    grades[student.id, grade.name] = None if grade.needs_manual_grade else grade.score
+        return grades
+
+
+def sqlite(course: Path) -> str:
+    return f"sqlite:///{course / 'gradebook.db'}"
+
+
+def quicker_limits(course: Path) -> None:
+    """Shorter time limits (the same for both ways of grading): these tests are about
+    parallel grading, and the hanging submission would cost the full limits three times."""
+    with open(course / "nbgrader_config.py", "a") as config:
+        config.write("\nc.OutOfProcessVerdicts.check_seconds = 1\nc.OutOfProcessVerdicts.total_seconds = 6\n"
+                     "c.Execute.timeout = 4\nc.SafeExecute.notebook_seconds = 20\n")
+
+
+@pytest.fixture(scope="module")
+def classes(tmp_path_factory):
+    """The same class graded twice: by `maxpool-grader grade` (2 workers) and by plain serial
+    `nbgrader autograde`."""
+    root = tmp_path_factory.mktemp("parallel")
+    parallel, serial = copy_course(root / "parallel"), copy_course(root / "serial")
+    for course in (parallel, serial):
+        quicker_limits(course)
+        nbgrader(course, "generate_assignment", ASSIGNMENT)
+        build_corpus(course, course / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", EXTRA)
+    result = grade_command(parallel, "--workers", "2")
+    nbgrader(serial, "autograde", ASSIGNMENT)
+    return parallel, serial, result
+
+
+def test_grades_equal_serial_nbgrader_cell_for_cell(classes):
+    parallel, serial, result = classes
+    assert result.returncode == 0, result.stderr[-3000:]
+    ours, theirs = all_grades(sqlite(parallel)), all_grades(sqlite(serial))
+    assert len(ours) == len(STUDENTS + EXTRA) * 11  # every submission's every graded cell
+    assert ours == theirs
+
+
+def test_progress_is_plain_lines_without_a_terminal(classes):
+    _, _, result = classes
+    lines = re.findall(r"\[autograde (\d+)/(\d+)\] (\S+) in [\d.]+ s", result.stdout)
+    assert sorted(student for *_, student in lines) == sorted(STUDENTS + EXTRA)
+    assert {int(total) for _, total, _ in lines} == {len(STUDENTS + EXTRA)}
+
+
+def test_a_rerun_grades_only_what_changed(classes, tmp_path):
+    parallel, _, _ = classes
+    again = grade_command(parallel)
+    assert "0 submission(s) to grade" in again.stdout and again.returncode == 0
+    notebook = parallel / "submitted" / "ties_split" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    notebook.write_text(notebook.read_text().replace("split equally", "split equally (edited)"))
+    changed = grade_command(parallel)
+    assert "1 submission(s) to grade" in changed.stdout
+    assert re.findall(r"\] (\S+) in", changed.stdout) == ["ties_split"]
+    forced = grade_command(parallel, "--force", "--workers", "2")
+    assert f"{len(STUDENTS + EXTRA)} submission(s) to grade" in forced.stdout
+
+
+def test_report_numbers_match_the_gradebook(classes):
+    parallel, _, _ = classes
+    report = json.loads((parallel / "report" / "report.json").read_text())
+    with Gradebook(sqlite(parallel)) as gradebook:
+        totals = {s.id: gradebook.find_submission(ASSIGNMENT, s.id).code_score for s in gradebook.students}
+    assert report["totals"] == totals
+    assert sum(report["histogram"].values()) == report["students"] == len(totals)
+    grades = all_grades(sqlite(parallel))
+    for cell in report["cells"]:
+        passed = sum(1 for (student, grade_id), score in grades.items()
+                     if grade_id == cell["grade_id"] and score == cell["points"])
+        assert cell["passed"] == passed, cell["grade_id"]
+    bugs = {bug["name"]: bug["who"] for bug in report["bugs"]}
+    assert "ties_shared" in bugs and "ties_split" in bugs["ties_shared"]
+    attention = {item["student"]: " ".join(item["reasons"]) for item in report["needs_attention"]}
+    assert "timed out" in attention["fault_infinite_loop"]
+    assert "crashed" in attention["fault_os_exit"]
+    assert "shortcut" in attention["attack_imports_torch"]
+    assert "No notebook named" in attention["fault_missing_notebook"]
+    assert "does not compile" in attention["forum_verbatim"]
+    assert "loop_correct" not in attention
+    assert (parallel / "report" / "index.html").read_text().count("<img") == 2
+    assert (parallel / "report" / "scores.png").stat().st_size > 1000
+
+
+def test_an_interrupted_run_resumes_and_completes(tmp_path):
+    course = copy_course(tmp_path / "course")
+    env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
+    process = subprocess.Popen([str(BIN / "maxpool-grader"), "grade", "--course-dir", str(course),
+                                "--workers", "1"], env=env, text=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    seen = []
+    for line in process.stdout:  # Ctrl-C once the first submissions are graded
+        seen.append(line)
+        if line.startswith("[autograde 2/"):
+            process.send_signal(signal.SIGINT)
+            break
+    output = "".join(seen) + process.communicate(timeout=300)[0]
+    assert process.returncode == 130, output[-3000:]
+    assert "Run the command again" in output
+    graded_before = len(re.findall(r"^\[autograde \d+/", output, re.M))
+    assert 2 <= graded_before < len(STUDENTS)
+
+    resumed = grade_command(course)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert f"{len(STUDENTS) - graded_before} submission(s) to grade" in resumed.stdout
+    grades = all_grades(sqlite(course))
+    assert {student for student, _ in grades} == set(STUDENTS)
+    assert all(score is not None for (student, grade_id), score in grades.items()
+               if not grade_id.startswith("part_a"))
