@@ -1,0 +1,119 @@
+"""Benchmark: plain serial `nbgrader autograde` against `maxpool-grader grade` on a class.
+
+Builds a synthetic class of N submissions (default 40, cycling through the sample
+class), grades one copy with plain `nbgrader autograde max_pool_backward` (one process,
+one submission after another) and another with `maxpool-grader grade`, checks that the
+grades are equal cell for cell, and prints seconds per submission for both, their ratio,
+and the floor: a fresh kernel running the hidden tests of one correct submission,
+measured alone. Not a test: it prints numbers.
+
+    .venv/bin/python benchmarks/bench_grading.py [--students 40] [--workers N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+from nbgrader.api import Gradebook
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+ASSIGNMENT = "max_pool_backward"
+ENV = dict(os.environ, PATH=os.pathsep.join([str(BIN), os.environ.get("PATH", "")]))
+
+
+def build_class(course: Path, students: int) -> None:
+    course.mkdir(parents=True)
+    shutil.copy(ROOT / "nbgrader_config.py", course)
+    shutil.copytree(ROOT / "source", course / "source")
+    samples = sorted(p for p in (ROOT / "submitted").iterdir() if p.is_dir())
+    for number in range(students):
+        sample = samples[number % len(samples)]
+        shutil.copytree(sample, course / "submitted" / f"s{number:03d}_{sample.name}")
+
+
+def run(course: Path, *command: str) -> float:
+    started = time.monotonic()
+    subprocess.run(command, cwd=course, env=ENV, check=True, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
+    return time.monotonic() - started
+
+
+def grades(course: Path) -> dict:
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+        return {(s.id, g.name): g.score for s in gradebook.students
+                for nb in gradebook.find_submission(ASSIGNMENT, s.id).notebooks for g in nb.grades}
+
+
+def floor_seconds(repeats: int = 5) -> float:
+    """A fresh kernel that runs the provided helpers, a correct solution and the hidden
+    tests (what a submission cannot do without), start to shutdown; the median."""
+    release = nbformat.read(ROOT / "autograded" / "loop_correct" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb",
+                            as_version=4)
+    keep = [cell for cell in release.cells if cell.cell_type == "code" and (
+        cell.metadata.get("nbgrader", {}).get("grade_id", "") in ("provided_helpers", ASSIGNMENT)
+        or cell.metadata.get("nbgrader", {}).get("grade_id", "").startswith("hidden_"))]
+    source = nbformat.read(ROOT / "source" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", as_version=4)
+    hidden = {c.metadata["nbgrader"]["grade_id"]: c.source for c in source.cells
+              if c.metadata.get("nbgrader", {}).get("grade_id", "").startswith("hidden_")}
+    for cell in keep:
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id", "")
+        cell.source = hidden.get(grade_id, cell.source)
+        cell.outputs = []
+    notebook = nbformat.v4.new_notebook(cells=keep)
+    times = []
+    for _ in range(repeats):
+        started = time.monotonic()
+        NotebookClient(nbformat.from_dict(json.loads(json.dumps(notebook))), timeout=60,
+                       kernel_name="python3").execute()
+        times.append(time.monotonic() - started)
+    return statistics.median(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--students", type=int, default=40)
+    parser.add_argument("--workers", type=int, default=None, help="for maxpool-grader (default: cores)")
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="maxpool-bench-"))
+    try:
+        serial, ours = work / "serial", work / "ours"
+        for course in (serial, ours):
+            build_class(course, args.students)
+            run(course, str(BIN / "nbgrader"), "generate_assignment", ASSIGNMENT)
+        serial_seconds = run(serial, str(BIN / "nbgrader"), "autograde", ASSIGNMENT)
+        workers = ["--workers", str(args.workers)] if args.workers else []
+        ours_total = run(ours, str(BIN / "maxpool-grader"), "grade", *workers)
+        ours_seconds = json.loads((ours / ".maxpool-grader" / "last_run.json").read_text())["autograde_seconds"]
+        equal = grades(serial) == grades(ours)
+        floor = floor_seconds()
+        n = args.students
+        print(f"\n{n} submissions, {os.cpu_count()} cores, workers: {args.workers or os.cpu_count()}")
+        print(f"{'':44}{'seconds':>10}{'s/submission':>14}")
+        print(f"{'plain serial nbgrader autograde':44}{serial_seconds:>10.1f}{serial_seconds / n:>14.2f}")
+        print(f"{'maxpool-grader grade: autograde phase':44}{ours_seconds:>10.1f}{ours_seconds / n:>14.2f}")
+        print(f"{'maxpool-grader grade: whole command':44}{ours_total:>10.1f}{ours_total / n:>14.2f}"
+              "   (+ feedback, CSV, report)")
+        print(f"{'floor: fresh kernel + hidden tests, alone':44}{'':>10}{floor:>14.2f}")
+        print(f"\nspeed-up over serial nbgrader (autograde): {serial_seconds / ours_seconds:.2f}x")
+        print(f"per-submission cost / floor: {ours_seconds / n / floor:.2f}")
+        print(f"grades equal cell for cell: {'yes' if equal else 'NO'}")
+        if not equal:
+            sys.exit(1)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
