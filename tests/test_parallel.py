@@ -146,3 +146,30 @@ def test_an_interrupted_run_resumes_and_completes(tmp_path):
     assert {student for student, _ in grades} == set(STUDENTS)
     assert all(score is not None for (student, grade_id), score in grades.items()
                if not grade_id.startswith("part_a"))
+
+
+def test_a_killed_worker_is_replaced_and_the_run_completes(tmp_path):
+    import psutil
+    course = copy_course(tmp_path / "course")
+    env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
+    process = subprocess.Popen([str(BIN / "maxpool-grader"), "grade", "--course-dir", str(course),
+                                "--workers", "2"], env=env, text=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    killed = None
+    seen = []
+    for line in process.stdout:
+        seen.append(line)
+        if killed is None and line.startswith("[autograde 1/"):
+            parent = psutil.Process(process.pid)
+            workers = [child for child in parent.children() if child.cmdline() == parent.cmdline()]
+            assert workers, "no worker process found"
+            killed = workers[0].pid
+            workers[0].kill()  # as the out-of-memory killer would
+    process.wait(timeout=300)
+    output = "".join(seen)
+    assert killed is not None
+    assert process.returncode == 0, output[-3000:]
+    grades = all_grades(sqlite(course))
+    assert {student for student, _ in grades} == set(STUDENTS)
+    assert all(score is not None for (student, grade_id), score in grades.items()
+               if not grade_id.startswith("part_a"))
