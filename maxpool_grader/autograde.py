@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import glob
 import json
+from concurrent.futures import Future, ThreadPoolExecutor
 import os
 import time
 from pathlib import Path
@@ -211,20 +212,26 @@ class OutOfProcessVerdicts(NbGraderPreprocessor):
                        "import numpy as np")
         graded = [grade_id for cell in nb.cells if (grade_id := _grade_id(cell)) in GRADED_CHECKS
                   and cell.metadata.nbgrader.get("grade")]
-        started = time.monotonic()
         # nbgrader runs in the course directory
         wrap = sandbox.untrusted_process_wrapper(self.sandbox, Path.cwd(), self.log)
-        found = verdicts(solution, helpers, graded, self.limits(), wrap) if graded else {}
-        passed = sum(verdict.passed for verdict in found.values())
-        self.log.info("Out-of-process verdict: %d of %d tests passed (%.1f s)%s", passed, len(found),
-                      time.monotonic() - started, "" if wrap else " [UNSANDBOXED]")
-        resources.setdefault("maxpool_grader", {})["verdicts"] = found
-        for cell in nb.cells:  # kept in the autograded notebook for the class report
-            verdict = found.get(_grade_id(cell))
-            if verdict is not None:
-                cell.metadata[REPORT_KEY] = {"passed": verdict.passed, "kind": verdict.kind,
-                                             "bugs": list(verdict.bugs)}
+        limits, log = self.limits(), self.log
+
+        def decide() -> dict[str, Verdict]:
+            started = time.monotonic()
+            found = verdicts(solution, helpers, graded, limits, wrap) if graded else {}
+            log.info("Out-of-process verdict: %d of %d tests passed (%.1f s)%s",
+                     sum(verdict.passed for verdict in found.values()), len(found),
+                     time.monotonic() - started, "" if wrap else " [UNSANDBOXED]")
+            return found
+
+        # Decided in a thread while SafeExecute starts the kernel (the kernel's start-up
+        # is mostly waiting); SafeExecute waits for it before the first graded cell.
+        pending = _VERDICT_THREADS.submit(decide)
+        resources.setdefault("maxpool_grader", {}).update(verdicts=pending, graded=set(graded))
         return nb, resources
+
+
+_VERDICT_THREADS = ThreadPoolExecutor(max_workers=1, thread_name_prefix="maxpool-verdicts")
 
 
 # ------------------------------------------------------------------ running the notebook
@@ -239,7 +246,10 @@ class SafeExecute(Execute):
     memory_mib = Integer(4096, help="Address-space limit of the kernel (MiB).").tag(config=True)
 
     def preprocess(self, nb, resources=None, km=None):
-        self._verdicts: dict[str, Verdict] = (resources or {}).get("maxpool_grader", {}).get("verdicts", {})
+        ours = (resources or {}).get("maxpool_grader", {})
+        self._pending: Future | None = ours.get("verdicts")
+        self._graded: set[str] = ours.get("graded", set())
+        self._verdicts: dict[str, Verdict] | None = None if self._pending else {}
         self._not_running: str | None = None
         self._deadline = time.monotonic() + self.notebook_seconds
         self.kernel_manager_class = sandbox.kernel_manager(self.sandbox, self.memory_mib << 20,
@@ -248,18 +258,29 @@ class SafeExecute(Execute):
             nb, resources = super().preprocess(nb, resources, km)
         except DeadKernelError:  # while shutting down: every cell has its outputs already
             pass
+        found = self._decided()
+        for cell in nb.cells:  # kept in the autograded notebook for the class report
+            verdict = found.get(_grade_id(cell))
+            if verdict is not None:
+                cell.metadata[REPORT_KEY] = {"passed": verdict.passed, "kind": verdict.kind,
+                                             "bugs": list(verdict.bugs)}
         for cell in nb.cells:
-            if _grade_id(cell) in self._verdicts:
+            if _grade_id(cell) in found:
                 for output in cell.get("outputs", []):
                     if output.get("output_type") == "stream" and output.get("name") == "stderr":
                         output["name"] = "stdout"  # nbgrader gives 0 for any stderr output
         _show_notes(nb)
         return nb, resources
 
+    def _decided(self) -> dict[str, Verdict]:
+        if self._verdicts is None:
+            self._verdicts = self._pending.result()  # an error here is the grader's: it propagates
+        return self._verdicts
+
     def preprocess_cell(self, cell, resources, index):
-        verdict = self._verdicts.get(_grade_id(cell))
         if cell.cell_type != "code":
             return cell, resources
+        verdict = self._decided().get(_grade_id(cell)) if _grade_id(cell) in self._graded else None
         if verdict is not None and not verdict.passed:
             cell.outputs = [_error_output(verdict.message)]
             return cell, resources

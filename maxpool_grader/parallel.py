@@ -208,9 +208,9 @@ def run_batch(course: Path, db_url: str, students: list[str], workers: int, job,
                             continue  # run again on the next pool
                         remaining.remove(student)
                         result.finished.append(item)
-                        progress.advance(student, item["success"], item.get("seconds"))
-                        if on_done is not None:
+                        if on_done is not None:  # recorded before it is shown as done
                             on_done(item)
+                        progress.advance(student, item["success"], item.get("seconds"))
             except KeyboardInterrupt:
                 result.interrupted = True
                 _stop(executor)

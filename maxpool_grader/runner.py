@@ -103,7 +103,11 @@ class SolutionProcess:
         shutil.copyfile(untrusted.__file__, script)
         request_read, self._request = os.pipe()
         self._reply, reply_write = os.pipe()
+        cpu_seconds = int(limits.total_seconds) + 5
         argv = [sys.executable, "-I", str(script), str(request_read), str(reply_write)]
+        if sandbox.PRLIMIT:  # the limits by prlimit: no preexec_fn, so it is safe from a thread
+            argv = [sandbox.PRLIMIT, f"--as={limits.memory_bytes}", f"--fsize={limits.file_bytes}",
+                    "--core=0", f"--cpu={cpu_seconds}", "--"] + argv
         if wrap is not None:
             argv = wrap(argv, self.directory)
         environment = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(self.directory),
@@ -113,7 +117,7 @@ class SolutionProcess:
             argv, pass_fds=(request_read, reply_write), cwd=self.directory, env=environment,
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             start_new_session=True,
-            preexec_fn=_limit_resources(limits, int(limits.total_seconds) + 5))
+            preexec_fn=None if sandbox.PRLIMIT else _limit_resources(limits, cpu_seconds))
         os.close(request_read)
         os.close(reply_write)
         self._next_id = 0

@@ -45,14 +45,6 @@ def sqlite(course: Path) -> str:
     return f"sqlite:///{course / 'gradebook.db'}"
 
 
-def quicker_limits(course: Path) -> None:
-    """Shorter time limits (the same for both ways of grading): these tests are about
-    parallel grading, and the hanging submission would cost the full limits three times."""
-    with open(course / "nbgrader_config.py", "a") as config:
-        config.write("\nc.OutOfProcessVerdicts.check_seconds = 1\nc.OutOfProcessVerdicts.total_seconds = 6\n"
-                     "c.Execute.timeout = 4\nc.SafeExecute.notebook_seconds = 20\n")
-
-
 @pytest.fixture(scope="module")
 def classes(tmp_path_factory):
     """The same class graded twice: by `maxpool-grader grade` (2 workers) and by plain serial
@@ -60,7 +52,6 @@ def classes(tmp_path_factory):
     root = tmp_path_factory.mktemp("parallel")
     parallel, serial = copy_course(root / "parallel"), copy_course(root / "serial")
     for course in (parallel, serial):
-        quicker_limits(course)
         nbgrader(course, "generate_assignment", ASSIGNMENT)
         build_corpus(course, course / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", EXTRA)
     result = grade_command(parallel, "--workers", "2")
@@ -73,7 +64,9 @@ def test_grades_equal_serial_nbgrader_cell_for_cell(classes):
     assert result.returncode == 0, result.stderr[-3000:]
     ours, theirs = all_grades(sqlite(parallel)), all_grades(sqlite(serial))
     assert len(ours) == len(STUDENTS + EXTRA) * 11  # every submission's every graded cell
-    assert ours == theirs
+    differ = {key: (ours.get(key), theirs.get(key)) for key in set(ours) | set(theirs)
+              if ours.get(key) != theirs.get(key)}
+    assert differ == {}
 
 
 def test_progress_is_plain_lines_without_a_terminal(classes):
@@ -141,7 +134,9 @@ def test_an_interrupted_run_resumes_and_completes(tmp_path):
 
     resumed = grade_command(course)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
-    assert f"{len(STUDENTS) - graded_before} submission(s) to grade" in resumed.stdout
+    # what was shown as graded is not graded again (one more may have finished unseen)
+    left = int(re.search(r"(\d+) submission\(s\) to grade", resumed.stdout).group(1))
+    assert 1 <= left <= len(STUDENTS) - graded_before
     grades = all_grades(sqlite(course))
     assert {student for student, _ in grades} == set(STUDENTS)
     assert all(score is not None for (student, grade_id), score in grades.items()
