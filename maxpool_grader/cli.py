@@ -17,8 +17,6 @@ import sys
 import time
 from pathlib import Path
 
-from nbgrader.api import Gradebook, MissingEntry
-
 from .checks import HIDDEN_CHECKS
 
 ASSIGNMENT = "max_pool_backward"
@@ -47,32 +45,14 @@ def run_nbgrader(course: Path, *args: str) -> subprocess.CompletedProcess:
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
-def graded_cells(gradebook: Gradebook, assignment: str) -> list[tuple[str, str, float]]:
-    """(notebook, grade id, max points) of every graded cell, in notebook order."""
-    cells = []
-    for notebook in gradebook.find_assignment(assignment).notebooks:
-        order = {cell.name: position for position, cell in enumerate(notebook.source_cells)}
-        for cell in sorted(notebook.grade_cells, key=lambda c: order.get(c.name, len(order))):
-            cells.append((notebook.name, cell.name, cell.max_score))
-    return cells
-
-
 def score_table(db_url: str, assignment: str = ASSIGNMENT) -> tuple[list, dict[str, dict]]:
-    """Cells and, per student, {grade id: score or None (needs manual grade / ungraded)}."""
-    with Gradebook(db_url) as gradebook:
-        cells = graded_cells(gradebook, assignment)
-        scores: dict[str, dict] = {}
-        for student in sorted(s.id for s in gradebook.students):
-            try:
-                gradebook.find_submission(assignment, student)
-            except MissingEntry:
-                continue
-            row = {}
-            for notebook, grade_id, _ in cells:
-                grade = gradebook.find_grade(grade_id, notebook, assignment, student)
-                row[grade_id] = None if grade.needs_manual_grade else grade.score
-            scores[student] = row
-        return cells, scores
+    """Cells (notebook, grade id, max points) and, per student, {grade id: score or None
+    (needs manual grade)}."""
+    from .report import gradebook_table
+    cells, students = gradebook_table(db_url, assignment)
+    scores = {student: {grade_id: None if cell["manual"] else cell["score"] for grade_id, cell in row.items()}
+              for student, row in students.items()}
+    return [(notebook, grade_id, points) for notebook, grade_id, points, _ in cells], scores
 
 
 def format_table(cells, scores) -> str:
@@ -153,7 +133,7 @@ def grade(course: Path, *, workers: int | None = None, force: bool = False, db_u
             parallel.save_state(course, state)
 
     graded_at = time.monotonic()
-    batch = parallel.run_batch(course, db_url, todo, workers, parallel._autograde, "autograde", record, assignment)
+    batch = parallel.run_batch(course, db_url, todo, workers, parallel.autograde_job, "autograde", record, assignment)
     timings = {"autograde_seconds": time.monotonic() - graded_at, "graded": len(batch.finished)}
     for item in batch.failed:
         print(f"\nGrading {item['student']} broke:\n{item['log']}", file=sys.stderr)
@@ -166,7 +146,7 @@ def grade(course: Path, *, workers: int | None = None, force: bool = False, db_u
     no_feedback = [s for s in current
                    if not (course / "feedback" / s / assignment / f"{assignment}.html").exists()]
     feedback = [item["student"] for item in batch.finished if item["success"]] + no_feedback
-    feedback_batch = parallel.run_batch(course, db_url, feedback, workers, parallel._feedback,
+    feedback_batch = parallel.run_batch(course, db_url, feedback, workers, parallel.feedback_job,
                                         "feedback", None, assignment)
     export = run_nbgrader(course, "export", "--to", str(course / "grades.csv"), db_option)
     if export.returncode != 0:

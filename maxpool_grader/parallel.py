@@ -117,7 +117,7 @@ def _start_worker(course: str, db_url: str) -> None:
     _API = NbGraderAPI(CourseDirectory(config=config), config=config)
 
 
-def _autograde(student: str, assignment: str) -> dict:
+def autograde_job(student: str, assignment: str) -> dict:
     started = time.monotonic()
     result = _API.autograde(assignment, student, force=True, create=True)
     if not result["success"] and "database is locked" in (result.get("log") or ""):
@@ -127,7 +127,7 @@ def _autograde(student: str, assignment: str) -> dict:
             "log": "" if result["success"] else (result.get("log") or "")[-4000:] + str(result.get("error") or "")}
 
 
-def _feedback(student: str, assignment: str) -> dict:
+def feedback_job(student: str, assignment: str) -> dict:
     result = _API.generate_feedback(assignment, student, force=True)
     return {"student": student, "success": bool(result["success"]),
             "log": "" if result["success"] else (result.get("log") or "")[-2000:]}

@@ -44,14 +44,15 @@ def _verdicts(course: Path, student: str, assignment: str) -> tuple[dict, list[s
     return found, list(nb.metadata.get(NOTES_KEY, []))
 
 
-def collect(course: Path, db_url: str, assignment: str = ASSIGNMENT) -> dict:
-    """Every number of the report, from the gradebook and the autograded notebooks."""
+def gradebook_table(db_url: str, assignment: str = ASSIGNMENT) -> tuple[list[tuple], dict[str, dict]]:
+    """The graded cells ((notebook, grade id, max points, cell type), in notebook order) and,
+    per student with a submission, {grade id: {"score", "max", "manual"}}."""
     with Gradebook(db_url) as gradebook:
         cells = []
         for notebook in gradebook.find_assignment(assignment).notebooks:
             order = {cell.name: i for i, cell in enumerate(notebook.source_cells)}
             cells += [(notebook.name, cell.name, cell.max_score, cell.cell_type)
-                      for cell in sorted(notebook.grade_cells, key=lambda c: order.get(c.name, 0))]
+                      for cell in sorted(notebook.grade_cells, key=lambda c: order.get(c.name, len(order)))]
         students = {}
         for student in sorted(s.id for s in gradebook.students):
             try:
@@ -59,10 +60,16 @@ def collect(course: Path, db_url: str, assignment: str = ASSIGNMENT) -> dict:
             except MissingEntry:
                 continue
             row = {}
-            for notebook, grade_id, points, cell_type in cells:
+            for notebook, grade_id, points, _ in cells:
                 grade = gradebook.find_grade(grade_id, notebook, assignment, student)
                 row[grade_id] = {"score": grade.score, "max": points, "manual": bool(grade.needs_manual_grade)}
             students[student] = row
+    return cells, students
+
+
+def collect(course: Path, db_url: str, assignment: str = ASSIGNMENT) -> dict:
+    """Every number of the report, from the gradebook and the autograded notebooks."""
+    cells, students = gradebook_table(db_url, assignment)
     auto = [(grade_id, points) for _, grade_id, points, cell_type in cells if cell_type == "code"]
     auto_max = sum(points for _, points in auto)
     totals, bug_students, attention = {}, {}, []
