@@ -75,9 +75,11 @@ class TolerantNotebookExporter(NotebookExporter):
         path = Path(filename)
         nb_name, assignment = path.stem, path.parent.name
         if path.exists():
+            # Only reading is the student's: an error of the preprocessors after it is the
+            # grader's, and must not be reported (and graded) as an unreadable notebook.
             try:
                 with open(path, encoding="utf-8") as handle:
-                    return self.from_notebook_node(nbformat.read(handle, as_version=4), resources, **kw)
+                    nb = nbformat.read(handle, as_version=4)
             except (json.JSONDecodeError, UnicodeDecodeError, nbformat.reader.NotJSONError,
                     nbformat.ValidationError, KeyError, TypeError, AttributeError) as problem:
                 what = ("it is not JSON: cut off, or edited outside Jupyter?"
@@ -85,7 +87,8 @@ class TolerantNotebookExporter(NotebookExporter):
                         else f"it is not a valid notebook: {str(problem).splitlines()[0][:200]}")
                 reason = (f"Your notebook file {path.name} could not be read ({what}). It was graded "
                           "as if the solution were empty. Open it in Jupyter, or submit a fresh copy.")
-                return self.from_notebook_node(self._stand_in(nb_name, assignment, reason), resources, **kw)
+                nb = self._stand_in(nb_name, assignment, reason)
+            return self.from_notebook_node(nb, resources, **kw)
         others = sorted(p for p in path.parent.glob("*.ipynb") if p != path)
         if len(others) == 1:
             try:
@@ -259,16 +262,16 @@ class SafeExecute(Execute):
         except DeadKernelError:  # while shutting down: every cell has its outputs already
             pass
         found = self._decided()
-        for cell in nb.cells:  # kept in the autograded notebook for the class report
-            verdict = found.get(_grade_id(cell))
-            if verdict is not None:
-                cell.metadata[REPORT_KEY] = {"passed": verdict.passed, "kind": verdict.kind,
-                                             "bugs": list(verdict.bugs)}
         for cell in nb.cells:
-            if _grade_id(cell) in found:
-                for output in cell.get("outputs", []):
-                    if output.get("output_type") == "stream" and output.get("name") == "stderr":
-                        output["name"] = "stdout"  # nbgrader gives 0 for any stderr output
+            verdict = found.get(_grade_id(cell))
+            if verdict is None:
+                continue
+            # kept in the autograded notebook for the class report
+            cell.metadata[REPORT_KEY] = {"passed": verdict.passed, "kind": verdict.kind,
+                                         "bugs": list(verdict.bugs)}
+            for output in cell.get("outputs", []):
+                if output.get("output_type") == "stream" and output.get("name") == "stderr":
+                    output["name"] = "stdout"  # nbgrader gives 0 for any stderr output
         _show_notes(nb)
         return nb, resources
 

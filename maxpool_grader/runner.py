@@ -12,6 +12,7 @@ student reads the same message whichever side found the mistake.
 from __future__ import annotations
 
 import builtins
+import contextlib
 import inspect
 import logging
 import os
@@ -19,7 +20,6 @@ import resource
 import selectors
 import shutil
 import signal
-import struct
 import subprocess
 import sys
 import time
@@ -28,6 +28,9 @@ from pathlib import Path
 from typing import Callable
 
 import numpy as np
+# imported here, not in as_python: verdicts run in a thread, and an import racing the
+# main thread's imports can fail with KeyError (seen: KeyError 'IPython')
+from IPython.core.inputtransformer2 import TransformerManager
 
 from . import sandbox, untrusted
 from .checks import GRADED_CHECKS, HiddenCheck, _report, explain, graded_failure, passed_message
@@ -72,9 +75,12 @@ class ProcessEnded(BaseException):
 def describe_exit(returncode: int | None, limits: Limits) -> str:
     if returncode is None:
         return "stopped answering"
-    if returncode < 0 or (returncode > 128 and returncode - 128 in signal.Signals._value2member_map_):
-        number = -returncode if returncode < 0 else returncode - 128  # bwrap exits 128 + signal
-        name = signal.Signals(number).name if number in signal.Signals._value2member_map_ else str(number)
+    number = -returncode if returncode < 0 else returncode - 128  # bwrap exits 128 + signal
+    try:
+        name = signal.Signals(number).name
+    except ValueError:  # an ordinary exit status
+        name = None
+    if name is not None:
         if number == signal.SIGSEGV:
             return f"crashed with a segmentation fault ({name})"
         if number in (signal.SIGKILL, signal.SIGXCPU):
@@ -104,10 +110,9 @@ class SolutionProcess:
         request_read, self._request = os.pipe()
         self._reply, reply_write = os.pipe()
         cpu_seconds = int(limits.total_seconds) + 5
-        argv = [sys.executable, "-I", str(script), str(request_read), str(reply_write)]
-        if sandbox.PRLIMIT:  # the limits by prlimit: no preexec_fn, so it is safe from a thread
-            argv = [sandbox.PRLIMIT, f"--as={limits.memory_bytes}", f"--fsize={limits.file_bytes}",
-                    "--core=0", f"--cpu={cpu_seconds}", "--"] + argv
+        # the limits by prlimit: no preexec_fn, so it is safe from the verdict thread
+        argv = sandbox.prlimit(limits.memory_bytes, limits.file_bytes, cpu_seconds) + [
+            sys.executable, "-I", str(script), str(request_read), str(reply_write)]
         if wrap is not None:
             argv = wrap(argv, self.directory)
         environment = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(self.directory),
@@ -164,31 +169,21 @@ class SolutionProcess:
 
     def request(self, header: dict, arrays: tuple[np.ndarray, ...] = ()) -> tuple[dict, list[bytes]]:
         self._next_id += 1
-        blobs = [untrusted.array_bytes(array) for array in arrays]
-        text = untrusted.json.dumps(dict(header, id=self._next_id, arrays=[len(b) for b in blobs])).encode()
-        self._send(struct.pack("<I", len(text)) + text + b"".join(blobs))
+        self._send(untrusted.frame_bytes(dict(header, id=self._next_id), arrays))
         while True:  # replies to earlier (abandoned) requests cannot come: each gets its own process
-            (length,) = struct.unpack("<I", self._receive(4))
-            if length > untrusted.MAX_HEADER:
-                raise ProcessEnded("sent a malformed reply")
             try:
-                reply = untrusted.json.loads(self._receive(length))
-                sizes = reply["arrays"]
-                if len(sizes) > 3 or not all(isinstance(s, int) and 0 <= s <= untrusted.MAX_ARRAY
-                                             for s in sizes):
-                    raise ValueError(sizes)
-            except (ValueError, KeyError, TypeError):
+                reply, blobs = untrusted.read_frame(self._receive)
+            except ValueError:
                 self.close()
                 raise ProcessEnded("sent a malformed reply") from None
-            blobs = [self._receive(size) for size in sizes]
             if reply.get("id") == self._next_id:
                 return reply, blobs
 
     def close(self) -> None:
         """Kill the process and everything it started (its session), remove its directory."""
-        with _suppress_process_lookup():  # the session outlives its leader: kill it anyway
-            os.killpg(self.process.pid, signal.SIGKILL)
-        with _suppress_process_lookup():
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.process.pid, signal.SIGKILL)  # the session outlives its leader
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             self.process.kill()
         try:
             self.process.wait(timeout=5)
@@ -201,14 +196,6 @@ class SolutionProcess:
                 pass
         self._request = self._reply = -1
         shutil.rmtree(self.directory, ignore_errors=True)
-
-
-class _suppress_process_lookup:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, kind, value, tb):
-        return kind is not None and issubclass(kind, (ProcessLookupError, PermissionError))
 
 
 # ------------------------------------------------------------------ the student's function, remote
@@ -384,7 +371,6 @@ def verdict_of(check: HiddenCheck, session: _Session) -> Verdict:
 def as_python(source: str) -> str:
     """The cell as the kernel runs it: IPython syntax (``%magic``, ``!command``) turned into
     ``get_ipython()`` calls, line for line. Source that IPython cannot transform is kept."""
-    from IPython.core.inputtransformer2 import TransformerManager
     try:
         return TransformerManager().transform_cell(source)
     except Exception:  # noqa: BLE001  a syntax problem: compile_problems explains it

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Callable
 
 from jupyter_client.manager import AsyncKernelManager
+from jupyter_core.paths import jupyter_runtime_dir  # other kernels' connection files
 from traitlets import CaselessStrEnum
 
 BWRAP = shutil.which("bwrap")
@@ -54,7 +55,6 @@ def _private_root() -> Path:
 
 def hidden_paths(course: Path) -> list[Path]:
     """What every sandbox of a grading run in ``course`` hides."""
-    from jupyter_core.paths import jupyter_runtime_dir  # other kernels' connection files
     candidates = [_private_root(), Path(jupyter_runtime_dir()),
                   *(course / name for name in COURSE_PRIVATE)]
     return [path for path in candidates if path.exists()]
@@ -123,10 +123,15 @@ def untrusted_process_wrapper(mode: str, course: Path, log: logging.Logger) -> C
     return wrap
 
 
-def _prlimit(memory_bytes: int) -> list[str]:
-    if PRLIMIT and memory_bytes:
-        return [PRLIMIT, f"--as={int(memory_bytes)}", "--core=0", "--"]
-    return []
+def prlimit(memory_bytes: int, file_bytes: int | None = None, cpu_seconds: int | None = None) -> list[str]:
+    """The argv prefix that runs a command with these limits and no core dumps ([] without
+    the prlimit program: the caller then sets them itself, or goes without)."""
+    if not (PRLIMIT and memory_bytes):
+        return []
+    limits = [f"--as={int(memory_bytes)}", "--core=0"]
+    limits += [f"--fsize={int(file_bytes)}"] if file_bytes else []
+    limits += [f"--cpu={int(cpu_seconds)}"] if cpu_seconds else []
+    return [PRLIMIT, *limits, "--"]
 
 
 class LimitedKernelManager(AsyncKernelManager):
@@ -136,7 +141,7 @@ class LimitedKernelManager(AsyncKernelManager):
 
     async def _async_pre_start_kernel(self, **kw):
         command, kw = await super()._async_pre_start_kernel(**kw)
-        return _prlimit(self.memory_bytes) + command, kw
+        return prlimit(self.memory_bytes) + command, kw
 
     pre_start_kernel = _async_pre_start_kernel
 
@@ -166,7 +171,7 @@ class SandboxedKernelManager(AsyncKernelManager):
         # does not show it; 1 means "no parent to watch" (the sandbox ends the kernel with
         # its parent anyway).
         prefix[-1:-1] = ["--setenv", "JPY_PARENT_PID", "1"]
-        return prefix + _prlimit(self.memory_bytes) + command, kw
+        return prefix + prlimit(self.memory_bytes) + command, kw
 
     async def _async_cleanup_resources(self, restart: bool = False) -> None:
         await super()._async_cleanup_resources(restart=restart)

@@ -65,24 +65,29 @@ def array_from_bytes(data: bytes) -> np.ndarray:
     return array
 
 
-def write_frame(fd: int, header: dict, arrays: tuple[np.ndarray, ...] = ()) -> None:
+def frame_bytes(header: dict, arrays: tuple[np.ndarray, ...] = ()) -> bytes:
+    """A frame: 4-byte length, the JSON header (listing the arrays' sizes), the arrays."""
     blobs = [array_bytes(array) for array in arrays]
-    header = dict(header, arrays=[len(blob) for blob in blobs])
-    text = json.dumps(header).encode()
-    _write_all(fd, struct.pack("<I", len(text)) + text + b"".join(blobs))
+    text = json.dumps(dict(header, arrays=[len(blob) for blob in blobs])).encode()
+    return struct.pack("<I", len(text)) + text + b"".join(blobs)
 
 
-def read_frame(fd: int) -> tuple[dict, list[bytes]]:
-    """One frame: its header (a dict) and the raw bytes of each array, bounded in size."""
-    (length,) = struct.unpack("<I", _read_exactly(fd, 4))
+def write_frame(fd: int, header: dict, arrays: tuple[np.ndarray, ...] = ()) -> None:
+    _write_all(fd, frame_bytes(header, arrays))
+
+
+def read_frame(read_exactly) -> tuple[dict, list[bytes]]:
+    """One frame read through ``read_exactly(count) -> bytes``: its header (a dict) and the
+    raw bytes of each array, bounded in size; ValueError when it is malformed."""
+    (length,) = struct.unpack("<I", read_exactly(4))
     if length > MAX_HEADER:
         raise ValueError(f"header of {length} bytes")
-    header = json.loads(_read_exactly(fd, length))
+    header = json.loads(read_exactly(length))  # JSONDecodeError is a ValueError
     sizes = header.get("arrays", []) if isinstance(header, dict) else None
     if not isinstance(sizes, list) or len(sizes) > 3 or not all(
             isinstance(size, int) and 0 <= size <= MAX_ARRAY for size in sizes):
         raise ValueError("malformed frame")
-    return header, [_read_exactly(fd, size) for size in sizes]
+    return header, [read_exactly(size) for size in sizes]
 
 
 def encode_size(value):
@@ -178,7 +183,7 @@ def main(request_fd: int, reply_fd: int) -> None:
     function = None
     while True:
         try:
-            request, arrays = read_frame(request_fd)
+            request, arrays = read_frame(lambda count: _read_exactly(request_fd, count))
         except EOFError:
             return
         if request["op"] == "load":

@@ -112,12 +112,24 @@ def test_report_numbers_match_the_gradebook(classes):
     assert (parallel / "report" / "scores.png").stat().st_size > 1000
 
 
+def start_grading(course: Path, workers: int) -> subprocess.Popen:
+    """`maxpool-grader grade` running in the background, its output readable line by line."""
+    env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
+    return subprocess.Popen([str(BIN / "maxpool-grader"), "grade", "--course-dir", str(course),
+                             "--workers", str(workers)], env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
+
+def assert_every_autograded_cell_recorded(course: Path) -> None:
+    grades = all_grades(sqlite(course))
+    assert {student for student, _ in grades} == set(STUDENTS)
+    assert all(score is not None for (student, grade_id), score in grades.items()
+               if not grade_id.startswith("part_a"))
+
+
 def test_an_interrupted_run_resumes_and_completes(tmp_path):
     course = copy_course(tmp_path / "course")
-    env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
-    process = subprocess.Popen([str(BIN / "maxpool-grader"), "grade", "--course-dir", str(course),
-                                "--workers", "1"], env=env, text=True,
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    process = start_grading(course, workers=1)
     seen = []
     for line in process.stdout:  # Ctrl-C once the first submissions are graded
         seen.append(line)
@@ -135,19 +147,13 @@ def test_an_interrupted_run_resumes_and_completes(tmp_path):
     # what was shown as graded is not graded again (one more may have finished unseen)
     left = int(re.search(r"(\d+) submission\(s\) to grade", resumed.stdout).group(1))
     assert 1 <= left <= len(STUDENTS) - graded_before
-    grades = all_grades(sqlite(course))
-    assert {student for student, _ in grades} == set(STUDENTS)
-    assert all(score is not None for (student, grade_id), score in grades.items()
-               if not grade_id.startswith("part_a"))
+    assert_every_autograded_cell_recorded(course)
 
 
 def test_a_killed_worker_is_replaced_and_the_run_completes(tmp_path):
     import psutil
     course = copy_course(tmp_path / "course")
-    env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
-    process = subprocess.Popen([str(BIN / "maxpool-grader"), "grade", "--course-dir", str(course),
-                                "--workers", "2"], env=env, text=True,
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    process = start_grading(course, workers=2)
     killed = None
     seen = []
     for line in process.stdout:
@@ -162,7 +168,4 @@ def test_a_killed_worker_is_replaced_and_the_run_completes(tmp_path):
     output = "".join(seen)
     assert killed is not None
     assert process.returncode == 0, output[-3000:]
-    grades = all_grades(sqlite(course))
-    assert {student for student, _ in grades} == set(STUDENTS)
-    assert all(score is not None for (student, grade_id), score in grades.items()
-               if not grade_id.startswith("part_a"))
+    assert_every_autograded_cell_recorded(course)
