@@ -33,7 +33,7 @@ from nbconvert.exporters import NotebookExporter
 from nbformat import NotebookNode
 from nbformat.v4 import new_markdown_cell, new_output
 from nbgrader.preprocessors import Execute, NbGraderPreprocessor
-from traitlets import Enum, Float, Integer
+from traitlets import Bool, Enum, Float, Integer
 
 from . import sandbox
 from .checks import GRADED_CHECKS
@@ -203,6 +203,9 @@ class OutOfProcessVerdicts(NbGraderPreprocessor):
     sandbox = Enum(["auto", "required", "off"], "auto", help=(
         "Run student code in a bubblewrap sandbox: 'auto' when bwrap works here (else a loud "
         "warning), 'required' fails grading without it, 'off' never.")).tag(config=True)
+    warm_start = Bool(False, help=(
+        "Fork the sandboxed process from a warm zygote (NumPy imported) instead of starting "
+        "Python; see SafeExecute.warm_start.")).tag(config=True)
 
     def limits(self) -> Limits:
         return Limits(self.check_seconds, self.search_seconds, self.load_seconds,
@@ -216,7 +219,7 @@ class OutOfProcessVerdicts(NbGraderPreprocessor):
         graded = [grade_id for cell in nb.cells if (grade_id := _grade_id(cell)) in GRADED_CHECKS
                   and cell.metadata.nbgrader.get("grade")]
         # nbgrader runs in the course directory
-        wrap = sandbox.untrusted_process_wrapper(self.sandbox, Path.cwd(), self.log)
+        wrap = sandbox.untrusted_process_wrapper(self.sandbox, Path.cwd(), self.log, self.warm_start)
         limits, log = self.limits(), self.log
 
         def decide() -> dict[str, Verdict]:
@@ -247,6 +250,10 @@ class SafeExecute(Execute):
     sandbox = Enum(["auto", "required", "off"], "auto",
                    help="Run the kernel in a bubblewrap sandbox (see OutOfProcessVerdicts.sandbox).").tag(config=True)
     memory_mib = Integer(4096, help="Address-space limit of the kernel (MiB).").tag(config=True)
+    warm_start = Bool(False, help=(
+        "Fork each sandboxed kernel from a warm zygote process instead of starting Python "
+        "(maxpool_grader/zygote.py): much less CPU per notebook when one process grades many "
+        "(maxpool-grader grade turns it on in its workers).")).tag(config=True)
 
     def preprocess(self, nb, resources=None, km=None):
         ours = (resources or {}).get("maxpool_grader", {})
@@ -256,7 +263,7 @@ class SafeExecute(Execute):
         self._not_running: str | None = None
         self._deadline = time.monotonic() + self.notebook_seconds
         self.kernel_manager_class = sandbox.kernel_manager(self.sandbox, self.memory_mib << 20,
-                                                           Path.cwd(), self.log)
+                                                           Path.cwd(), self.log, self.warm_start)
         try:
             nb, resources = super().preprocess(nb, resources, km)
         except DeadKernelError:  # while shutting down: every cell has its outputs already

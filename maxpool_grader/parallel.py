@@ -114,6 +114,8 @@ def _start_worker(course: str, db_url: str) -> None:
     config = PyFileConfigLoader("nbgrader_config.py", path=course).load_config()
     config.CourseDirectory.root = course
     config.CourseDirectory.db_url = db_url
+    # one worker grades many notebooks: fork kernels and verdict processes warm (zygote.py)
+    config.SafeExecute.warm_start = config.OutOfProcessVerdicts.warm_start = True
     _API = NbGraderAPI(CourseDirectory(config=config), config=config)
 
 

@@ -32,7 +32,7 @@ import numpy as np
 # main thread's imports can fail with KeyError (seen: KeyError 'IPython')
 from IPython.core.inputtransformer2 import TransformerManager
 
-from . import sandbox, untrusted
+from . import sandbox, untrusted, zygote
 from .checks import GRADED_CHECKS, HiddenCheck, _report, explain, graded_failure, passed_message
 from .diagnosis import FUNCTION, compile_problems, explain_missing
 from .shortcuts import find_shortcuts, shortcut_message
@@ -90,6 +90,26 @@ def describe_exit(returncode: int | None, limits: Limits) -> str:
     return f"ended the Python process with exit status {returncode} (os._exit or a crash)"
 
 
+# The verdict process's whole environment (besides HOME and TMPDIR, its private directory).
+_ENVIRONMENT = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "OPENBLAS_NUM_THREADS": "1",
+                "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "LC_ALL": "C.UTF-8"}
+_zygote: list = []
+
+
+def _verdict_zygote() -> zygote.Zygote:
+    """This process's verdict zygote (started on first use, again if it died): untrusted.py
+    with NumPy imported, run like the cold verdict process (``python -I``, a private copy
+    of the script, no grader package on its path)."""
+    if not (_zygote and _zygote[0].alive()):
+        directory = sandbox.private_directory("zygote-")
+        for module in (untrusted, zygote):
+            shutil.copyfile(module.__file__, directory / Path(module.__file__).name)
+        _zygote[:] = [zygote.Zygote([sys.executable, "-I", str(directory / "untrusted.py"), "--zygote"],
+                                    env=dict(_ENVIRONMENT, HOME=str(directory), TMPDIR=str(directory)),
+                                    cwd=str(directory))]
+    return _zygote[0]
+
+
 def _limit_resources(limits: Limits, cpu_seconds: int) -> Callable[[], None]:
     def apply() -> None:  # runs in the child between fork and exec
         resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
@@ -105,24 +125,32 @@ class SolutionProcess:
     def __init__(self, limits: Limits, wrap: Callable[[list[str], Path], list[str]] | None = None):
         self.limits = limits
         self.directory = sandbox.private_directory("untrusted-")
-        script = self.directory / "untrusted.py"
-        shutil.copyfile(untrusted.__file__, script)
         request_read, self._request = os.pipe()
         self._reply, reply_write = os.pipe()
         cpu_seconds = int(limits.total_seconds) + 5
-        # the limits by prlimit: no preexec_fn, so it is safe from the verdict thread
-        argv = sandbox.prlimit(limits.memory_bytes, limits.file_bytes, cpu_seconds) + [
-            sys.executable, "-I", str(script), str(request_read), str(reply_write)]
-        if wrap is not None:
-            argv = wrap(argv, self.directory)
-        environment = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(self.directory),
-                       "TMPDIR": str(self.directory), "OPENBLAS_NUM_THREADS": "1",
-                       "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "LC_ALL": "C.UTF-8"}
-        self.process = subprocess.Popen(
-            argv, pass_fds=(request_read, reply_write), cwd=self.directory, env=environment,
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            start_new_session=True,
-            preexec_fn=None if sandbox.PRLIMIT else _limit_resources(limits, cpu_seconds))
+        environment = dict(_ENVIRONMENT, HOME=str(self.directory), TMPDIR=str(self.directory))
+        self.process = None
+        if getattr(wrap, "warm", False):  # forked into the sandbox by the verdict zygote
+            try:
+                self.process = _verdict_zygote().spawn(wrap([], self.directory), {
+                    "cwd": str(self.directory), "env": environment, "quiet": True, "rlimits": {
+                        "RLIMIT_AS": limits.memory_bytes, "RLIMIT_FSIZE": limits.file_bytes,
+                        "RLIMIT_CORE": 0, "RLIMIT_CPU": cpu_seconds}}, fds=(request_read, reply_write))
+            except (zygote.SpawnError, OSError) as problem:
+                logging.getLogger(__name__).warning("Warm start of the verdict process failed (%s); starting it cold", problem)
+        if self.process is None:
+            script = self.directory / "untrusted.py"
+            shutil.copyfile(untrusted.__file__, script)
+            # the limits by prlimit: no preexec_fn, so it is safe from the verdict thread
+            argv = sandbox.prlimit(limits.memory_bytes, limits.file_bytes, cpu_seconds) + [
+                sys.executable, "-I", str(script), str(request_read), str(reply_write)]
+            if wrap is not None:
+                argv = wrap(argv, self.directory)
+            self.process = subprocess.Popen(
+                argv, pass_fds=(request_read, reply_write), cwd=self.directory, env=environment,
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                start_new_session=True,
+                preexec_fn=None if sandbox.PRLIMIT else _limit_resources(limits, cpu_seconds))
         os.close(request_read)
         os.close(reply_write)
         self._next_id = 0

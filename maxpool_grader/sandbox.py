@@ -31,6 +31,8 @@ from jupyter_client.manager import AsyncKernelManager
 from jupyter_core.paths import jupyter_runtime_dir  # other kernels' connection files
 from traitlets import CaselessStrEnum
 
+from .zygote import SpawnError, Zygote
+
 BWRAP = shutil.which("bwrap")
 PRLIMIT = shutil.which("prlimit")
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -111,15 +113,18 @@ def _use_sandbox(mode: str, log: logging.Logger) -> bool:
     return False
 
 
-def untrusted_process_wrapper(mode: str, course: Path, log: logging.Logger) -> Callable | None:
+def untrusted_process_wrapper(mode: str, course: Path, log: logging.Logger,
+                              warm: bool = False) -> Callable | None:
     """A function (argv, private dir) -> argv that sandboxes the out-of-process verdict,
-    or None without a sandbox. It sees neither the course nor the grader's package."""
+    or None without a sandbox. It sees neither the course nor the grader's package. Its
+    attribute ``warm`` asks for the process to be forked from the verdict zygote."""
     if not _use_sandbox(mode, log):
         return None
     hidden = [*hidden_paths(course), PACKAGE_DIR]
 
     def wrap(argv: list[str], private: Path) -> list[str]:
         return bwrap_argv([private], hidden=hidden, chdir=private, temporary=private) + argv
+    wrap.warm = warm
     return wrap
 
 
@@ -149,12 +154,16 @@ class LimitedKernelManager(AsyncKernelManager):
 class SandboxedKernelManager(AsyncKernelManager):
     """A kernel in the sandbox: its working directory (nbgrader: the submission's
     autograded folder) and a private directory for its sockets and temporary files are
-    the only writable places."""
+    the only writable places. With ``warm`` the kernel is forked into the sandbox by the
+    worker's kernel zygote instead of starting Python (see zygote.py); the sandbox is
+    the same."""
 
     transport = CaselessStrEnum(["tcp", "ipc"], default_value="ipc", config=True)
     memory_bytes = 0
     course = Path(".")
+    warm = False
     _private: str | None = None
+    _warm_launch: tuple | None = None
 
     async def _async_pre_start_kernel(self, **kw):
         if self._private is None:  # kept across restarts
@@ -171,7 +180,28 @@ class SandboxedKernelManager(AsyncKernelManager):
         # does not show it; 1 means "no parent to watch" (the sandbox ends the kernel with
         # its parent anyway).
         prefix[-1:-1] = ["--setenv", "JPY_PARENT_PID", "1"]
+        self._warm_launch = None
+        if self.warm and _warm_kernel_command(command):
+            env = dict(kw.get("env") or os.environ, JPY_PARENT_PID="1", TMPDIR=self._private,
+                       HOME=self._private)
+            self._warm_launch = (prefix, {"argv": command, "cwd": os.path.realpath(cwd), "env": env,
+                                          "rlimits": {"RLIMIT_AS": self.memory_bytes,
+                                                      "RLIMIT_CORE": 0} if self.memory_bytes else {}})
         return prefix + prlimit(self.memory_bytes) + command, kw
+
+    async def _async_launch_kernel(self, kernel_cmd, **kw):
+        if self._warm_launch is None:
+            return await super()._async_launch_kernel(kernel_cmd, **kw)
+        sandbox_argv, request = self._warm_launch
+        try:
+            process = _kernel_zygote().spawn(sandbox_argv, request)
+        except (SpawnError, OSError) as problem:
+            self.log.warning("Warm start of the kernel failed (%s); starting it cold", problem)
+            return await super()._async_launch_kernel(kernel_cmd, **kw)
+        provisioner = self.provisioner  # what LocalProvisioner.launch_kernel would record
+        provisioner.process, provisioner.pid = process, process.pid
+        provisioner.pgid, provisioner.cwd = os.getpgid(process.pid), request["cwd"]
+        self._reconcile_connection_info(provisioner.connection_info)
 
     async def _async_cleanup_resources(self, restart: bool = False) -> None:
         await super()._async_cleanup_resources(restart=restart)
@@ -181,13 +211,36 @@ class SandboxedKernelManager(AsyncKernelManager):
 
     pre_start_kernel = _async_pre_start_kernel
     cleanup_resources = _async_cleanup_resources
+    _launch_kernel = _async_launch_kernel
 
 
-def kernel_manager(mode: str, memory_bytes: int, course: Path,
-                   log: logging.Logger) -> type[AsyncKernelManager]:
-    """The kernel manager class for one notebook of ``course``: sandboxed when possible."""
+def _warm_kernel_command(argv: list[str]) -> bool:
+    """Whether a kernel command is the one the kernel zygote runs (python -m ipykernel_launcher)."""
+    return len(argv) >= 3 and os.path.realpath(argv[0]) == os.path.realpath(sys.executable) \
+        and argv[1:3] == ["-m", "ipykernel_launcher"]
+
+
+_zygotes: dict[str, Zygote] = {}
+
+
+def _kernel_zygote() -> Zygote:
+    """This process's kernel zygote, started on first use (again if it died)."""
+    current = _zygotes.get("kernel")
+    if current is None or not current.alive():
+        # started in an empty private directory (python -m puts it first on sys.path), with
+        # the sandboxed kernels' JPY_PARENT_PID: ipykernel reads it when it is imported
+        current = _zygotes["kernel"] = Zygote(
+            [sys.executable, "-m", "maxpool_grader.kernel_zygote"], cwd=str(private_directory("zygote-")),
+            env=dict(os.environ, JPY_PARENT_PID="1"))
+    return current
+
+
+def kernel_manager(mode: str, memory_bytes: int, course: Path, log: logging.Logger,
+                   warm: bool = False) -> type[AsyncKernelManager]:
+    """The kernel manager class for one notebook of ``course``: sandboxed when possible,
+    forked from a warm zygote with ``warm`` (sandboxed only)."""
     base = SandboxedKernelManager if _use_sandbox(mode, log) else LimitedKernelManager
-    return type(base.__name__, (base,), {"memory_bytes": memory_bytes, "course": course})
+    return type(base.__name__, (base,), {"memory_bytes": memory_bytes, "course": course, "warm": warm})
 
 
 if __name__ == "__main__":  # python -m maxpool_grader.sandbox: is the sandbox available?

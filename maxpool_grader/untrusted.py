@@ -2,7 +2,8 @@
 
 This file is both a module (the grader imports its framing functions) and the program
 of the untrusted process: ``python -I untrusted.py <request fd> <reply fd>``, started by
-``maxpool_grader.runner`` from a copy in a private temporary directory. It imports
+``maxpool_grader.runner`` from a copy in a private temporary directory; or, with
+``--zygote <socket fd>``, the verdict zygote that forks such processes warm (zygote.py). It imports
 only the standard library and NumPy, never the grader package (which the sandbox hides
 and the import guard below refuses), and it holds no expected result: it receives
 inputs and sends back the numbers the student's function returned.
@@ -198,4 +199,12 @@ def main(request_fd: int, reply_fd: int) -> None:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]), int(sys.argv[2]))
+    if sys.argv[1] == "--zygote":  # the verdict zygote (zygote.py): forks one process per request
+        import socket
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # -I leaves it out
+        import zygote  # the copy next to this one; never the grader package
+        del sys.path[0]
+        zygote.serve(socket.socket(fileno=int(sys.argv[2])), lambda request, fds: main(*fds),
+                     directory=os.path.dirname(os.path.abspath(__file__)))
+    else:
+        main(int(sys.argv[1]), int(sys.argv[2]))

@@ -1,4 +1,6 @@
-"""Untrusted submissions through plain ``nbgrader autograde``, in one batch.
+"""Untrusted submissions in one batch, through plain ``nbgrader autograde`` (cold kernels)
+and through ``maxpool-grader grade`` (workers that fork kernels and verdict processes
+from warm zygotes); every test runs on both, and the two must agree cell for cell.
 
 The attack corpus (tests/corpus.py) must score no more than a solution returning
 zeros and leave every other file, the gradebook and the other students untouched; the
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import html
+import json
 import os
 import re
 import shutil
@@ -24,6 +27,7 @@ from nbgrader.api import Gradebook
 
 from conftest import ASSIGNMENT, BIN, RELEASE_NOTEBOOK, ROOT, copy_course, flat, nbgrader
 from corpus import ATTACKS, CORPUS, FAULTS, FULL
+from test_parallel import grade_command
 from maxpool_grader import sandbox
 from maxpool_grader.checks import GRADED_CHECKS
 
@@ -36,23 +40,49 @@ def _digests(course: Path) -> dict[str, str]:
     return {str(path): hashlib.sha256(path.read_bytes()).hexdigest() for path in watched if path.is_file()}
 
 
-@pytest.fixture(scope="module")
-def batch(tmp_path_factory):
+SANDBOX_ROOT = sandbox._private_root()
+
+
+def _grade_batch(root: Path, command: str) -> dict:
+    """The corpus and the correct samples in one course, graded by ``command``: plain serial
+    ``nbgrader autograde`` (cold kernels) or ``maxpool-grader grade`` (2 workers, kernels
+    and verdict processes forked warm, see maxpool_grader/zygote.py)."""
     assert sandbox.bwrap_works(), "these tests need the sandbox: apt-get install bubblewrap"
-    course = copy_course(tmp_path_factory.mktemp("untrusted") / "course", with_submissions=False)
+    course = copy_course(root / "course", with_submissions=False)
     nbgrader(course, "generate_assignment", ASSIGNMENT)
     for student in CORRECT_SAMPLES:
         shutil.copytree(ROOT / "submitted" / student, course / "submitted" / student)
     import corpus
     corpus.build(course, RELEASE_NOTEBOOK)
     before = _digests(course)
+    private_before = set(os.listdir(SANDBOX_ROOT))
     started = time.monotonic()
-    autograde = nbgrader(course, "autograde", ASSIGNMENT, check=False)
-    seconds = time.monotonic() - started
-    feedback = nbgrader(course, "generate_feedback", ASSIGNMENT, check=False)
+    if command == "nbgrader autograde":
+        autograde = nbgrader(course, "autograde", ASSIGNMENT, check=False)
+        seconds = time.monotonic() - started
+        feedback = nbgrader(course, "generate_feedback", ASSIGNMENT, check=False)
+    else:
+        autograde = feedback = grade_command(course, "--workers", "2")
+        seconds = time.monotonic() - started
     time.sleep(2)  # a surviving daemon would have rewritten its rows by now
+    left = sorted(set(os.listdir(SANDBOX_ROOT)) - private_before)
     return {"course": course, "autograde": autograde, "feedback": feedback, "before": before,
-            "seconds": seconds}
+            "seconds": seconds, "left_in_sandbox_root": left}
+
+
+@pytest.fixture(scope="module")
+def serial_batch(tmp_path_factory):
+    return _grade_batch(tmp_path_factory.mktemp("untrusted-serial"), "nbgrader autograde")
+
+
+@pytest.fixture(scope="module")
+def warm_batch(tmp_path_factory):
+    return _grade_batch(tmp_path_factory.mktemp("untrusted-warm"), "maxpool-grader grade")
+
+
+@pytest.fixture(scope="module", params=["nbgrader autograde", "maxpool-grader grade"])
+def batch(request):
+    return request.getfixturevalue("serial_batch" if request.param == "nbgrader autograde" else "warm_batch")
 
 
 def _scores(course: Path) -> dict[str, tuple[float, bool]]:
@@ -118,8 +148,22 @@ def test_no_student_code_outlives_grading(batch):
     first = beat.read_text() if beat.exists() else None
     time.sleep(1.5)
     assert (beat.read_text() if beat.exists() else None) == first, "the detached daemon is still running"
-    survivors = [pid for pid in os.listdir("/proc") if pid.isdigit() and _cmdline(pid).count("maxpool-")]
+    survivors = [pid for pid in os.listdir("/proc") if pid.isdigit() and _ours(pid)]
     assert survivors == []
+    assert batch["left_in_sandbox_root"] == []  # sockets, copies, zygotes' directories
+
+
+def _ours(pid: str) -> bool:
+    """A process of a grading run (kernel, verdict process, zygote, sandbox), not one of this
+    test process's own (the runner tests leave a verdict zygote here)."""
+    command = _cmdline(pid)
+    if not ("maxpool-" in command or "zygote" in command):
+        return False
+    try:
+        parent = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1]
+    except (OSError, IndexError):
+        return False
+    return parent != str(os.getpid())
 
 
 def _cmdline(pid: str) -> str:
@@ -127,6 +171,48 @@ def _cmdline(pid: str) -> str:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
     except OSError:
         return ""
+
+
+def test_warm_workers_grade_the_corpus_exactly_as_serial_nbgrader(serial_batch, warm_batch):
+    """Cell for cell: the score, the verdict kept for the report, and what the student reads."""
+    def graded_cells(course: Path) -> dict:
+        cells = {}
+        for notebook in sorted((course / "autograded").glob(f"*/{ASSIGNMENT}/{ASSIGNMENT}.ipynb")):
+            for cell in json.loads(notebook.read_text())["cells"]:
+                grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+                if cell.get("metadata", {}).get("maxpool_grader") is not None:
+                    text = "".join(_output_text(output) for output in cell.get("outputs", []))
+                    cells[notebook.parts[-3], grade_id] = (cell["metadata"]["maxpool_grader"], text)
+        return cells
+    assert _all_scores(warm_batch["course"]) == _all_scores(serial_batch["course"])
+    serial, warm = graded_cells(serial_batch["course"]), graded_cells(warm_batch["course"])
+    assert len(serial) >= (len(CORPUS) - 4) * len(GRADED_CHECKS)  # those without a notebook aside
+    assert set(warm) == set(serial)
+    # Where a wall-clock limit cut a submission short (an endless loop, a memory bomb), how
+    # far its tests got before the budget ran out depends on the machine's load: the same
+    # tests fail, with reports that may differ. Everywhere else every word is the same.
+    timed = {student for (student, _), (verdict, _) in [*serial.items(), *warm.items()]
+             if verdict["kind"] == "timeout"}
+    differing = sorted(key for key in serial if (serial[key][0]["passed"] != warm[key][0]["passed"]) or
+                       (key[0] not in timed and serial[key] != warm[key]))
+    assert differing == [], [(key, serial[key], warm.get(key)) for key in differing[:3]]
+    assert timed <= {"fault_infinite_loop", "fault_memory_bomb"}
+
+
+def _output_text(output: dict) -> str:
+    if output.get("output_type") == "stream":
+        text = output.get("text", "")
+        return text if isinstance(text, str) else "".join(text)  # a notebook file may split it
+    if output.get("output_type") == "error":
+        return "\n".join(output.get("traceback", []))
+    return json.dumps(output.get("data", {}), sort_keys=True)
+
+
+def _all_scores(course: Path) -> dict:
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+        return {(student.id, grade.name): grade.score for student in gradebook.students
+                for notebook in gradebook.find_submission(ASSIGNMENT, student.id).notebooks
+                for grade in notebook.grades}
 
 
 def test_without_a_sandbox_grading_still_works_and_says_so(tmp_path):

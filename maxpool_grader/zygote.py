@@ -1,0 +1,267 @@
+"""Warm start: fork a new process into a fresh bubblewrap sandbox instead of starting Python.
+
+A grading worker starts thousands of short Python processes (a kernel and a verdict
+process per submission); most of their CPU time is Python's start-up and the imports
+of NumPy, IPython and ipykernel. A *zygote* is a process that has done those imports
+once and never runs anything else: for each new process it forks a child that joins
+the namespaces of a freshly started sandbox (bubblewrap sets up the sandbox as usual:
+read-only root, hidden paths, no network, its own PID namespace), chroots into it,
+takes on the limits, drops every capability, and only then runs its program.
+
+The sandbox's own command is a tiny shell (the *holder*) that waits for the child's exit
+status and exits with it, so the sandbox lives exactly as long as the child, bwrap's
+exit status is the child's (128 + signal, as for a sandboxed program), and killing bwrap
+ends the child with everything it started (its PID namespace).
+
+This file imports only the standard library: the verdict's zygote runs it next to
+``untrusted.py``, outside the grader package (student code there must not find the
+grader in ``sys.modules``).
+
+    zygote process:   serve(socket, run)                 (loops until the socket closes)
+    grading worker:   Zygote(argv, env).spawn(bwrap argv, request, fds) -> Popen (the sandbox)
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import resource
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import traceback
+
+# The holder: says it is ready, then waits for the child's exit status on its stdin.
+HOLDER = ["sh", "-c", 'echo ready; read -r code; exit "${code:-1}"']
+_NAMESPACES = ("user", "cgroup", "ipc", "uts", "net", "pid", "mnt")  # user first, mnt last
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+class SpawnError(RuntimeError):
+    """The zygote could not start a process in the sandbox."""
+
+
+# ---------------------------------------------------------------- the zygote's side
+def serve(sock: socket.socket, run, directory: str | None = None) -> None:
+    """Answer spawn requests on ``sock`` until it closes (the worker ended, however it
+    ended), then remove ``directory`` (the zygote's own private one); ``run(request, fds)``
+    is what each child runs, in the sandbox, once it is ready (it should not return)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the worker's to handle
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the forked children reap themselves
+    try:
+        while True:
+            message, fds, _, _ = socket.recv_fds(sock, 1 << 20, 8)
+            if not message:
+                break
+            reply_read, reply_write = os.pipe()
+            pid = os.fork()
+            if pid == 0:
+                try:  # never returns, never reaches the zygote's own clean-up below
+                    sock.close()
+                    os.close(reply_read)
+                    _first_child(json.loads(message), fds, reply_write, run)
+                finally:
+                    os._exit(1)
+            os.close(reply_write)
+            for fd in fds:
+                os.close(fd)
+            reply = b""
+            while chunk := os.read(reply_read, 4096):
+                reply += chunk
+            os.close(reply_read)
+            sock.sendall((reply or b'{"error": "the child ended before it started"}') + b"\n")
+    except OSError:
+        pass  # the worker is gone
+    finally:
+        if directory:
+            shutil.rmtree(directory, ignore_errors=True)
+        os._exit(0)
+
+
+def _first_child(request: dict, fds: list[int], reply: int, run) -> None:
+    """Joins the sandbox, forks the process that runs in it (a member of the sandbox's PID
+    namespace), reports its pid, then waits for it and hands its exit status to the holder."""
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    holder, passed = fds[0], fds[1:]
+    try:
+        _join(int(request["sandbox_pid"]))
+        pid = os.fork()
+    except BaseException as problem:  # noqa: BLE001  reported to the worker, which fails the spawn
+        os.write(reply, json.dumps({"error": f"{type(problem).__name__}: {problem}"}).encode())
+        os._exit(1)
+    if pid == 0:
+        os.close(reply)
+        os.close(holder)
+        status = 1
+        try:
+            _become(request, passed)
+            run(request, passed)
+            status = 0
+        except BaseException:  # noqa: BLE001  as an uncaught exception ends Python
+            traceback.print_exc()
+        finally:
+            os._exit(status)
+    os.write(reply, json.dumps({"pid": pid}).encode())
+    os.close(reply)
+    for fd in passed:
+        os.close(fd)
+    _, status = os.waitpid(pid, 0)
+    code = os.waitstatus_to_exitcode(status)
+    try:
+        os.write(holder, f"{128 - code if code < 0 else code}\n".encode())  # as bwrap reports it
+    except OSError:
+        pass  # the sandbox is gone already
+    os._exit(0)
+
+
+def _setns(fd: int) -> None:
+    if _libc.setns(fd, 0) != 0:
+        error = ctypes.get_errno()
+        raise OSError(error, f"setns: {os.strerror(error)}")
+
+
+def _join(pid: int) -> None:
+    """Enter the namespaces and the root directory of the sandbox whose init is ``pid``."""
+    root = os.open(f"/proc/{pid}/root", os.O_RDONLY | os.O_DIRECTORY)
+    for name in _NAMESPACES:
+        if os.readlink(f"/proc/{pid}/ns/{name}") == os.readlink(f"/proc/self/ns/{name}"):
+            continue  # not unshared (setns into one's own user namespace is an error)
+        fd = os.open(f"/proc/{pid}/ns/{name}", os.O_RDONLY)
+        try:
+            _setns(fd)
+        finally:
+            os.close(fd)
+    os.fchdir(root)
+    os.chroot(".")
+    os.close(root)
+
+
+_PR_CAPBSET_DROP, _PR_SET_NO_NEW_PRIVS, _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 24, 38, 47, 4
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
+                ("inheritable", ctypes.c_uint32)]
+
+
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        error = ctypes.get_errno()
+        raise OSError(error, f"{what}: {os.strerror(error)}")
+
+
+def drop_capabilities() -> None:
+    """What ``bwrap --cap-drop ALL`` leaves: no capability in any set, none to gain by exec."""
+    last = int(open("/proc/sys/kernel/cap_last_cap").read())
+    for capability in range(last + 1):
+        _check(_libc.prctl(_PR_CAPBSET_DROP, capability, 0, 0, 0), "drop from the bounding set")
+    _check(_libc.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0), "clear ambient")
+    _check(_libc.capset(ctypes.byref(_CapHeader(0x20080522, 0)), (_CapData * 2)()), "capset")
+    _check(_libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+
+
+def _become(request: dict, passed: list[int]) -> None:
+    """The child in the sandbox: its own session, limits, directory, environment and
+    descriptors; no capabilities."""
+    os.setsid()
+    for name, value in request.get("rlimits", {}).items():
+        resource.setrlimit(getattr(resource, name), (value, value))
+    os.chdir(request["cwd"])
+    drop_capabilities()
+    os.environ.clear()
+    os.environ.update(request["env"])
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 0)
+    if request.get("quiet"):
+        os.dup2(devnull, 1)
+        os.dup2(devnull, 2)
+    keep = sorted({0, 1, 2, *passed})
+    for low, high in zip(keep, keep[1:] + [os.sysconf("SC_OPEN_MAX")]):
+        os.closerange(low + 1, high)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+
+
+# ---------------------------------------------------------------- the worker's side
+class Zygote:
+    """A zygote process (``argv`` gets the socket's fd number appended) and spawning from it."""
+
+    def __init__(self, argv: list[str], env: dict | None = None, cwd: str | None = None):
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.process = subprocess.Popen(argv + [str(theirs.fileno())], pass_fds=(theirs.fileno(),),
+                                        env=env, cwd=cwd, stdin=subprocess.DEVNULL,
+                                        start_new_session=True)
+        theirs.close()
+        self.sock = ours
+        self.file = ours.makefile("rb")
+        self._lock = threading.Lock()  # one request at a time on the socket
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def spawn(self, sandbox: list[str], request: dict, fds: tuple[int, ...] = (),
+              stdout=None, stderr=None) -> subprocess.Popen:
+        """Start the sandbox ``sandbox`` (bwrap's argv up to its ``--``), fork a child of
+        the zygote into it, and return the sandbox's process: it ends when the child ends,
+        with its exit status, and killing it kills the child."""
+        # what bwrap sets for a command it runs: --setenv NAME VALUE, and PWD
+        env = dict(request.get("env", {}))
+        env.update({sandbox[i + 1]: sandbox[i + 2] for i, arg in enumerate(sandbox) if arg == "--setenv"})
+        env["PWD"] = request["cwd"]
+        request = dict(request, env=env)
+        holder_read, holder_write = os.pipe()
+        info_read, info_write = os.pipe()
+        argv = sandbox[:-1] + ["--info-fd", str(info_write), "--"] + HOLDER
+        try:
+            process = subprocess.Popen(argv, stdin=holder_read, stdout=subprocess.PIPE, stderr=stderr,
+                                       pass_fds=(info_write,), start_new_session=True)
+        finally:
+            os.close(holder_read)
+            os.close(info_write)
+        try:
+            with os.fdopen(info_read, "rb") as info:
+                sandbox_pid = json.loads(info.read() or b"{}").get("child-pid")
+            ready = process.stdout.readline()
+            process.stdout.close()
+            if not sandbox_pid or ready.strip() != b"ready":
+                raise SpawnError(f"the sandbox did not start (bwrap exit status {process.poll()})")
+            with self._lock:
+                try:
+                    socket.send_fds(self.sock, [json.dumps(dict(request, sandbox_pid=sandbox_pid)).encode()],
+                                    [holder_write, *fds])
+                    reply = json.loads(self.file.readline() or b'{"error": "the zygote is gone"}')
+                except OSError as problem:
+                    raise SpawnError(f"the zygote is gone ({problem})") from None
+            if "pid" not in reply:
+                raise SpawnError(reply.get("error", "no pid"))
+        except BaseException:
+            process.kill()
+            process.wait()
+            raise
+        finally:
+            os.close(holder_write)
+        process.child_pid = reply["pid"]
+        return process
+
+    def close(self) -> None:
+        self.sock.close()
+        self.file.close()
+        try:
+            self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+if __name__ == "__main__" and len(sys.argv) == 2:  # a bare zygote (tests): runs `python -c`
+    def _run_code(request, passed):
+        exec(compile(request["code"], "<spawned>", "exec"), {"__name__": "__main__", "fds": passed})
+    serve(socket.socket(fileno=int(sys.argv[1])), _run_code)

@@ -1,0 +1,228 @@
+"""Warm start (maxpool_grader/zygote.py): a process forked into a fresh sandbox must be
+confined exactly like one started cold in it, and grade exactly the same.
+
+These tests need the bubblewrap sandbox (``.ci/run`` installs it); they do not skip.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+from conftest import ROOT, flat
+from corpus import SIGNATURE, ZEROS
+from make_sample_class import LOOP_CORRECT
+from maxpool_grader import runner, sandbox, zygote
+from maxpool_grader.runner import Limits, verdicts
+
+LOG = logging.getLogger("test_zygote")
+QUICK = Limits(check_seconds=1.5, search_seconds=1.5, load_seconds=3, total_seconds=8)
+
+# What a process sees of itself and of its confinement, as JSON on fd 1 (or into report.json).
+REPORT = r"""
+import json, os, resource
+status = dict(line.split(":", 1) for line in open("/proc/self/status").read().splitlines())
+def writable(path):
+    try:
+        with open(path, "w") as handle:
+            handle.write("x")
+        os.remove(path)
+        return True
+    except OSError:
+        return False
+report = {
+    "caps": {key: status[key].strip() for key in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb")},
+    "no_new_privs": status["NoNewPrivs"].strip(),
+    "uid": os.getuid(),
+    "namespaces": {name: os.readlink(f"/proc/self/ns/{name}")
+                   for name in ("user", "mnt", "pid", "net", "ipc", "uts", "cgroup")},
+    "cwd": os.getcwd(),
+    "sees_course_source": bool(os.path.isdir(COURSE + "/source") and os.listdir(COURSE + "/source")),
+    "sees_submissions": bool(os.path.isdir(COURSE + "/submitted") and os.listdir(COURSE + "/submitted")),
+    "writes_cwd": writable("probe"),
+    "writes_tmp": writable("/tmp/maxpool-escape-probe"),
+    "writes_course": writable(COURSE + "/escape-probe"),
+    "network_interfaces": sorted(line.split(":")[0].strip() for line in open("/proc/net/dev").readlines()[2:]),
+    "limits": {name: resource.getrlimit(getattr(resource, name))[0] for name in ("RLIMIT_AS", "RLIMIT_CORE")},
+    "env": dict(os.environ),
+    "fds": sorted(int(fd) for fd in os.listdir("/proc/self/fd")),
+    "processes_seen": len([p for p in os.listdir("/proc") if p.isdigit()]),
+}
+with open("report.json", "w") as handle:
+    json.dump(report, handle)
+"""
+
+
+@pytest.fixture(scope="module")
+def bare_zygote():
+    assert sandbox.bwrap_works(), "these tests need the sandbox: apt-get install bubblewrap"
+    warm = zygote.Zygote([sys.executable, zygote.__file__])
+    yield warm
+    warm.close()
+
+
+def _sandbox(private: Path) -> list[str]:
+    return sandbox.bwrap_argv([private], hidden=sandbox.hidden_paths(ROOT), chdir=private, temporary=private)
+
+
+def _report_of(private: Path) -> dict:
+    report = json.loads((private / "report.json").read_text().replace(str(private), "<private>"))
+    host = {name: os.readlink(f"/proc/self/ns/{name}") for name in report["namespaces"]}
+    report["namespaces"] = sorted(name for name, ns in report["namespaces"].items() if ns != host[name])
+    return report
+
+
+def test_a_warm_process_is_confined_exactly_like_a_cold_one(bare_zygote):
+    env = {"PATH": os.environ["PATH"], "HOME": "/nowhere", "LC_ALL": "C.UTF-8"}
+    code = f"COURSE = {str(ROOT)!r}\n" + REPORT
+    reports = {}
+    for how in ("cold", "warm"):
+        private = sandbox.private_directory(f"test-{how}-")
+        if how == "cold":
+            argv = _sandbox(private) + sandbox.prlimit(1 << 30) + [sys.executable, "-c", code]
+            assert subprocess.run(argv, env=env, cwd=private, stdin=subprocess.DEVNULL).returncode == 0
+        else:
+            process = bare_zygote.spawn(_sandbox(private), {
+                "code": code, "cwd": str(private), "env": env,
+                "rlimits": {"RLIMIT_AS": 1 << 30, "RLIMIT_CORE": 0}})
+            assert process.wait(timeout=30) == 0
+        reports[how] = _report_of(private)
+    cold, warm = reports["cold"], reports["warm"]
+    # apart from its file descriptors, and the sandbox's holder it can see (sh -c read)
+    assert warm == dict(cold, fds=warm["fds"], processes_seen=cold["processes_seen"] + 1)
+    assert set(warm["caps"].values()) == {"0000000000000000"} and warm["no_new_privs"] == "1"
+    assert warm["namespaces"] == ["cgroup", "ipc", "mnt", "net", "pid", "user", "uts"]
+    assert (warm["sees_course_source"], warm["sees_submissions"]) == (False, False)
+    assert (warm["writes_cwd"], warm["writes_tmp"], warm["writes_course"]) == (True, False, False)
+    assert warm["network_interfaces"] == ["lo"] and warm["limits"] == {"RLIMIT_AS": 1 << 30, "RLIMIT_CORE": 0}
+    assert warm["fds"] == [0, 1, 2, 3]  # the one listdir opened: nothing of the zygote or the worker
+    assert warm["env"] == dict(env, HOME="<private>", TMPDIR="<private>", PWD="<private>")  # as bwrap sets
+    assert warm["cwd"] == "<private>" and warm["processes_seen"] == 3  # the sandbox's init, its holder, itself
+
+
+def test_exit_status_passes_through_and_killing_the_sandbox_ends_everything_in_it(bare_zygote):
+    private = sandbox.private_directory("test-exit-")
+    request = {"cwd": str(private), "env": {"PATH": os.environ["PATH"]}}
+    assert bare_zygote.spawn(_sandbox(private), dict(request, code="import os\nos._exit(7)")).wait(30) == 7
+    crash = "import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)"
+    cold = subprocess.run(_sandbox(private) + [sys.executable, "-c", crash]).returncode
+    assert bare_zygote.spawn(_sandbox(private), dict(request, code=crash)).wait(30) == cold == 128 + signal.SIGSEGV
+    marker = f"maxpool-zygote-test-{os.getpid()}"
+    daemon = ("import subprocess, sys, time\nsubprocess.Popen([sys.executable, '-c', 'import time; "
+              f"time.sleep(300)', {marker!r}], start_new_session=True)\ntime.sleep(300)")
+    process = bare_zygote.spawn(_sandbox(private), dict(request, code=daemon))
+    deadline = time.monotonic() + 20
+    while not _processes_named(marker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _processes_named(marker), "the test's daemon did not start"
+    process.kill()
+    process.wait(timeout=30)
+    time.sleep(0.5)
+    assert _processes_named(marker) == [] and not Path(f"/proc/{process.child_pid}").exists()
+
+
+def _processes_named(marker: str) -> list[str]:
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if marker.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
+                found.append(pid)
+        except OSError:
+            pass
+    return found
+
+
+def test_a_dead_zygote_fails_the_spawn_and_leaves_no_sandbox(bare_zygote):
+    dying = zygote.Zygote([sys.executable, zygote.__file__])
+    dying.process.kill()
+    dying.process.wait()
+    private = sandbox.private_directory("test-dead-")
+    with pytest.raises(zygote.SpawnError):
+        dying.spawn(_sandbox(private), {"code": "pass", "cwd": str(private), "env": {}})
+    assert not dying.alive()
+
+
+def test_the_zygote_ends_and_removes_its_directory_when_its_worker_lets_go():
+    directory = sandbox.private_directory("test-zygote-")
+    code = (f"import socket, sys\nsys.path.insert(0, {str(Path(zygote.__file__).parent)!r})\nimport zygote\n"
+            f"zygote.serve(socket.socket(fileno=int(sys.argv[1])), None, directory={str(directory)!r})")
+    warm = zygote.Zygote([sys.executable, "-c", code], cwd=str(directory))
+    assert warm.alive()
+    warm.close()
+    assert warm.process.returncode == 0 and not directory.exists()
+
+
+CELL = """import sys, os, tempfile, json, resource
+from ipykernel.kernelapp import IPKernelApp
+print(json.dumps({"path": sys.path, "argv": [os.path.basename(sys.argv[0])] + sys.argv[1:2],
+                  "cwd": os.getcwd(), "tmp": tempfile.gettempdir(), "home": os.environ["HOME"],
+                  "env": sorted(os.environ), "parent_handle": IPKernelApp.instance().parent_handle,
+                  "memory": resource.getrlimit(resource.RLIMIT_AS),
+                  "caps": open("/proc/self/status").read().count("0000000000000000"),
+                  "execution_count": get_ipython().execution_count}))"""
+
+
+def test_a_warm_kernel_is_the_kernel_a_cold_start_gives(tmp_path):
+    seen = {}
+    for warm in (False, True):
+        folder = tmp_path / f"notebook-{warm}"
+        folder.mkdir()
+        manager = sandbox.kernel_manager("required", 4096 << 20, ROOT, LOG, warm)
+        notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(CELL)])
+        client = NotebookClient(notebook, timeout=60, kernel_name="python3", kernel_manager_class=manager,
+                                resources={"metadata": {"path": str(folder)}})
+        client.execute()
+        report = json.loads(notebook.cells[0].outputs[0]["text"])
+        assert report["cwd"] == str(folder.resolve())
+        assert report["tmp"] == report["home"] and report["home"].startswith(str(sandbox._private_root()))
+        seen[warm] = {key: value for key, value in report.items() if key not in ("cwd", "tmp", "home")}
+    assert seen[True] == seen[False]
+
+
+SOLUTIONS = {
+    "correct": LOOP_CORRECT,
+    "zeros": ZEROS,
+    "exits": SIGNATURE + "    import os\n    os._exit(7)\n",
+    "segfaults": SIGNATURE + "    import ctypes\n    ctypes.string_at(0)\n",
+    "loops": SIGNATURE + "    while True:\n        pass\n",
+    "imports the grader": ("import importlib\nimportlib.import_module('maxpool' + '_grader.reference')\n"
+                           + ZEROS),
+    "reads the course": ZEROS.replace("    return", f"    open({str(ROOT / 'source')!r} + '/x').read()\n    return"),
+}
+
+
+@pytest.mark.parametrize("name", SOLUTIONS)
+def test_warm_verdicts_are_the_cold_verdicts(name):
+    grade_ids = ["hidden_overlapping_windows", "hidden_ties_first_maximum"]
+    found = {}
+    for warm in (False, True):
+        wrap = sandbox.untrusted_process_wrapper("required", ROOT, LOG, warm=warm)
+        found[warm] = verdicts("import numpy as np\n" + SOLUTIONS[name], grade_ids=grade_ids,
+                               limits=QUICK, wrap=wrap)
+    assert {key: (v.passed, v.kind, v.message) for key, v in found[True].items()} == \
+        {key: (v.passed, v.kind, v.message) for key, v in found[False].items()}
+    if name != "correct":
+        assert not any(verdict.passed for verdict in found[True].values())
+    if name == "exits":
+        assert "exit status 7" in flat(found[True]["hidden_ties_first_maximum"].message)
+
+
+def test_a_killed_verdict_zygote_is_started_again():
+    wrap = sandbox.untrusted_process_wrapper("required", ROOT, LOG, warm=True)
+    verdicts("import numpy as np\n" + ZEROS, grade_ids=["hidden_gradient_check"], limits=QUICK, wrap=wrap)
+    first = runner._verdict_zygote()
+    first.process.kill()
+    first.process.wait()
+    found = verdicts("import numpy as np\n" + LOOP_CORRECT, grade_ids=["hidden_gradient_check"],
+                     limits=QUICK, wrap=wrap)
+    assert found["hidden_gradient_check"].passed and runner._verdict_zygote() is not first
