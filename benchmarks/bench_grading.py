@@ -5,7 +5,10 @@ class), grades one copy with plain `nbgrader autograde max_pool_backward` (one p
 one submission after another) and another with `maxpool-grader grade`, checks that the
 grades are equal cell for cell, and prints seconds per submission for both, their ratio,
 and the floor: a fresh kernel running the hidden tests of one correct submission,
-measured alone. Not a test: it prints numbers.
+measured alone. For comparison it also grades a third copy with plain serial nbgrader
+and warm start switched on (what maxpool-grader's workers do: kernels and verdict
+processes forked from a zygote, see maxpool_grader/zygote.py), so that the gain of warm
+start and the gain of parallel workers can be told apart. Not a test: it prints numbers.
 
     .venv/bin/python benchmarks/bench_grading.py [--students 40] [--workers N]
 """
@@ -88,25 +91,29 @@ def main() -> None:
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="maxpool-bench-"))
     try:
-        serial, ours = work / "serial", work / "ours"
-        for course in (serial, ours):
+        serial, warm, ours = work / "serial", work / "warm", work / "ours"
+        for course in (serial, warm, ours):
             build_class(course, args.students)
             run(course, str(BIN / "nbgrader"), "generate_assignment", ASSIGNMENT)
         serial_seconds = run(serial, str(BIN / "nbgrader"), "autograde", ASSIGNMENT)
+        warm_seconds = run(warm, str(BIN / "nbgrader"), "autograde", ASSIGNMENT,
+                           "--SafeExecute.warm_start=True", "--OutOfProcessVerdicts.warm_start=True")
         workers = ["--workers", str(args.workers)] if args.workers else []
         ours_total = run(ours, str(BIN / "maxpool-grader"), "grade", *workers)
         ours_seconds = json.loads((ours / ".maxpool-grader" / "last_run.json").read_text())["autograde_seconds"]
-        equal = grades(serial) == grades(ours)
+        equal = grades(serial) == grades(ours) == grades(warm)
         floor = floor_seconds()
         n = args.students
         print(f"\n{n} submissions, {os.cpu_count()} cores, workers: {args.workers or os.cpu_count()}")
         print(f"{'':44}{'seconds':>10}{'s/submission':>14}")
         print(f"{'plain serial nbgrader autograde':44}{serial_seconds:>10.1f}{serial_seconds / n:>14.2f}")
+        print(f"{'  the same, warm start switched on':44}{warm_seconds:>10.1f}{warm_seconds / n:>14.2f}")
         print(f"{'maxpool-grader grade: autograde phase':44}{ours_seconds:>10.1f}{ours_seconds / n:>14.2f}")
         print(f"{'maxpool-grader grade: whole command':44}{ours_total:>10.1f}{ours_total / n:>14.2f}"
               "   (+ feedback, CSV, report)")
         print(f"{'floor: fresh kernel + hidden tests, alone':44}{'':>10}{floor:>14.2f}")
-        print(f"\nspeed-up over serial nbgrader (autograde): {serial_seconds / ours_seconds:.2f}x")
+        print(f"\nspeed-up over serial nbgrader (autograde): {serial_seconds / ours_seconds:.2f}x"
+              f"  (over serial nbgrader with warm start: {warm_seconds / ours_seconds:.2f}x)")
         print(f"per-submission cost / floor: {ours_seconds / n / floor:.2f}")
         print(f"grades equal cell for cell: {'yes' if equal else 'NO'}")
         if not equal:
