@@ -93,21 +93,22 @@ def describe_exit(returncode: int | None, limits: Limits) -> str:
 # The verdict process's whole environment (besides HOME and TMPDIR, its private directory).
 _ENVIRONMENT = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "OPENBLAS_NUM_THREADS": "1",
                 "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "LC_ALL": "C.UTF-8"}
-_zygote: list = []
+_the_verdict_zygote: zygote.Zygote | None = None
 
 
 def _verdict_zygote() -> zygote.Zygote:
     """This process's verdict zygote (started on first use, again if it died): untrusted.py
     with NumPy imported, run like the cold verdict process (``python -I``, a private copy
     of the script, no grader package on its path)."""
-    if not (_zygote and _zygote[0].alive()):
+    global _the_verdict_zygote
+    if _the_verdict_zygote is None or not _the_verdict_zygote.alive():
         directory = sandbox.private_directory("zygote-")
         for module in (untrusted, zygote):
             shutil.copyfile(module.__file__, directory / Path(module.__file__).name)
-        _zygote[:] = [zygote.Zygote([sys.executable, "-I", str(directory / "untrusted.py"), "--zygote"],
-                                    env=dict(_ENVIRONMENT, HOME=str(directory), TMPDIR=str(directory)),
-                                    cwd=str(directory))]
-    return _zygote[0]
+        _the_verdict_zygote = zygote.Zygote(
+            [sys.executable, "-I", str(directory / "untrusted.py"), "--zygote"],
+            env=dict(_ENVIRONMENT, HOME=str(directory), TMPDIR=str(directory)), cwd=str(directory))
+    return _the_verdict_zygote
 
 
 def _limit_resources(limits: Limits, cpu_seconds: int) -> Callable[[], None]:
@@ -137,7 +138,8 @@ class SolutionProcess:
                         "RLIMIT_AS": limits.memory_bytes, "RLIMIT_FSIZE": limits.file_bytes,
                         "RLIMIT_CORE": 0, "RLIMIT_CPU": cpu_seconds}}, fds=(request_read, reply_write))
             except (zygote.SpawnError, OSError) as problem:
-                logging.getLogger(__name__).warning("Warm start of the verdict process failed (%s); starting it cold", problem)
+                logging.getLogger(__name__).warning(
+                    "Warm start of the verdict process failed (%s); starting it cold", problem)
         if self.process is None:
             script = self.directory / "untrusted.py"
             shutil.copyfile(untrusted.__file__, script)

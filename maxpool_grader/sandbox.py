@@ -182,8 +182,7 @@ class SandboxedKernelManager(AsyncKernelManager):
         prefix[-1:-1] = ["--setenv", "JPY_PARENT_PID", "1"]
         self._warm_launch = None
         if self.warm and _warm_kernel_command(command):
-            env = dict(kw.get("env") or os.environ, JPY_PARENT_PID="1", TMPDIR=self._private,
-                       HOME=self._private)
+            env = dict(kw.get("env") or os.environ)  # and the prefix's --setenv, as bwrap sets them
             self._warm_launch = (prefix, {"argv": command, "cwd": os.path.realpath(cwd), "env": env,
                                           "rlimits": {"RLIMIT_AS": self.memory_bytes,
                                                       "RLIMIT_CORE": 0} if self.memory_bytes else {}})
@@ -199,8 +198,11 @@ class SandboxedKernelManager(AsyncKernelManager):
             self.log.warning("Warm start of the kernel failed (%s); starting it cold", problem)
             return await super()._async_launch_kernel(kernel_cmd, **kw)
         provisioner = self.provisioner  # what LocalProvisioner.launch_kernel would record
-        provisioner.process, provisioner.pid = process, process.pid
-        provisioner.pgid, provisioner.cwd = os.getpgid(process.pid), request["cwd"]
+        provisioner.process, provisioner.pid, provisioner.cwd = process, process.pid, request["cwd"]
+        try:
+            provisioner.pgid = os.getpgid(process.pid)
+        except OSError:  # ended already: jupyter_client finds the kernel dead
+            provisioner.pgid = None
         self._reconcile_connection_info(provisioner.connection_info)
 
     async def _async_cleanup_resources(self, restart: bool = False) -> None:
@@ -220,19 +222,19 @@ def _warm_kernel_command(argv: list[str]) -> bool:
         and argv[1:3] == ["-m", "ipykernel_launcher"]
 
 
-_zygotes: dict[str, Zygote] = {}
+_the_kernel_zygote: Zygote | None = None
 
 
 def _kernel_zygote() -> Zygote:
     """This process's kernel zygote, started on first use (again if it died)."""
-    current = _zygotes.get("kernel")
-    if current is None or not current.alive():
+    global _the_kernel_zygote
+    if _the_kernel_zygote is None or not _the_kernel_zygote.alive():
         # started in an empty private directory (python -m puts it first on sys.path), with
         # the sandboxed kernels' JPY_PARENT_PID: ipykernel reads it when it is imported
-        current = _zygotes["kernel"] = Zygote(
+        _the_kernel_zygote = Zygote(
             [sys.executable, "-m", "maxpool_grader.kernel_zygote"], cwd=str(private_directory("zygote-")),
             env=dict(os.environ, JPY_PARENT_PID="1"))
-    return current
+    return _the_kernel_zygote
 
 
 def kernel_manager(mode: str, memory_bytes: int, course: Path, log: logging.Logger,

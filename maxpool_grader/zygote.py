@@ -17,7 +17,7 @@ This file imports only the standard library: the verdict's zygote runs it next t
 ``untrusted.py``, outside the grader package (student code there must not find the
 grader in ``sys.modules``).
 
-    zygote process:   serve(socket, run)                 (loops until the socket closes)
+    zygote process:   serve(socket, run, directory)      (loops until the socket closes)
     grading worker:   Zygote(argv, env).spawn(bwrap argv, request, fds) -> Popen (the sandbox)
 """
 
@@ -31,7 +31,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import traceback
 
@@ -207,8 +206,7 @@ class Zygote:
     def alive(self) -> bool:
         return self.process.poll() is None
 
-    def spawn(self, sandbox: list[str], request: dict, fds: tuple[int, ...] = (),
-              stdout=None, stderr=None) -> subprocess.Popen:
+    def spawn(self, sandbox: list[str], request: dict, fds: tuple[int, ...] = ()) -> subprocess.Popen:
         """Start the sandbox ``sandbox`` (bwrap's argv up to its ``--``), fork a child of
         the zygote into it, and return the sandbox's process: it ends when the child ends,
         with its exit status, and killing it kills the child."""
@@ -221,7 +219,7 @@ class Zygote:
         info_read, info_write = os.pipe()
         argv = sandbox[:-1] + ["--info-fd", str(info_write), "--"] + HOLDER
         try:
-            process = subprocess.Popen(argv, stdin=holder_read, stdout=subprocess.PIPE, stderr=stderr,
+            process = subprocess.Popen(argv, stdin=holder_read, stdout=subprocess.PIPE,
                                        pass_fds=(info_write,), start_new_session=True)
         finally:
             os.close(holder_read)
@@ -260,8 +258,3 @@ class Zygote:
             self.process.kill()
             self.process.wait()
 
-
-if __name__ == "__main__" and len(sys.argv) == 2:  # a bare zygote (tests): runs `python -c`
-    def _run_code(request, passed):
-        exec(compile(request["code"], "<spawned>", "exec"), {"__name__": "__main__", "fds": passed})
-    serve(socket.socket(fileno=int(sys.argv[1])), _run_code)

@@ -63,10 +63,19 @@ with open("report.json", "w") as handle:
 """
 
 
+# A zygote whose children run the request's "code" (argv gets the socket's fd appended).
+BARE = [sys.executable, "-c", f"""import socket, sys
+sys.path.insert(0, {str(Path(zygote.__file__).parent)!r})
+import zygote
+def run(request, fds):
+    exec(compile(request["code"], "<spawned>", "exec"), {{"__name__": "__main__"}})
+zygote.serve(socket.socket(fileno=int(sys.argv[1])), run)"""]
+
+
 @pytest.fixture(scope="module")
 def bare_zygote():
     assert sandbox.bwrap_works(), "these tests need the sandbox: apt-get install bubblewrap"
-    warm = zygote.Zygote([sys.executable, zygote.__file__])
+    warm = zygote.Zygote(BARE)
     yield warm
     warm.close()
 
@@ -143,7 +152,7 @@ def _processes_named(marker: str) -> list[str]:
 
 
 def test_a_dead_zygote_fails_the_spawn_and_leaves_no_sandbox(bare_zygote):
-    dying = zygote.Zygote([sys.executable, zygote.__file__])
+    dying = zygote.Zygote(BARE)
     dying.process.kill()
     dying.process.wait()
     private = sandbox.private_directory("test-dead-")
