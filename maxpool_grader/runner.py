@@ -356,7 +356,10 @@ class _Session:
 def _stopped(check: HiddenCheck, limits: Limits, what: str, failure: BaseException,
              seconds: float) -> str:
     if isinstance(failure, Timeout):
-        body = (f"{FUNCTION} did not return within {seconds:.3g} s on {what} (an endless loop, or "
+        # the limit that stopped it, in words that do not depend on how busy the machine was
+        limit = (f"within {limits.check_seconds:g} s" if seconds >= limits.check_seconds else
+                 f"before the {limits.total_seconds:g} s for all tests of one notebook ran out")
+        body = (f"{FUNCTION} did not return {limit} on {what} (an endless loop, or "
                 f"far too slow: a correct solution needs well under a second).")
     else:
         body = f"The process running {FUNCTION} {failure} while it was running on {what}."

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 
 import numpy as np
 import pytest
@@ -56,6 +57,16 @@ def test_an_endless_loop_costs_the_per_test_limit_and_says_so():
                      grade_ids=["hidden_overlapping_windows", "hidden_gradient_check"], limits=QUICK)
     assert all(flat("did not return within 1.5 s") in flat(message) for message in _failed(found).values())
     assert len(_failed(found)) == 2
+
+
+def test_a_test_cut_short_by_the_notebook_budget_says_so_without_a_measured_time():
+    found = verdicts("import numpy as np\n" + SIGNATURE + "    while True:\n        pass\n",
+                     grade_ids=["hidden_overlapping_windows", "hidden_gradient_check", "hidden_ties_first_maximum"],
+                     limits=Limits(check_seconds=2, search_seconds=1, load_seconds=3, total_seconds=3))
+    messages = [flat(message) for message in _failed(found).values()]
+    assert len(messages) == 3 and "did not return within 2 s" in messages[0]
+    assert "did not return before the 3 s for all tests of one notebook ran out" in messages[1]
+    assert not any(re.search(r"within \d+\.\d+ s", message) for message in messages)
 
 
 def test_the_notebook_budget_stops_further_tests():
