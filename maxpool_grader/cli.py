@@ -117,6 +117,7 @@ def grade(course: Path, *, workers: int | None = None, force: bool = False, db_u
         parallel.save_state(course, state)
     else:
         print("release is current (source notebook unchanged)")
+    sandbox.sweep_private_root()  # what killed workers of earlier runs left behind
     if not sandbox.bwrap_works():
         print("\n!!! GRADING UNSANDBOXED: bwrap (Debian package bubblewrap) is missing or does not "
               "work here. Student code can read and write your files. !!!\n", file=sys.stderr)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -45,8 +46,22 @@ _warned = False
 def private_directory(prefix: str) -> Path:
     """A new directory for one sandbox's sockets and temporary files. All of them live in
     one parent that every sandbox hides, so no sandbox can reach another's (a Unix socket
-    on a read-only path can still be connected to)."""
-    return Path(tempfile.mkdtemp(prefix=prefix, dir=_private_root()))
+    on a read-only path can still be connected to). Its name holds the pid of the process
+    that made it (and removes it when done), for ``sweep_private_root``."""
+    return Path(tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-", dir=_private_root()))
+
+
+def sweep_private_root() -> int:
+    """Remove the private directories of processes that ended without removing them (a
+    grading worker killed by Ctrl-C or SIGKILL); those of running processes stay. Returns
+    how many were removed."""
+    removed = 0
+    for entry in _private_root().iterdir():
+        owner = re.match(r"[a-z]+-(\d+)-", entry.name)
+        if owner and not Path(f"/proc/{owner[1]}").exists():
+            shutil.rmtree(entry, ignore_errors=True)
+            removed += 1
+    return removed
 
 
 def _private_root() -> Path:

@@ -9,6 +9,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from nbgrader.api import Gradebook
 
 from conftest import ASSIGNMENT, BIN, ROOT, copy_course, nbgrader
 from corpus import build as build_corpus
+from maxpool_grader import sandbox
 
 STUDENTS = sorted(p.name for p in (ROOT / "submitted").iterdir() if p.is_dir())
 EXTRA = ["fault_infinite_loop", "fault_os_exit", "attack_imports_torch", "fault_missing_notebook"]
@@ -142,12 +144,27 @@ def test_an_interrupted_run_resumes_and_completes(tmp_path):
     graded_before = len(re.findall(r"^\[autograde \d+/", output, re.M))
     assert 2 <= graded_before < len(STUDENTS)
 
+    # what a worker killed inside a submission leaves: its kernel's private directory
+    ended = Path(subprocess.run([sys.executable, "-c", "from maxpool_grader import sandbox; "
+                                 "print(sandbox.private_directory('kernel-'))"],
+                                capture_output=True, text=True, check=True).stdout.strip())
+    running = sandbox.private_directory("test-")  # this process's: in use, must stay
     resumed = grade_command(course)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert not ended.exists() and running.exists()
+    running.rmdir()
     # what was shown as graded is not graded again (one more may have finished unseen)
     left = int(re.search(r"(\d+) submission\(s\) to grade", resumed.stdout).group(1))
     assert 1 <= left <= len(STUDENTS) - graded_before
     assert_every_autograded_cell_recorded(course)
+    assert left_by_ended_processes() == []  # the killed workers' sockets and copies: swept
+
+
+def left_by_ended_processes() -> list[str]:
+    """Private directories (sandbox.private_directory) whose process has ended."""
+    root = sandbox._private_root()
+    return sorted(entry.name for entry in root.iterdir()
+                  if (owner := re.match(r"[a-z]+-(\d+)-", entry.name)) and not Path(f"/proc/{owner[1]}").exists())
 
 
 def test_a_killed_worker_is_replaced_and_the_run_completes(tmp_path):
