@@ -16,7 +16,6 @@ import contextlib
 import inspect
 import logging
 import os
-import resource
 import selectors
 import shutil
 import signal
@@ -90,9 +89,13 @@ def describe_exit(returncode: int | None, limits: Limits) -> str:
     return f"ended the Python process with exit status {returncode} (os._exit or a crash)"
 
 
-# The verdict process's whole environment (besides HOME and TMPDIR, its private directory).
-_ENVIRONMENT = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "OPENBLAS_NUM_THREADS": "1",
-                "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "LC_ALL": "C.UTF-8"}
+def _environment(home: Path) -> dict[str, str]:
+    """The verdict process's whole environment (its zygote's too), ``home`` its private directory."""
+    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "TMPDIR": str(home),
+            "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+            "LC_ALL": "C.UTF-8"}
+
+
 _the_verdict_zygote: zygote.Zygote | None = None
 
 
@@ -107,17 +110,8 @@ def _verdict_zygote() -> zygote.Zygote:
             shutil.copyfile(module.__file__, directory / Path(module.__file__).name)
         _the_verdict_zygote = zygote.Zygote(
             [sys.executable, "-I", str(directory / "untrusted.py"), "--zygote"],
-            env=dict(_ENVIRONMENT, HOME=str(directory), TMPDIR=str(directory)), cwd=str(directory))
+            env=_environment(directory), cwd=str(directory))
     return _the_verdict_zygote
-
-
-def _limit_resources(limits: Limits, cpu_seconds: int) -> Callable[[], None]:
-    def apply() -> None:  # runs in the child between fork and exec
-        resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
-        resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_bytes, limits.file_bytes))
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 1))
-    return apply
 
 
 class SolutionProcess:
@@ -128,15 +122,14 @@ class SolutionProcess:
         self.directory = sandbox.private_directory("untrusted-")
         request_read, self._request = os.pipe()
         self._reply, reply_write = os.pipe()
-        cpu_seconds = int(limits.total_seconds) + 5
-        environment = dict(_ENVIRONMENT, HOME=str(self.directory), TMPDIR=str(self.directory))
+        rlimits = sandbox.rlimits(limits.memory_bytes, limits.file_bytes, int(limits.total_seconds) + 5)
+        environment = _environment(self.directory)
         self.process = None
         if getattr(wrap, "warm", False):  # forked into the sandbox by the verdict zygote
             try:
                 self.process = _verdict_zygote().spawn(wrap([], self.directory), {
-                    "cwd": str(self.directory), "env": environment, "quiet": True, "rlimits": {
-                        "RLIMIT_AS": limits.memory_bytes, "RLIMIT_FSIZE": limits.file_bytes,
-                        "RLIMIT_CORE": 0, "RLIMIT_CPU": cpu_seconds}}, fds=(request_read, reply_write))
+                    "cwd": str(self.directory), "env": environment, "quiet": True, "rlimits": rlimits},
+                    fds=(request_read, reply_write))
             except (zygote.SpawnError, OSError) as problem:
                 logging.getLogger(__name__).warning(
                     "Warm start of the verdict process failed (%s); starting it cold", problem)
@@ -144,7 +137,7 @@ class SolutionProcess:
             script = self.directory / "untrusted.py"
             shutil.copyfile(untrusted.__file__, script)
             # the limits by prlimit: no preexec_fn, so it is safe from the verdict thread
-            argv = sandbox.prlimit(limits.memory_bytes, limits.file_bytes, cpu_seconds) + [
+            argv = sandbox.prlimit(rlimits) + [
                 sys.executable, "-I", str(script), str(request_read), str(reply_write)]
             if wrap is not None:
                 argv = wrap(argv, self.directory)
@@ -152,7 +145,7 @@ class SolutionProcess:
                 argv, pass_fds=(request_read, reply_write), cwd=self.directory, env=environment,
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                 start_new_session=True,
-                preexec_fn=None if sandbox.PRLIMIT else _limit_resources(limits, cpu_seconds))
+                preexec_fn=None if sandbox.PRLIMIT else lambda: zygote.set_rlimits(rlimits))
         os.close(request_read)
         os.close(reply_write)
         self._next_id = 0

@@ -51,17 +51,17 @@ def private_directory(prefix: str) -> Path:
     return Path(tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-", dir=_private_root()))
 
 
-def sweep_private_root() -> int:
-    """Remove the private directories of processes that ended without removing them (a
-    grading worker killed by Ctrl-C or SIGKILL); those of running processes stay. Returns
-    how many were removed."""
-    removed = 0
-    for entry in _private_root().iterdir():
-        owner = re.match(r"[a-z]+-(\d+)-", entry.name)
-        if owner and not Path(f"/proc/{owner[1]}").exists():
-            shutil.rmtree(entry, ignore_errors=True)
-            removed += 1
-    return removed
+def abandoned_private_directories() -> list[Path]:
+    """The private directories whose process ended without removing them (a grading worker
+    killed by Ctrl-C or SIGKILL)."""
+    return sorted(entry for entry in _private_root().iterdir()
+                  if (owner := re.match(r"[a-z]+-(\d+)-", entry.name)) and not Path(f"/proc/{owner[1]}").exists())
+
+
+def sweep_private_root() -> None:
+    """Remove the abandoned private directories; those of running processes stay."""
+    for entry in abandoned_private_directories():
+        shutil.rmtree(entry, ignore_errors=True)
 
 
 def _private_root() -> Path:
@@ -143,15 +143,24 @@ def untrusted_process_wrapper(mode: str, course: Path, log: logging.Logger,
     return wrap
 
 
-def prlimit(memory_bytes: int, file_bytes: int | None = None, cpu_seconds: int | None = None) -> list[str]:
-    """The argv prefix that runs a command with these limits and no core dumps ([] without
-    the prlimit program: the caller then sets them itself, or goes without)."""
-    if not (PRLIMIT and memory_bytes):
+def rlimits(memory_bytes: int, file_bytes: int | None = None,
+            cpu_seconds: int | None = None) -> dict[str, int]:
+    """The limits of a process running student code, by their names in ``resource``: its
+    address space, no core dumps, and optionally file size and CPU time ({} for none)."""
+    if not memory_bytes:
+        return {}
+    limits = {"RLIMIT_AS": int(memory_bytes), "RLIMIT_CORE": 0}
+    limits.update({"RLIMIT_FSIZE": int(file_bytes)} if file_bytes else {})
+    limits.update({"RLIMIT_CPU": int(cpu_seconds)} if cpu_seconds else {})
+    return limits
+
+
+def prlimit(limits: dict[str, int]) -> list[str]:
+    """The argv prefix that runs a command with ``limits`` (see ``rlimits``); [] without the
+    prlimit program (the caller then sets them itself, or goes without)."""
+    if not (PRLIMIT and limits):
         return []
-    limits = [f"--as={int(memory_bytes)}", "--core=0"]
-    limits += [f"--fsize={int(file_bytes)}"] if file_bytes else []
-    limits += [f"--cpu={int(cpu_seconds)}"] if cpu_seconds else []
-    return [PRLIMIT, *limits, "--"]
+    return [PRLIMIT, *(f"--{name[len('RLIMIT_'):].lower()}={value}" for name, value in limits.items()), "--"]
 
 
 class LimitedKernelManager(AsyncKernelManager):
@@ -161,7 +170,7 @@ class LimitedKernelManager(AsyncKernelManager):
 
     async def _async_pre_start_kernel(self, **kw):
         command, kw = await super()._async_pre_start_kernel(**kw)
-        return prlimit(self.memory_bytes) + command, kw
+        return prlimit(rlimits(self.memory_bytes)) + command, kw
 
     pre_start_kernel = _async_pre_start_kernel
 
@@ -199,9 +208,8 @@ class SandboxedKernelManager(AsyncKernelManager):
         if self.warm and _warm_kernel_command(command):
             env = dict(kw.get("env") or os.environ)  # and the prefix's --setenv, as bwrap sets them
             self._warm_launch = (prefix, {"argv": command, "cwd": os.path.realpath(cwd), "env": env,
-                                          "rlimits": {"RLIMIT_AS": self.memory_bytes,
-                                                      "RLIMIT_CORE": 0} if self.memory_bytes else {}})
-        return prefix + prlimit(self.memory_bytes) + command, kw
+                                          "rlimits": rlimits(self.memory_bytes)})
+        return prefix + prlimit(rlimits(self.memory_bytes)) + command, kw
 
     async def _async_launch_kernel(self, kernel_cmd, **kw):
         if self._warm_launch is None:

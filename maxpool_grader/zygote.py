@@ -117,12 +117,6 @@ def _first_child(request: dict, fds: list[int], reply: int, run) -> None:
     os._exit(0)
 
 
-def _setns(fd: int) -> None:
-    if _libc.setns(fd, 0) != 0:
-        error = ctypes.get_errno()
-        raise OSError(error, f"setns: {os.strerror(error)}")
-
-
 def _join(pid: int) -> None:
     """Enter the namespaces and the root directory of the sandbox whose init is ``pid``."""
     root = os.open(f"/proc/{pid}/root", os.O_RDONLY | os.O_DIRECTORY)
@@ -131,7 +125,7 @@ def _join(pid: int) -> None:
             continue  # not unshared (setns into one's own user namespace is an error)
         fd = os.open(f"/proc/{pid}/ns/{name}", os.O_RDONLY)
         try:
-            _setns(fd)
+            _check(_libc.setns(fd, 0), f"setns {name}")
         finally:
             os.close(fd)
     os.fchdir(root)
@@ -157,6 +151,12 @@ def _check(result: int, what: str) -> None:
         raise OSError(error, f"{what}: {os.strerror(error)}")
 
 
+def set_rlimits(limits: dict[str, int]) -> None:
+    """Set each limit (soft and hard) by its name in ``resource``: RLIMIT_AS, RLIMIT_CPU ..."""
+    for name, value in limits.items():
+        resource.setrlimit(getattr(resource, name), (value, value))
+
+
 def drop_capabilities() -> None:
     """What ``bwrap --cap-drop ALL`` leaves: no capability in any set, none to gain by exec."""
     last = int(open("/proc/sys/kernel/cap_last_cap").read())
@@ -171,8 +171,7 @@ def _become(request: dict, passed: list[int]) -> None:
     """The child in the sandbox: its own session, limits, directory, environment and
     descriptors; no capabilities."""
     os.setsid()
-    for name, value in request.get("rlimits", {}).items():
-        resource.setrlimit(getattr(resource, name), (value, value))
+    set_rlimits(request.get("rlimits", {}))
     os.chdir(request["cwd"])
     drop_capabilities()
     os.environ.clear()

@@ -56,3 +56,11 @@ def pytest_terminal_summary(terminalreporter, config):
 def flat(text: str) -> str:
     """``text`` with every run of whitespace made one space: feedback wraps its prose lines."""
     return " ".join(text.split())
+
+
+def cmdline(pid: str) -> str:
+    """A process's command line, arguments joined by spaces ("" once it is gone)."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""

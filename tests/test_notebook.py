@@ -8,7 +8,6 @@ import re
 import sys
 
 import nbformat
-import pytest
 
 from conftest import RELEASE_NOTEBOOK, ROOT, SOURCE_NOTEBOOK, nbgrader
 from maxpool_grader.checks import HIDDEN_CHECKS

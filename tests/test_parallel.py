@@ -157,14 +157,7 @@ def test_an_interrupted_run_resumes_and_completes(tmp_path):
     left = int(re.search(r"(\d+) submission\(s\) to grade", resumed.stdout).group(1))
     assert 1 <= left <= len(STUDENTS) - graded_before
     assert_every_autograded_cell_recorded(course)
-    assert left_by_ended_processes() == []  # the killed workers' sockets and copies: swept
-
-
-def left_by_ended_processes() -> list[str]:
-    """Private directories (sandbox.private_directory) whose process has ended."""
-    root = sandbox._private_root()
-    return sorted(entry.name for entry in root.iterdir()
-                  if (owner := re.match(r"[a-z]+-(\d+)-", entry.name)) and not Path(f"/proc/{owner[1]}").exists())
+    assert sandbox.abandoned_private_directories() == []  # what the killed workers left: swept
 
 
 def test_a_killed_worker_is_replaced_and_the_run_completes(tmp_path):

@@ -25,9 +25,9 @@ from pathlib import Path
 import pytest
 from nbgrader.api import Gradebook
 
-from conftest import ASSIGNMENT, BIN, RELEASE_NOTEBOOK, ROOT, copy_course, flat, nbgrader
+from conftest import ASSIGNMENT, BIN, RELEASE_NOTEBOOK, ROOT, cmdline, copy_course, flat, nbgrader
 from corpus import ATTACKS, CORPUS, FAULTS, FULL
-from test_parallel import grade_command
+from test_parallel import all_grades, grade_command, sqlite
 from maxpool_grader import sandbox
 from maxpool_grader.checks import GRADED_CHECKS
 
@@ -149,27 +149,24 @@ def test_no_student_code_outlives_grading(batch):
     time.sleep(1.5)
     assert (beat.read_text() if beat.exists() else None) == first, "the detached daemon is still running"
     survivors = [pid for pid in os.listdir("/proc") if pid.isdigit() and _ours(pid)]
-    assert survivors == []
+    assert survivors == [], [(pid, _parent(pid), cmdline(pid)) for pid in survivors]
     assert batch["left_in_sandbox_root"] == []  # sockets, copies, zygotes' directories
 
 
 def _ours(pid: str) -> bool:
     """A process of a grading run (kernel, verdict process, zygote, sandbox), not one of this
-    test process's own (the runner tests leave a verdict zygote here)."""
-    command = _cmdline(pid)
-    if not ("maxpool-" in command or "zygote" in command):
-        return False
+    test process's own (the runner tests leave a verdict zygote here). Verdict processes and
+    their zygote run from /tmp/maxpool-grader-<uid>/, kernels forked warm show the kernel
+    zygote's command line."""
+    command = cmdline(pid)
+    return ("maxpool-" in command or "maxpool_grader.kernel_zygote" in command) \
+        and _parent(pid) not in ("", str(os.getpid())) and pid != str(os.getpid())
+
+
+def _parent(pid: str) -> str:
     try:
-        parent = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1]
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1]
     except (OSError, IndexError):
-        return False
-    return parent != str(os.getpid())
-
-
-def _cmdline(pid: str) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
         return ""
 
 
@@ -184,7 +181,7 @@ def test_warm_workers_grade_the_corpus_exactly_as_serial_nbgrader(serial_batch, 
                     text = "".join(_output_text(output) for output in cell.get("outputs", []))
                     cells[notebook.parts[-3], grade_id] = (cell["metadata"]["maxpool_grader"], text)
         return cells
-    assert _all_scores(warm_batch["course"]) == _all_scores(serial_batch["course"])
+    assert all_grades(sqlite(warm_batch["course"])) == all_grades(sqlite(serial_batch["course"]))
     serial, warm = graded_cells(serial_batch["course"]), graded_cells(warm_batch["course"])
     assert len(serial) >= (len(CORPUS) - 4) * len(GRADED_CHECKS)  # those without a notebook aside
     assert set(warm) == set(serial)
@@ -206,13 +203,6 @@ def _output_text(output: dict) -> str:
     if output.get("output_type") == "error":
         return "\n".join(output.get("traceback", []))
     return json.dumps(output.get("data", {}), sort_keys=True)
-
-
-def _all_scores(course: Path) -> dict:
-    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
-        return {(student.id, grade.name): grade.score for student in gradebook.students
-                for notebook in gradebook.find_submission(ASSIGNMENT, student.id).notebooks
-                for grade in notebook.grades}
 
 
 def test_without_a_sandbox_grading_still_works_and_says_so(tmp_path):

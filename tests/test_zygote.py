@@ -19,7 +19,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from conftest import ROOT, flat
+from conftest import ROOT, cmdline, flat
 from corpus import SIGNATURE, ZEROS
 from make_sample_class import LOOP_CORRECT
 from maxpool_grader import runner, sandbox, zygote
@@ -98,12 +98,12 @@ def test_a_warm_process_is_confined_exactly_like_a_cold_one(bare_zygote):
     for how in ("cold", "warm"):
         private = sandbox.private_directory(f"test-{how}-")
         if how == "cold":
-            argv = _sandbox(private) + sandbox.prlimit(1 << 30) + [sys.executable, "-c", code]
+            argv = _sandbox(private) + sandbox.prlimit(sandbox.rlimits(1 << 30)) + [sys.executable, "-c", code]
             assert subprocess.run(argv, env=env, cwd=private, stdin=subprocess.DEVNULL).returncode == 0
         else:
             process = bare_zygote.spawn(_sandbox(private), {
                 "code": code, "cwd": str(private), "env": env,
-                "rlimits": {"RLIMIT_AS": 1 << 30, "RLIMIT_CORE": 0}})
+                "rlimits": sandbox.rlimits(1 << 30)})
             assert process.wait(timeout=30) == 0
         reports[how] = _report_of(private)
     cold, warm = reports["cold"], reports["warm"]
@@ -141,14 +141,7 @@ def test_exit_status_passes_through_and_killing_the_sandbox_ends_everything_in_i
 
 
 def _processes_named(marker: str) -> list[str]:
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            if marker.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
-                found.append(pid)
-        except OSError:
-            pass
-    return found
+    return [pid for pid in os.listdir("/proc") if pid.isdigit() and marker in cmdline(pid)]
 
 
 def test_a_dead_zygote_fails_the_spawn_and_leaves_no_sandbox(bare_zygote):
