@@ -55,7 +55,8 @@ def abandoned_private_directories() -> list[Path]:
     """The private directories whose process ended without removing them (a grading worker
     killed by Ctrl-C or SIGKILL)."""
     return sorted(entry for entry in _private_root().iterdir()
-                  if (owner := re.match(r"[a-z]+-(\d+)-", entry.name)) and not Path(f"/proc/{owner[1]}").exists())
+                  if (owner := re.fullmatch(r".+?-(\d+)-\w{8}", entry.name))  # <prefix><pid>-<mkdtemp's 8>
+                  and not Path(f"/proc/{owner[1]}").exists())
 
 
 def sweep_private_root() -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -80,6 +81,15 @@ def bare_zygote():
     warm.close()
 
 
+@pytest.fixture
+def private_directory():
+    """sandbox.private_directory for a test, removed afterwards."""
+    made = []
+    yield lambda prefix: made.append(sandbox.private_directory(prefix)) or made[-1]
+    for directory in made:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
 def _sandbox(private: Path) -> list[str]:
     return sandbox.bwrap_argv([private], hidden=sandbox.hidden_paths(ROOT), chdir=private, temporary=private)
 
@@ -91,12 +101,12 @@ def _report_of(private: Path) -> dict:
     return report
 
 
-def test_a_warm_process_is_confined_exactly_like_a_cold_one(bare_zygote):
+def test_a_warm_process_is_confined_exactly_like_a_cold_one(bare_zygote, private_directory):
     env = {"PATH": os.environ["PATH"], "HOME": "/nowhere", "LC_ALL": "C.UTF-8"}
     code = f"COURSE = {str(ROOT)!r}\n" + REPORT
     reports = {}
     for how in ("cold", "warm"):
-        private = sandbox.private_directory(f"test-{how}-")
+        private = private_directory(f"test-{how}-")
         if how == "cold":
             argv = _sandbox(private) + sandbox.prlimit(sandbox.rlimits(1 << 30)) + [sys.executable, "-c", code]
             assert subprocess.run(argv, env=env, cwd=private, stdin=subprocess.DEVNULL).returncode == 0
@@ -119,8 +129,8 @@ def test_a_warm_process_is_confined_exactly_like_a_cold_one(bare_zygote):
     assert warm["cwd"] == "<private>" and warm["processes_seen"] == 3  # the sandbox's init, its holder, itself
 
 
-def test_exit_status_passes_through_and_killing_the_sandbox_ends_everything_in_it(bare_zygote):
-    private = sandbox.private_directory("test-exit-")
+def test_exit_status_passes_through_and_killing_the_sandbox_ends_everything_in_it(bare_zygote, private_directory):
+    private = private_directory("test-exit-")
     request = {"cwd": str(private), "env": {"PATH": os.environ["PATH"]}}
     assert bare_zygote.spawn(_sandbox(private), dict(request, code="import os\nos._exit(7)")).wait(30) == 7
     crash = "import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)"
@@ -144,11 +154,11 @@ def _processes_named(marker: str) -> list[str]:
     return [pid for pid in os.listdir("/proc") if pid.isdigit() and marker in cmdline(pid)]
 
 
-def test_a_dead_zygote_fails_the_spawn_and_leaves_no_sandbox(bare_zygote):
+def test_a_dead_zygote_fails_the_spawn_and_leaves_no_sandbox(bare_zygote, private_directory):
     dying = zygote.Zygote(BARE)
     dying.process.kill()
     dying.process.wait()
-    private = sandbox.private_directory("test-dead-")
+    private = private_directory("test-dead-")
     with pytest.raises(zygote.SpawnError):
         dying.spawn(_sandbox(private), {"code": "pass", "cwd": str(private), "env": {}})
     assert not dying.alive()
