@@ -38,10 +38,11 @@ c.SafeExecute.notebook_seconds = 60
 c.SafeExecute.memory_mib = 4096
 c.SafeExecute.sandbox = "auto"
 # nbgrader skips a submission folder without a notebook; grade it (0, with the reason).
-from maxpool_grader.autograde import grade_folders_without_notebooks  # noqa: E402
+from maxpool_grader.autograde import grade_folders_without_notebooks, skip_symbolic_links  # noqa: E402
 from nbgrader.converters import Autograde  # noqa: E402
 
 grade_folders_without_notebooks(Autograde)
+skip_symbolic_links()  # a link in a submission is never followed when nbgrader copies files
 # No per-cell execution timestamps: grading the same notebook twice writes the same file.
 c.Execute.record_timing = False
 

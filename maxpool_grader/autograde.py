@@ -34,6 +34,7 @@ from nbformat import NotebookNode
 from nbformat.v4 import new_markdown_cell, new_output
 from nbgrader.preprocessors import Execute, NbGraderPreprocessor
 from traitlets import Bool, Enum, Float, Integer
+from traitlets.config import Configurable
 
 from . import sandbox
 from .checks import GRADED_CHECKS
@@ -74,6 +75,10 @@ class TolerantNotebookExporter(NotebookExporter):
     def from_filename(self, filename, resources=None, **kw):
         path = Path(filename)
         nb_name, assignment = path.stem, path.parent.name
+        if _through_a_link(path):
+            reason = (f"Your notebook file {path.name} is a symbolic link, not a file: the grader does not "
+                      "follow links. It was graded as if the solution were empty. Submit the notebook itself.")
+            return self.from_notebook_node(self._stand_in(nb_name, assignment, reason), resources, **kw)
         if path.exists():
             # Only reading is the student's: an error of the preprocessors after it is the
             # grader's, and must not be reported (and graded) as an unreadable notebook.
@@ -112,6 +117,29 @@ class TolerantNotebookExporter(NotebookExporter):
                 cell.source = "" if cell.cell_type == "code" else "(not submitted)"
         add_note(nb, reason)
         return nb
+
+
+def _through_a_link(path: Path) -> bool:
+    """Whether the notebook, its submission folder or its student folder is a symbolic link
+    (the course directory above them may be reached through one: that is the instructor's)."""
+    return any(part.is_symlink() for part in (path, path.parent, path.parent.parent))
+
+
+def skip_symbolic_links() -> None:
+    """nbgrader copies a submission's other files into ``autograded/`` and from there into
+    ``feedback/`` with ``shutil.copy``, which follows a symbolic link: a link planted in a
+    submission would copy the file it points to (a key in the instructor's home) and hand
+    it back in the feedback. Make the copying skip links."""
+    from nbgrader.converters import base
+    listing = base.find_all_files
+    if getattr(listing, "_skips_links", False):
+        return
+
+    def find_all_files(path, exclude=None):
+        return [name for name in listing(path, exclude) if not os.path.islink(name)]
+
+    find_all_files._skips_links = True
+    base.find_all_files = find_all_files
 
 
 def grade_folders_without_notebooks(converter_class) -> None:
@@ -185,6 +213,36 @@ class RestoreCellOrder(NbGraderPreprocessor):
         return nb, resources
 
 
+# ------------------------------------------------------------------ the sealed box
+class SealedBox(Configurable):
+    """The caps of one submission as a whole: its kernel, its verdict processes and
+    everything they start (see sandbox.py)."""
+
+    memory_mib = Integer(2048, help="Memory of all the submission's processes together, no swap (MiB); "
+                                    "needs a cgroup.").tag(config=True)
+    processes = Integer(256, help="Processes of the submission at once (a cgroup, else RLIMIT_NPROC).").tag(config=True)
+    scratch_mib = Integer(256, help="Size of the scratch folder of each sandbox (MiB).").tag(config=True)
+    output_kib = Integer(1024, help="What the notebook's cells may print in all (KiB); the rest is cut.").tag(config=True)
+
+    def caps(self) -> sandbox.Caps:
+        return sandbox.Caps(memory_bytes=self.memory_mib << 20, processes=self.processes,
+                            scratch_bytes=self.scratch_mib << 20, output_bytes=self.output_kib << 10)
+
+
+def _box(preprocessor, resources: dict, mode: str) -> sandbox.Box | None:
+    """The submission's box, made by the first of our preprocessors that needs it; None
+    without a sandbox. Its files are the submission's as nbgrader copied them."""
+    ours = resources.setdefault("maxpool_grader", {})
+    if "box" not in ours:
+        ours["box"] = None
+        if sandbox.use_sandbox(mode, preprocessor.log):
+            found = resources.get("nbgrader", {})
+            folder = Path.cwd() / "autograded" / found.get("student", "") / found.get("assignment", "")
+            caps = SealedBox(parent=preprocessor).caps()
+            ours["box"] = sandbox.Box(caps, folder if found else None, mode, preprocessor.log)
+    return ours["box"]
+
+
 # ------------------------------------------------------------------ the verdict
 def _error_output(message: str) -> NotebookNode:
     return new_output("error", ename="CheckFailed", evalue=message,
@@ -218,8 +276,8 @@ class OutOfProcessVerdicts(NbGraderPreprocessor):
                        "import numpy as np")
         graded = [grade_id for cell in nb.cells if (grade_id := _grade_id(cell)) in GRADED_CHECKS
                   and cell.metadata.nbgrader.get("grade")]
-        # nbgrader runs in the course directory
-        wrap = sandbox.untrusted_process_wrapper(self.sandbox, Path.cwd(), self.log, self.warm_start)
+        box = _box(self, resources, self.sandbox)
+        wrap = sandbox.untrusted_process_wrapper(self.sandbox, self.log, box, self.warm_start)
         limits, log = self.limits(), self.log
 
         def decide() -> dict[str, Verdict]:
@@ -262,13 +320,29 @@ class SafeExecute(Execute):
         self._verdicts: dict[str, Verdict] | None = None if self._pending else {}
         self._not_running: str | None = None
         self._deadline = time.monotonic() + self.notebook_seconds
-        self.kernel_manager_class = sandbox.kernel_manager(self.sandbox, self.memory_mib << 20,
-                                                           Path.cwd(), self.log, self.warm_start)
+        box = _box(self, resources or {}, self.sandbox)
+        self._caps = box.caps if box else SealedBox(parent=self).caps()
+        self._output_left, self._output_cut = {}, False
+        self.kernel_manager_class = sandbox.kernel_manager(
+            self.sandbox, self.memory_mib << 20, self.log, box, self.warm_start, int(self.notebook_seconds) + 30)
         try:
-            nb, resources = super().preprocess(nb, resources, km)
-        except DeadKernelError:  # while shutting down: every cell has its outputs already
-            pass
-        found = self._decided()
+            try:
+                nb, resources = super().preprocess(nb, resources, km)
+            except DeadKernelError:  # while shutting down: every cell has its outputs already
+                pass
+            found = self._decided()
+        finally:
+            hits = box.hits() if box else []
+            if box:
+                box.close()
+        disk = next(filter(None, (sandbox.disk_hit(json.dumps(cell.get("outputs", [])), self._caps)
+                                  for cell in nb.cells if cell.cell_type == "code")), None)
+        for hit in hits + ([disk] if disk else []):
+            add_note(nb, f"Your code {hit}: the grading box of a submission allows no more. "
+                         "Tests that could not finish because of it give no points.")
+        if self._output_cut:
+            add_note(nb, f"A cell of your notebook printed more than {self._caps.output_bytes >> 10} KiB; "
+                         "the rest of its output was cut.")
         for cell in nb.cells:
             verdict = found.get(_grade_id(cell))
             if verdict is None:
@@ -281,6 +355,25 @@ class SafeExecute(Execute):
                     output["name"] = "stdout"  # nbgrader gives 0 for any stderr output
         _show_notes(nb)
         return nb, resources
+
+    def output(self, outs, msg, display_id, cell_index):
+        """nbclient's output handler, with a cap on what one cell may print: a flood of
+        output is cut here, before it fills the grader's memory. Errors always pass (a
+        test cell's failure must be seen)."""
+        content = msg.get("content", {})
+        if msg.get("msg_type") != "error":
+            size = len(content.get("text", "")) + sum(len(str(value)) for value in content.get("data", {}).values())
+            left = self._output_left.get(cell_index, self._caps.output_bytes)
+            self._output_left[cell_index] = left - size
+            if left <= 0:
+                return None
+            if size > left:
+                self._output_cut = True
+                if msg.get("msg_type") != "stream":
+                    return None
+                msg = dict(msg, content=dict(content, text=content["text"][:left]
+                                             + "\n[... output cut: this cell printed too much ...]\n"))
+        return super().output(outs, msg, display_id, cell_index)
 
     def _decided(self) -> dict[str, Verdict]:
         if self._verdicts is None:

@@ -89,20 +89,13 @@ def describe_exit(returncode: int | None, limits: Limits) -> str:
     return f"ended the Python process with exit status {returncode} (os._exit or a crash)"
 
 
-def _environment(home: Path) -> dict[str, str]:
-    """The verdict process's whole environment (its zygote's too), ``home`` its private directory."""
-    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "TMPDIR": str(home),
-            "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-            "LC_ALL": "C.UTF-8"}
-
-
 _the_verdict_zygote: zygote.Zygote | None = None
 
 
 def _verdict_zygote() -> zygote.Zygote:
     """This process's verdict zygote (started on first use, again if it died): untrusted.py
     with NumPy imported, run like the cold verdict process (``python -I``, a private copy
-    of the script, no grader package on its path)."""
+    of the script, no grader package on its path, the sandbox's clean environment)."""
     global _the_verdict_zygote
     if _the_verdict_zygote is None or not _the_verdict_zygote.alive():
         directory = sandbox.private_directory("zygote-")
@@ -110,46 +103,64 @@ def _verdict_zygote() -> zygote.Zygote:
             shutil.copyfile(module.__file__, directory / Path(module.__file__).name)
         _the_verdict_zygote = zygote.Zygote(
             [sys.executable, "-I", str(directory / "untrusted.py"), "--zygote"],
-            env=_environment(directory), cwd=str(directory))
+            env=dict(sandbox.environment(home=str(directory)), TMPDIR=str(directory)), cwd=str(directory))
     return _the_verdict_zygote
 
 
 class SolutionProcess:
-    """One untrusted Python process holding the student's solution."""
+    """One untrusted Python process holding the student's solution: in a sandbox of the
+    submission's box (``wrap``, see sandbox.untrusted_process_wrapper), or unsandboxed
+    with limits when ``wrap`` is None."""
 
-    def __init__(self, limits: Limits, wrap: Callable[[list[str], Path], list[str]] | None = None):
+    def __init__(self, limits: Limits, wrap: Callable | None = None):
         self.limits = limits
         self.directory = sandbox.private_directory("untrusted-")
         request_read, self._request = os.pipe()
         self._reply, reply_write = os.pipe()
         rlimits = sandbox.rlimits(limits.memory_bytes, limits.file_bytes, int(limits.total_seconds) + 5)
-        environment = _environment(self.directory)
         self.process = None
-        if getattr(wrap, "warm", False):  # forked into the sandbox by the verdict zygote
-            try:
-                self.process = _verdict_zygote().spawn(wrap([], self.directory), {
-                    "cwd": str(self.directory), "env": environment, "quiet": True, "rlimits": rlimits},
-                    fds=(request_read, reply_write))
-            except (zygote.SpawnError, OSError) as problem:
-                logging.getLogger(__name__).warning(
-                    "Warm start of the verdict process failed (%s); starting it cold", problem)
-        if self.process is None:
-            script = self.directory / "untrusted.py"
-            shutil.copyfile(untrusted.__file__, script)
-            # the limits by prlimit: no preexec_fn, so it is safe from the verdict thread
-            argv = sandbox.prlimit(rlimits) + [
-                sys.executable, "-I", str(script), str(request_read), str(reply_write)]
-            if wrap is not None:
-                argv = wrap(argv, self.directory)
+        script = self.directory / "untrusted.py"
+        shutil.copyfile(untrusted.__file__, script)
+        if wrap is None:
             self.process = subprocess.Popen(
-                argv, pass_fds=(request_read, reply_write), cwd=self.directory, env=environment,
+                sandbox.prlimit(rlimits) + [sys.executable, "-I", str(script), str(request_read), str(reply_write)],
+                pass_fds=(request_read, reply_write), cwd=self.directory,
+                env=dict(sandbox.environment(home=str(self.directory)), TMPDIR=str(self.directory)),
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                 start_new_session=True,
                 preexec_fn=None if sandbox.PRLIMIT else lambda: zygote.set_rlimits(rlimits))
+        else:
+            self._start_sandboxed(wrap, script, rlimits, request_read, reply_write)
         os.close(request_read)
         os.close(reply_write)
         self._next_id = 0
         self.deadline = time.monotonic() + limits.load_seconds
+
+    def _start_sandboxed(self, wrap: Callable, script: Path, rlimits: dict, request_read: int,
+                         reply_write: int) -> None:
+        box, environment = wrap.box, sandbox.environment()
+        launch = wrap(self.directory, script)
+        try:
+            if wrap.warm:  # forked into the sandbox by the verdict zygote
+                try:
+                    self.process = _verdict_zygote().spawn(
+                        launch.argv, dict(box.warm_request(rlimits), cwd=sandbox.WORKDIR, env=environment,
+                                          quiet=True),
+                        fds=(request_read, reply_write), bwrap_fds=tuple(launch.fds))
+                except (zygote.SpawnError, OSError) as problem:
+                    logging.getLogger(__name__).warning(
+                        "Warm start of the verdict process failed (%s); starting it cold", problem)
+            if self.process is None:
+                # the limits by prlimit: no preexec_fn, so it is safe from the verdict thread
+                argv = launch.argv + box.command(rlimits) + [
+                    sys.executable, "-I", f"{sandbox.VERDICT_DIR}/{script.name}", str(request_read),
+                    str(reply_write)]
+                self.process = subprocess.Popen(
+                    argv, pass_fds=(request_read, reply_write, *launch.fds), cwd=self.directory,
+                    env=environment, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL, start_new_session=True)
+        finally:
+            launch.close()
 
     # -------------------------------------------------------------- talking to it
     def _wait(self, fd: int, event: int) -> None:

@@ -1,15 +1,33 @@
-"""Running student code in a bubblewrap (``bwrap``) sandbox during autograde.
+"""The sealed box: where a submission's code runs during autograde.
 
-Inside the sandbox the whole file system is read-only except the directories bound
-read-write (the submission's own autograded folder and a private temporary
-directory); there is no network (a new, empty network namespace), no capability, no
-Unix socket under /run (a read-only bind would not stop ``connect``), and a private PID
-namespace: when the sandbox's main process ends or bwrap is killed, every process
-started inside, daemonised or not, is killed with it.
+One ``Box`` per submission holds every process that runs the student's code: the
+notebook's kernel and each out-of-process verdict process, each in its own bubblewrap
+(``bwrap``) sandbox:
 
-The kernel cannot use ZMQ over TCP without a network, so ``SandboxedKernelManager``
-uses ZMQ's ``ipc`` transport: socket files in a private directory bound into the
-sandbox at the same path.
+* **Nothing of the course.** The file system is an allow-list, read-only: the system's
+  programs and libraries (``/usr``, a minimal ``/etc``), the Python installation and its
+  site-packages, and for the kernel the grader package (its hidden test cells call it).
+  No home directory, no ``/tmp`` of the host, no course or neighbouring folder, no
+  gradebook. Writable is only the sandbox's own scratch folder ``/scratch``, a fresh
+  size-limited tmpfs that starts with a copy of the submission's regular files
+  (symbolic links are never copied nor followed) and vanishes with the sandbox: nothing
+  the code writes comes back.
+* **No privilege.** Run by root, the sandbox drops to an unprivileged uid
+  (``STUDENT_UID``, "nobody") and every capability; run by a normal user, the code keeps
+  that user's uid inside a user namespace, with no capability. No network (an empty
+  network namespace), its own PID namespace: killing the sandbox kills everything in it.
+* **A clean environment.** Only ``environment()``'s variables, nothing of the grader's.
+* **Caps for the submission as a whole** (``Caps``): one cgroup (cgroups.py) holds all
+  its sandboxes: memory (no swap) and processes for all of them together. Per process
+  there are rlimits too (address space, CPU time, file size). Where no cgroup can be
+  made, the processes cap falls back to RLIMIT_NPROC and memory is capped per process
+  only, and the run says so loudly; ``sandbox = "required"`` refuses to grade then.
+
+The kernel talks to the grader over ZMQ ``ipc`` sockets that it creates in the sandbox
+(``/run/kernel``). The grader opens each socket through ``/proc/<sandbox>/root`` before
+any student code runs, and connects through the open descriptor
+(``/proc/self/fd/N``), so nothing the student's code does to those paths later can
+redirect the grader to another socket.
 
 Where bwrap is missing or does not work (an instructor's laptop), grading still runs,
 with limits but unsandboxed, and says so loudly once per run.
@@ -17,44 +35,82 @@ with limits but unsandboxed, and says so loudly once per run.
 
 from __future__ import annotations
 
+import asyncio
 import functools
+import json
 import logging
 import os
 import re
 import shutil
+import site
+import stat
 import subprocess
 import sys
 import tempfile
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 from jupyter_client.manager import AsyncKernelManager
-from jupyter_core.paths import jupyter_runtime_dir  # other kernels' connection files
 from traitlets import CaselessStrEnum
 
+from . import cgroups
 from .zygote import SpawnError, Zygote
 
 BWRAP = shutil.which("bwrap")
 PRLIMIT = shutil.which("prlimit")
+SETPRIV = shutil.which("setpriv")
 PACKAGE_DIR = Path(__file__).resolve().parent
-# What a sandbox must not see of the course: the solution (source/), the other
-# students' work and the grades. Paths relative to the course directory.
-COURSE_PRIVATE = ("source", "release", "submitted", "autograded", "feedback", "gradebook.db")
-_warned = False
+STUDENT_UID = STUDENT_GID = 65534  # "nobody": the student's code when grading runs as root
+AS_ROOT = os.geteuid() == 0
+
+# Inside every sandbox
+SCRATCH = "/scratch"  # the only writable place (a size-limited tmpfs)
+WORKDIR = SCRATCH + "/submission"  # working directory: a copy of the submission's files
+HOME = SCRATCH + "/home"
+TMPDIR = SCRATCH + "/tmp"  # /tmp points here
+KERNEL_DIR = "/run/kernel"  # the kernel's connection file and sockets
+VERDICT_DIR = "/run/verdict"  # the verdict process's program
+
+# The little of /etc a Python process needs (dynamic linker, time zone); passwd and group
+# are written for the sandbox.
+ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "alternatives", "nsswitch.conf", "fonts")
+_warned: set[str] = set()
 
 
+@dataclass(frozen=True)
+class Caps:
+    """The caps of one submission (see nbgrader_config.py, ``SealedBox``)."""
+
+    memory_bytes: int = 2 << 30  # all its processes together, no swap
+    processes: int = 256  # all its processes together
+    scratch_bytes: int = 256 << 20  # /scratch of each sandbox
+    shm_bytes: int = 16 << 20  # /dev/shm of each sandbox
+    output_bytes: int = 1 << 20  # what the notebook's cells may print, in all
+
+
+# ---------------------------------------------------------------- private directories
 def private_directory(prefix: str) -> Path:
-    """A new directory for one sandbox's sockets and temporary files. All of them live in
-    one parent that every sandbox hides, so no sandbox can reach another's (a Unix socket
-    on a read-only path can still be connected to). Its name holds the pid of the process
+    """A new directory, on the grader's side, for one sandbox's connection file and
+    program copy. All of them live in one 0700 parent; no sandbox mounts any of them
+    (only single files are bound in, read-only). Its name holds the pid of the process
     that made it (and removes it when done), for ``sweep_private_root``."""
-    return Path(tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-", dir=_private_root()))
+    return Path(tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-", dir=private_root()))
+
+
+def private_root() -> Path:
+    """This user's parent of private directories, under the temporary directory
+    (``TMPDIR``: give each grading run its own to keep them apart)."""
+    parent = Path(tempfile.gettempdir()) / f"maxpool-grader-{os.getuid()}"
+    parent.mkdir(mode=0o700, exist_ok=True)
+    return parent
 
 
 def abandoned_private_directories() -> list[Path]:
     """The private directories whose process ended without removing them (a grading worker
     killed by Ctrl-C or SIGKILL)."""
-    return sorted(entry for entry in _private_root().iterdir()
+    return sorted(entry for entry in private_root().iterdir()
                   if (owner := re.fullmatch(r".+?-(\d+)-\w{8}", entry.name))  # <prefix><pid>-<mkdtemp's 8>
                   and not Path(f"/proc/{owner[1]}").exists())
 
@@ -65,53 +121,29 @@ def sweep_private_root() -> None:
         shutil.rmtree(entry, ignore_errors=True)
 
 
-def _private_root() -> Path:
-    parent = Path(tempfile.gettempdir()) / f"maxpool-grader-{os.getuid()}"
-    parent.mkdir(mode=0o700, exist_ok=True)
-    return parent
-
-
-def hidden_paths(course: Path) -> list[Path]:
-    """What every sandbox of a grading run in ``course`` hides."""
-    candidates = [_private_root(), Path(jupyter_runtime_dir()),
-                  *(course / name for name in COURSE_PRIVATE)]
-    return [path for path in candidates if path.exists()]
-
-
+# ---------------------------------------------------------------- is there a sandbox?
 @functools.lru_cache(maxsize=1)
 def bwrap_works() -> bool:
     """Whether bwrap is installed and can create the sandbox here."""
-    if BWRAP is None:
+    if BWRAP is None or (AS_ROOT and SETPRIV is None):
         return False
     try:
-        probe = subprocess.run(bwrap_argv([]) + ["true"], capture_output=True, timeout=30)
+        probe = subprocess.run(_bwrap_base() + _system_binds(False) + ["--", "true"], capture_output=True,
+                               timeout=30)
     except (OSError, subprocess.TimeoutExpired):
         return False
     return probe.returncode == 0
 
 
-def bwrap_argv(writable: list[Path], hidden: list[Path] = (), chdir: Path | None = None,
-               temporary: Path | None = None) -> list[str]:
-    """The argv prefix that runs a command in the sandbox."""
-    argv = [BWRAP or "bwrap", "--unshare-all", "--die-with-parent", "--cap-drop", "ALL",
-            "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/run"]
-    if os.path.isdir("/var/run") and not os.path.islink("/var/run"):
-        argv += ["--tmpfs", "/var/run"]
-    for path in hidden:
-        argv += ["--tmpfs", str(path)] if Path(path).is_dir() else ["--ro-bind", "/dev/null", str(path)]
-    for path in writable:  # after the tmpfs mounts, so they show through
-        real = os.path.realpath(path)
-        argv += ["--bind", real, real]
-    if temporary is not None:
-        argv += ["--setenv", "TMPDIR", str(temporary), "--setenv", "HOME", str(temporary)]
-    if chdir is not None:
-        argv += ["--chdir", os.path.realpath(chdir)]
-    return argv + ["--"]
+def _warn_once(key: str, log: logging.Logger, text: str) -> None:
+    if key not in _warned:
+        _warned.add(key)
+        banner = "!" * 78
+        log.warning("\n%s\n%s\n%s", banner, text, banner)
 
 
-def _use_sandbox(mode: str, log: logging.Logger) -> bool:
+def use_sandbox(mode: str, log: logging.Logger) -> bool:
     """Whether to sandbox; 'required' without a working bwrap is an error."""
-    global _warned
     if mode == "off":
         return False
     if bwrap_works():
@@ -119,31 +151,246 @@ def _use_sandbox(mode: str, log: logging.Logger) -> bool:
     if mode == "required":
         raise RuntimeError("The sandbox is required (sandbox = 'required' in nbgrader_config.py) "
                            "but bwrap is missing or does not work here: apt-get install bubblewrap.")
-    if not _warned:
-        _warned = True
-        banner = "!" * 78
-        log.warning("\n%s\nGRADING UNSANDBOXED: bwrap (Debian package bubblewrap) is missing or does not "
-                    "work here.\nStudent code runs with time and memory limits, but it can read and "
-                    "write your files\n(the gradebook too) and reach the network. Install bubblewrap "
-                    "to grade safely.\n%s", banner, banner)
+    _warn_once("bwrap", log, (
+        "GRADING UNSANDBOXED: bwrap (Debian package bubblewrap) is missing or does not work here.\n"
+        "Student code runs with time and memory limits, but it can read and write your files\n"
+        "(the gradebook too) and reach the network. Install bubblewrap to grade safely."))
     return False
 
 
-def untrusted_process_wrapper(mode: str, course: Path, log: logging.Logger,
-                              warm: bool = False) -> Callable | None:
-    """A function (argv, private dir) -> argv that sandboxes the out-of-process verdict,
-    or None without a sandbox. It sees neither the course nor the grader's package. Its
-    attribute ``warm`` asks for the process to be forked from the verdict zygote."""
-    if not _use_sandbox(mode, log):
-        return None
-    hidden = [*hidden_paths(course), PACKAGE_DIR]
+# ---------------------------------------------------------------- the box
+@dataclass
+class Launch:
+    """The start of a sandboxed command line, up to bwrap's ``--``, and the descriptors it
+    needs passed (the copies of the submission's files, read by bwrap)."""
 
-    def wrap(argv: list[str], private: Path) -> list[str]:
-        return bwrap_argv([private], hidden=hidden, chdir=private, temporary=private) + argv
-    wrap.warm = warm
-    return wrap
+    argv: list[str]
+    fds: list[int] = field(default_factory=list)
+
+    def close(self) -> None:
+        for fd in self.fds:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self.fds = []
 
 
+class Box:
+    """One submission's sandboxes share its cgroup, its caps and its files (module doc)."""
+
+    def __init__(self, caps: Caps = Caps(), files_from: Path | None = None, mode: str = "auto",
+                 log: logging.Logger | None = None):
+        self.caps = caps
+        self.log = log or logging.getLogger(__name__)
+        self.files = submission_files(files_from) if files_from else []
+        self.cgroup = cgroups.open_cgroup(caps.memory_bytes, caps.processes)
+        if self.cgroup is None:
+            if mode == "required":
+                raise RuntimeError(
+                    "The sandbox is required (sandbox = 'required' in nbgrader_config.py), but no "
+                    f"cgroup can be made here for the caps of a submission ({cgroups.why_unavailable()}). "
+                    "See README.md, 'Grading: what is guaranteed'.")
+            _warn_once("cgroup", self.log, (
+                "GRADING WITHOUT A CGROUP: " + cgroups.why_unavailable() + ".\n"
+                f"A submission's processes are capped by RLIMIT_NPROC ({caps.processes}) and its memory\n"
+                "per process only. Grade as root, or in a delegated cgroup (README.md) for the full caps."))
+
+    # ---------------------------------------------------------------- starting a sandbox
+    def sandbox(self, private: Path, files: list[tuple[str, str]] = (), kernel: bool = False) -> Launch:
+        """bwrap's argv, up to its ``--``, for one sandbox of this submission; ``files`` are
+        (host file, path inside) bound read-only (a connection file, a program)."""
+        launch = Launch(self.cgroup.enter_argv() if self.cgroup else [])
+        argv = launch.argv
+        argv += _bwrap_base() + _system_binds(kernel)
+        argv += ["--perms", "1777", "--size", str(self.caps.scratch_bytes), "--tmpfs", SCRATCH]
+        for directory in (WORKDIR, HOME, TMPDIR):
+            argv += ["--perms", "1777", "--dir", directory]
+        argv += ["--symlink", TMPDIR, "/tmp"]
+        argv += ["--perms", "1777", "--size", str(self.caps.shm_bytes), "--tmpfs", "/dev/shm"]
+        for relative, host in self.files:
+            try:
+                fd = os.open(host, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            except OSError:
+                continue
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                os.close(fd)
+                continue
+            parent = os.path.dirname(relative)
+            if parent:
+                argv += ["--perms", "1777", "--dir", f"{WORKDIR}/{parent}"]
+            launch.fds.append(fd)
+            argv += ["--perms", "0666", "--file", str(fd), f"{WORKDIR}/{relative}"]
+        if kernel:
+            argv += ["--perms", "1777", "--size", str(1 << 20), "--tmpfs", KERNEL_DIR]
+        for host, inside in files:
+            argv += ["--ro-bind", host, inside]
+        argv += ["--ro-bind", str(_identity_file(private, "passwd")), "/etc/passwd",
+                 "--ro-bind", str(_identity_file(private, "group")), "/etc/group"]
+        argv += ["--remount-ro", "/dev", "--remount-ro", "/", "--chdir", WORKDIR, "--"]
+        return launch
+
+    def command(self, rlimits: dict[str, int]) -> list[str]:
+        """What runs a command inside the sandbox (after bwrap's ``--``): its rlimits, and as
+        root the drop to the unprivileged uid without any capability."""
+        rlimits = dict(rlimits)
+        if self.cgroup is None:
+            rlimits["RLIMIT_NPROC"] = self.caps.processes
+        prefix = prlimit(rlimits)
+        if AS_ROOT:
+            prefix += [SETPRIV or "setpriv", f"--reuid={STUDENT_UID}", f"--regid={STUDENT_GID}",
+                       "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
+        return prefix
+
+    def warm_request(self, rlimits: dict[str, int]) -> dict:
+        """The same for a process forked by a zygote (zygote.py does what ``command`` says)."""
+        rlimits = dict(rlimits)
+        if self.cgroup is None:
+            rlimits["RLIMIT_NPROC"] = self.caps.processes
+        request = {"rlimits": rlimits, "cgroup_procs": self.cgroup.enter_files() if self.cgroup else []}
+        if AS_ROOT:
+            request.update(uid=STUDENT_UID, gid=STUDENT_GID)
+        return request
+
+    # ---------------------------------------------------------------- after grading
+    def hits(self) -> list[str]:
+        """The caps the submission ran into, in words for the student."""
+        if self.cgroup is None:
+            return []
+        events = self.cgroup.events()
+        found = []
+        if events.get("oom_kill"):
+            found.append(f"used more than {_size(self.caps.memory_bytes)} of memory (all its processes "
+                         "together), and a process was stopped")
+        if events.get("pids_max"):
+            found.append(f"tried to start more than {self.caps.processes} processes")
+        return found
+
+    def close(self) -> None:
+        """Kill whatever is left of the submission, remove its cgroup."""
+        if self.cgroup is not None:
+            self.cgroup.close()
+            self.cgroup = None
+
+
+def _size(count: int) -> str:
+    return f"{count >> 30} GiB" if count >= 1 << 30 and not count % (1 << 30) else f"{count >> 20} MiB"
+
+
+def disk_hit(text: str, caps: Caps) -> str | None:
+    """The words for a full scratch folder, when ``text`` (a cell's output) shows one."""
+    if "No space left on device" in text or "[Errno 28]" in text:
+        return (f"wrote more than {_size(caps.scratch_bytes)} to its scratch folder "
+                "(writes failed with 'No space left on device')")
+    return None
+
+
+def submission_files(folder: Path, most: int = 200, total: int = 64 << 20) -> list[tuple[str, str]]:
+    """(path inside the submission, host path) of the regular files of ``folder``: symbolic
+    links are skipped, not followed, and so are folders reached through them."""
+    found, size = [], 0
+    folder = Path(folder)
+    if not folder.is_dir() or folder.is_symlink():
+        return found
+    for directory, subdirectories, names in os.walk(folder, followlinks=False):
+        subdirectories[:] = sorted(name for name in subdirectories
+                                   if not os.path.islink(os.path.join(directory, name)))
+        for name in sorted(names):
+            path = os.path.join(directory, name)
+            info = os.lstat(path)
+            if not stat.S_ISREG(info.st_mode) or len(found) >= most or size + info.st_size > total:
+                continue
+            size += info.st_size
+            found.append((os.path.relpath(path, folder), path))
+    return found
+
+
+def _identity_file(private: Path, name: str) -> Path:
+    """/etc/passwd or /etc/group of the sandbox: its one user."""
+    uid = STUDENT_UID if AS_ROOT else os.getuid()
+    gid = STUDENT_GID if AS_ROOT else os.getgid()
+    path = private / name
+    if not path.exists():
+        text = (f"student:x:{uid}:{gid}:student:{HOME}:/bin/sh\n" if name == "passwd"
+                else f"student:x:{gid}:\n")
+        path.write_text(text)
+        path.chmod(0o644)
+    return path
+
+
+def _bwrap_base() -> list[str]:
+    """bwrap's options that make the sandbox: namespaces, and a root with /proc and /dev.
+    As root there is no user namespace: the command drops to ``STUDENT_UID`` (setpriv or
+    the zygote), so it has no kernel uid of root's, which a user namespace would give it."""
+    argv = [BWRAP or "bwrap", "--die-with-parent", "--unshare-ipc", "--unshare-pid", "--unshare-net",
+            "--unshare-uts", "--new-session"]
+    if not AS_ROOT:
+        argv += ["--unshare-user", "--cap-drop", "ALL"]
+    return argv + ["--proc", "/proc", "--dev", "/dev"]
+
+
+@functools.lru_cache(maxsize=2)
+def _read_only_trees(kernel: bool) -> tuple[str, ...]:
+    """The directories the sandbox sees (read-only): the Python installation, its
+    site-packages, and for the kernel the grader package; nothing that holds the course."""
+    candidates = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
+                  os.path.dirname(os.path.realpath(sys.executable)), *site.getsitepackages()}
+    if site.ENABLE_USER_SITE and os.path.isdir(site.getusersitepackages()):
+        candidates.add(site.getusersitepackages())
+    trees = sorted({os.path.realpath(path) for path in candidates if path and os.path.isdir(path)})
+    if kernel:
+        trees.append(str(PACKAGE_DIR))
+    # Never a tree that holds the home directory or the directory grading runs in (a
+    # Python installed in one of them): those are not the sandbox's to see.
+    private = {os.path.realpath(os.path.expanduser("~")), os.path.realpath(os.getcwd())}
+    kept: list[str] = []
+    for tree in sorted(set(trees), key=len):  # a tree inside one already kept needs no bind
+        inside_kept = any(tree == top or tree.startswith(top + "/") for top in ["/usr", *kept])
+        holds_private = any(path == tree or path.startswith(tree.rstrip("/") + "/") for path in private)
+        if not (inside_kept or holds_private):
+            kept.append(tree)
+    return tuple(kept)
+
+
+def _system_binds(kernel: bool) -> list[str]:
+    argv = []
+    for top in ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32"):
+        path = "/" + top
+        if os.path.islink(path):
+            argv += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            argv += ["--ro-bind", path, path]
+    argv += ["--perms", "0755", "--dir", "/etc", "--perms", "0755", "--dir", "/run"]
+    for name in ETC:
+        if os.path.exists(f"/etc/{name}"):
+            argv += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
+    made: set[str] = set()
+    for tree in _read_only_trees(kernel):
+        # the folders on the way, searchable by the sandbox's uid (bwrap would copy root's 0700)
+        for ancestor in reversed(Path(tree).parents[:-1]):
+            if str(ancestor) not in made:
+                made.add(str(ancestor))
+                argv += ["--perms", "0755", "--dir", str(ancestor)]
+        argv += ["--ro-bind", tree, tree]
+    # the interpreter's path as the grader knows it (a virtualenv's bin/python is a link)
+    for path in {sys.prefix, os.path.dirname(sys.executable)}:
+        real = os.path.realpath(path)
+        if path != real and os.path.isdir(real):
+            argv += ["--symlink", real, path]
+    return argv
+
+
+def environment(home: str = HOME, **extra: str) -> dict[str, str]:
+    """The whole environment of a sandboxed process: nothing of the grader's."""
+    bin_dir = os.path.dirname(sys.executable)
+    return {"PATH": os.pathsep.join([bin_dir, "/usr/local/bin", "/usr/bin", "/bin"]),
+            "HOME": home, "TMPDIR": TMPDIR, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
+            "MPLCONFIGDIR": f"{home}/.config/matplotlib",
+            "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+            "PYDEVD_DISABLE_FILE_VALIDATION": "1", **extra}
+
+
+# ---------------------------------------------------------------- limits per process
 def rlimits(memory_bytes: int, file_bytes: int | None = None,
             cpu_seconds: int | None = None) -> dict[str, int]:
     """The limits of a process running student code, by their names in ``resource``: its
@@ -164,6 +411,25 @@ def prlimit(limits: dict[str, int]) -> list[str]:
     return [PRLIMIT, *(f"--{name[len('RLIMIT_'):].lower()}={value}" for name, value in limits.items()), "--"]
 
 
+# ---------------------------------------------------------------- the verdict process
+def untrusted_process_wrapper(mode: str, log: logging.Logger, box: Box | None = None,
+                              warm: bool = False) -> Callable | None:
+    """A function (private dir, program) -> Launch that starts a sandbox of ``box`` for the
+    out-of-process verdict (its program bound read-only under VERDICT_DIR), or None
+    without a sandbox. Its attributes: ``box``, and ``warm`` (fork it from the verdict
+    zygote)."""
+    if not use_sandbox(mode, log):
+        return None
+    box = box or Box(mode=mode, log=log)
+
+    def wrap(private: Path, program: Path | None = None) -> Launch:
+        files = [(str(program), f"{VERDICT_DIR}/{program.name}")] if program else []
+        return box.sandbox(private, files)
+    wrap.warm, wrap.box = warm, box
+    return wrap
+
+
+# ---------------------------------------------------------------- the kernel
 class LimitedKernelManager(AsyncKernelManager):
     """A kernel with an address-space limit (no sandbox)."""
 
@@ -177,60 +443,103 @@ class LimitedKernelManager(AsyncKernelManager):
 
 
 class SandboxedKernelManager(AsyncKernelManager):
-    """A kernel in the sandbox: its working directory (nbgrader: the submission's
-    autograded folder) and a private directory for its sockets and temporary files are
-    the only writable places. With ``warm`` the kernel is forked into the sandbox by the
-    worker's kernel zygote instead of starting Python (see zygote.py); the sandbox is
-    the same."""
+    """A kernel in a sandbox of the submission's box. Its ZMQ sockets are made inside the
+    sandbox (KERNEL_DIR); the grader reaches them through descriptors it opened before any
+    student code ran (module doc). With ``warm`` the kernel is forked into the sandbox by
+    the worker's kernel zygote instead of starting Python (zygote.py); the sandbox is the
+    same."""
 
     transport = CaselessStrEnum(["tcp", "ipc"], default_value="ipc", config=True)
     memory_bytes = 0
-    course = Path(".")
+    cpu_seconds = 0
+    box: Box | None = None
     warm = False
     _private: str | None = None
-    _warm_launch: tuple | None = None
+    _socket_fds: list[int] = []
 
     async def _async_pre_start_kernel(self, **kw):
         if self._private is None:  # kept across restarts
             self._private = str(private_directory("kernel-"))
             self.connection_file = os.path.join(self._private, "kernel.json")
-            self.ip = os.path.join(self._private, "ipc")  # sockets <dir>/ipc-1 ... (short paths)
+            self.ip = os.path.join(self._private, "ipc")  # the grader's side: links to the sockets
         command, kw = await super()._async_pre_start_kernel(**kw)
-        # bwrap dies on SIGINT (and the kernel with it): interrupt with a message instead
-        self.kernel_spec.interrupt_mode = "message"
-        cwd = kw.get("cwd") or os.getcwd()
-        prefix = bwrap_argv([Path(self._private), Path(cwd)], hidden=hidden_paths(self.course),
-                            chdir=Path(cwd), temporary=Path(self._private))
-        # ipykernel exits when its parent's pid is gone, and the sandbox's pid namespace
-        # does not show it; 1 means "no parent to watch" (the sandbox ends the kernel with
-        # its parent anyway).
-        prefix[-1:-1] = ["--setenv", "JPY_PARENT_PID", "1"]
-        self._warm_launch = None
-        if self.warm and _warm_kernel_command(command):
-            env = dict(kw.get("env") or os.environ)  # and the prefix's --setenv, as bwrap sets them
-            self._warm_launch = (prefix, {"argv": command, "cwd": os.path.realpath(cwd), "env": env,
-                                          "rlimits": rlimits(self.memory_bytes)})
-        return prefix + prlimit(rlimits(self.memory_bytes)) + command, kw
+        self.kernel_spec.interrupt_mode = "message"  # bwrap dies on SIGINT (and the kernel with it)
+        inside = Path(self._private) / "kernel-inside.json"
+        info = json.loads(Path(self.connection_file).read_text())
+        inside.write_text(json.dumps(dict(info, ip=f"{KERNEL_DIR}/ipc")))
+        inside.chmod(0o644)  # the sandbox's uid reads it; its directory is the grader's alone
+        command = [f"{KERNEL_DIR}/kernel.json" if arg == self.connection_file else arg for arg in command]
+        # ipykernel exits when its parent's pid is gone, and the sandbox's pid namespace does
+        # not show it; 1 means "no parent to watch" (the sandbox ends the kernel anyway)
+        kw["env"] = environment(JPY_PARENT_PID="1")
+        kw["cwd"] = WORKDIR
+        self._command = command
+        return command, kw
 
     async def _async_launch_kernel(self, kernel_cmd, **kw):
-        if self._warm_launch is None:
-            return await super()._async_launch_kernel(kernel_cmd, **kw)
-        sandbox_argv, request = self._warm_launch
+        box = self.box
+        private = Path(self._private)
+        launch = box.sandbox(private, [(str(private / "kernel-inside.json"), f"{KERNEL_DIR}/kernel.json")],
+                             kernel=True)
+        limits = rlimits(self.memory_bytes, None, self.cpu_seconds or None)
+        process = None
         try:
-            process = _kernel_zygote().spawn(sandbox_argv, request)
-        except (SpawnError, OSError) as problem:
-            self.log.warning("Warm start of the kernel failed (%s); starting it cold", problem)
-            return await super()._async_launch_kernel(kernel_cmd, **kw)
+            if self.warm and _warm_kernel_command(kernel_cmd):
+                request = dict(box.warm_request(limits), argv=kernel_cmd, cwd=WORKDIR, env=kw["env"])
+                try:
+                    process = _kernel_zygote().spawn(launch.argv, request, bwrap_fds=tuple(launch.fds))
+                except (SpawnError, OSError) as problem:
+                    self.log.warning("Warm start of the kernel failed (%s); starting it cold", problem)
+            if process is None:
+                process = _start_cold(launch, box.command(limits) + kernel_cmd, kw["env"])
+        finally:
+            launch.close()
         provisioner = self.provisioner  # what LocalProvisioner.launch_kernel would record
-        provisioner.process, provisioner.pid, provisioner.cwd = process, process.pid, request["cwd"]
+        provisioner.process, provisioner.pid, provisioner.cwd = process, process.pid, WORKDIR
         try:
             provisioner.pgid = os.getpgid(process.pid)
         except OSError:  # ended already: jupyter_client finds the kernel dead
             provisioner.pgid = None
+        await self._link_sockets(process)
         self._reconcile_connection_info(provisioner.connection_info)
+
+    async def _link_sockets(self, process) -> None:
+        """Open each socket the kernel made inside its sandbox, and point the grader's
+        connection paths at the open descriptors: a path the student's code changes later
+        can no longer redirect the grader."""
+        info = json.loads(Path(self.connection_file).read_text())
+        ports = [info[name] for name in ("shell_port", "iopub_port", "stdin_port", "control_port", "hb_port")]
+        root = f"/proc/{process.sandbox_pid}/root"
+        deadline = time.monotonic() + 60
+        self._socket_fds = []
+        for port in ports:
+            inside = f"{root}{KERNEL_DIR}/ipc-{port}"
+            while True:
+                try:
+                    fd = os.open(inside, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
+                except OSError:
+                    fd = None
+                if fd is not None:
+                    if stat.S_ISSOCK(os.fstat(fd).st_mode):
+                        break
+                    os.close(fd)
+                if process.poll() is not None or time.monotonic() > deadline:
+                    return  # the kernel died or never came up: jupyter_client reports it
+                await asyncio.sleep(0.01)
+            self._socket_fds.append(fd)
+            link = f"{self.ip}-{port}"
+            if os.path.lexists(link):
+                os.remove(link)
+            os.symlink(f"/proc/{os.getpid()}/fd/{fd}", link)
 
     async def _async_cleanup_resources(self, restart: bool = False) -> None:
         await super()._async_cleanup_resources(restart=restart)
+        for fd in self._socket_fds:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self._socket_fds = []
         if not restart and self._private:
             shutil.rmtree(self._private, ignore_errors=True)
             self._private = None
@@ -238,6 +547,21 @@ class SandboxedKernelManager(AsyncKernelManager):
     pre_start_kernel = _async_pre_start_kernel
     cleanup_resources = _async_cleanup_resources
     _launch_kernel = _async_launch_kernel
+
+
+def _start_cold(launch: Launch, command: list[str], env: dict) -> subprocess.Popen:
+    """Start bwrap with ``command``; the process knows its sandbox's pid (``sandbox_pid``)."""
+    info_read, info_write = os.pipe()
+    argv = launch.argv[:-1] + ["--info-fd", str(info_write), "--"] + command
+    try:
+        process = subprocess.Popen(argv, pass_fds=(info_write, *launch.fds), env=env,
+                                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL, start_new_session=True)
+    finally:
+        os.close(info_write)
+    with os.fdopen(info_read, "rb") as info:
+        process.sandbox_pid = json.loads(info.read() or b"{}").get("child-pid", 0)
+    return process
 
 
 def _warm_kernel_command(argv: list[str]) -> bool:
@@ -254,19 +578,24 @@ def _kernel_zygote() -> Zygote:
     global _the_kernel_zygote
     if _the_kernel_zygote is None or not _the_kernel_zygote.alive():
         # started in an empty private directory (python -m puts it first on sys.path), with
-        # the sandboxed kernels' JPY_PARENT_PID: ipykernel reads it when it is imported
+        # the sandboxed kernels' environment (ipykernel reads some of it when imported)
+        directory = private_directory("zygote-")
         _the_kernel_zygote = Zygote(
-            [sys.executable, "-m", "maxpool_grader.kernel_zygote"], cwd=str(private_directory("zygote-")),
-            env=dict(os.environ, JPY_PARENT_PID="1"))
+            [sys.executable, "-m", "maxpool_grader.kernel_zygote"], cwd=str(directory),
+            env=dict(environment(home=str(directory), JPY_PARENT_PID="1"), TMPDIR=str(directory),
+                     **{key: os.environ[key] for key in ("PYTHONPATH",) if key in os.environ}))
     return _the_kernel_zygote
 
 
-def kernel_manager(mode: str, memory_bytes: int, course: Path, log: logging.Logger,
-                   warm: bool = False) -> type[AsyncKernelManager]:
-    """The kernel manager class for one notebook of ``course``: sandboxed when possible,
+def kernel_manager(mode: str, memory_bytes: int, log: logging.Logger, box: Box | None = None,
+                   warm: bool = False, cpu_seconds: int = 0) -> type[AsyncKernelManager]:
+    """The kernel manager class for one notebook: sandboxed in ``box`` when possible,
     forked from a warm zygote with ``warm`` (sandboxed only)."""
-    base = SandboxedKernelManager if _use_sandbox(mode, log) else LimitedKernelManager
-    return type(base.__name__, (base,), {"memory_bytes": memory_bytes, "course": course, "warm": warm})
+    if not use_sandbox(mode, log):
+        return type("LimitedKernelManager", (LimitedKernelManager,), {"memory_bytes": memory_bytes})
+    return type("SandboxedKernelManager", (SandboxedKernelManager,), {
+        "memory_bytes": memory_bytes, "cpu_seconds": cpu_seconds, "warm": warm,
+        "box": box or Box(mode=mode, log=log)})
 
 
 if __name__ == "__main__":  # python -m maxpool_grader.sandbox: is the sandbox available?

@@ -87,6 +87,9 @@ def _first_child(request: dict, fds: list[int], reply: int, run) -> None:
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     holder, passed = fds[0], fds[1:]
     try:
+        for procs in request.get("cgroup_procs", []):  # the submission's caps, before anything forks
+            with open(procs, "w") as handle:
+                handle.write(str(os.getpid()))
         _join(int(request["sandbox_pid"]))
         pid = os.fork()
     except BaseException as problem:  # noqa: BLE001  reported to the worker, which fails the spawn
@@ -157,11 +160,17 @@ def set_rlimits(limits: dict[str, int]) -> None:
         resource.setrlimit(getattr(resource, name), (value, value))
 
 
-def drop_capabilities() -> None:
-    """What ``bwrap --cap-drop ALL`` leaves: no capability in any set, none to gain by exec."""
+def drop_capabilities(uid: int | None = None, gid: int | None = None) -> None:
+    """What ``bwrap --cap-drop ALL`` leaves (and, given ``uid``/``gid``, what ``setpriv
+    --reuid --regid --clear-groups`` adds): no capability in any set, none to gain by
+    exec, and that uid and gid with no supplementary groups."""
     last = int(open("/proc/sys/kernel/cap_last_cap").read())
     for capability in range(last + 1):
         _check(_libc.prctl(_PR_CAPBSET_DROP, capability, 0, 0, 0), "drop from the bounding set")
+    if uid is not None:
+        os.setgroups([])
+        os.setresgid(gid, gid, gid)
+        os.setresuid(uid, uid, uid)
     _check(_libc.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0), "clear ambient")
     _check(_libc.capset(ctypes.byref(_CapHeader(0x20080522, 0)), (_CapData * 2)()), "capset")
     _check(_libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
@@ -173,7 +182,7 @@ def _become(request: dict, passed: list[int]) -> None:
     os.setsid()
     set_rlimits(request.get("rlimits", {}))
     os.chdir(request["cwd"])
-    drop_capabilities()
+    drop_capabilities(request.get("uid"), request.get("gid"))
     os.environ.clear()
     os.environ.update(request["env"])
     devnull = os.open(os.devnull, os.O_RDWR)
@@ -205,10 +214,12 @@ class Zygote:
     def alive(self) -> bool:
         return self.process.poll() is None
 
-    def spawn(self, sandbox: list[str], request: dict, fds: tuple[int, ...] = ()) -> subprocess.Popen:
-        """Start the sandbox ``sandbox`` (bwrap's argv up to its ``--``), fork a child of
-        the zygote into it, and return the sandbox's process: it ends when the child ends,
-        with its exit status, and killing it kills the child."""
+    def spawn(self, sandbox: list[str], request: dict, fds: tuple[int, ...] = (),
+              bwrap_fds: tuple[int, ...] = ()) -> subprocess.Popen:
+        """Start the sandbox ``sandbox`` (bwrap's argv up to its ``--``, which reads
+        ``bwrap_fds``), fork a child of the zygote into it (passing it ``fds``), and return
+        the sandbox's process: it ends when the child ends, with its exit status, and
+        killing it kills the child. Its ``sandbox_pid`` is the sandbox's init."""
         # what bwrap sets for a command it runs: --setenv NAME VALUE, and PWD
         env = dict(request.get("env", {}))
         env.update({sandbox[i + 1]: sandbox[i + 2] for i, arg in enumerate(sandbox) if arg == "--setenv"})
@@ -219,7 +230,8 @@ class Zygote:
         argv = sandbox[:-1] + ["--info-fd", str(info_write), "--"] + HOLDER
         try:
             process = subprocess.Popen(argv, stdin=holder_read, stdout=subprocess.PIPE,
-                                       pass_fds=(info_write,), start_new_session=True)
+                                       stderr=subprocess.DEVNULL, pass_fds=(info_write, *bwrap_fds),
+                                       env=request["env"], start_new_session=True)
         finally:
             os.close(holder_read)
             os.close(info_write)
@@ -245,7 +257,7 @@ class Zygote:
             raise
         finally:
             os.close(holder_write)
-        process.child_pid = reply["pid"]
+        process.child_pid, process.sandbox_pid = reply["pid"], sandbox_pid
         return process
 
     def close(self) -> None:

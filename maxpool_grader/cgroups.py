@@ -1,0 +1,322 @@
+"""Caps for a whole submission: one control group (cgroup) holds the kernel, every
+verdict process and everything they start, with a memory limit (no swap) and a process
+limit for all of them together.
+
+Two kinds of machine are supported:
+
+* **cgroup v2** (a typical systemd machine): the submission's cgroup is made in the
+  nearest ancestor of this process's own cgroup that this user may write to and that
+  offers the ``memory`` and ``pids`` controllers: for root that is always the case; for
+  a normal user it is the subtree systemd delegates to the user's manager
+  (``user@UID.service``), or a scope made with ``systemd-run --user --scope -p
+  Delegate=yes``.
+* **cgroup v1** (the ``memory`` and ``pids`` hierarchies mounted separately): the
+  submission's cgroup is made below this process's own cgroup in each hierarchy; that
+  needs write access there (root, or a subtree an administrator gave to the user).
+
+Where neither works, ``open_cgroup`` returns None and the sandbox falls back to
+per-process limits (see sandbox.py), which the grading run says loudly.
+
+A process enters the cgroup by writing its pid to ``cgroup.procs`` files (``enter_files``)
+before it starts anything: ``enter_argv`` does that for a command line, and the warm
+start's zygote does it in the child it forks. The names of the directories made here
+hold the pid of the grading process, so a later run can remove those of a process that
+was killed (``sweep``).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import re
+import secrets
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+CONTROLLERS = ("memory", "pids")
+PREFIX = "maxpool-grader-"
+
+
+@dataclass(frozen=True)
+class Hierarchy:
+    """Where this process's cgroup of one hierarchy lives: v2 has one for all controllers."""
+
+    version: int
+    directory: Path  # this process's own cgroup (v1: of the controller in ``controller``)
+    controller: str = ""  # v1 only
+
+
+def _mounts() -> list[tuple[str, str, set[str]]]:
+    """(mount point, file system type, options) of the cgroup file systems."""
+    found = []
+    try:
+        lines = Path("/proc/self/mountinfo").read_text().splitlines()
+    except OSError:
+        return found
+    for line in lines:
+        left, _, right = line.partition(" - ")
+        fields, tail = left.split(), right.split()
+        if len(tail) >= 3 and tail[0] in ("cgroup", "cgroup2"):
+            found.append((fields[4], tail[0], set(tail[2].split(","))))
+    return found
+
+
+def _own_paths() -> dict[str, str]:
+    """This process's cgroup path per v1 controller, and under "" the v2 one."""
+    paths = {}
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/self/cgroup").read_text().splitlines():
+            number, controllers, path = line.split(":", 2)
+            for name in controllers.split(",") if controllers else [""]:
+                paths[name] = path
+    return paths
+
+
+def _writable(directory: Path) -> bool:
+    return os.access(directory, os.W_OK | os.X_OK) and os.access(directory / "cgroup.procs", os.W_OK)
+
+
+def _v2_base() -> Path | None:
+    """The nearest ancestor of this process's v2 cgroup where boxes can be made: writable,
+    and with memory and pids enabled for its children (or enabling them works)."""
+    mount = next((point for point, kind, _ in _mounts() if kind == "cgroup2"), None)
+    own = _own_paths().get("")
+    if mount is None or own is None:
+        return None
+    candidate = Path(mount + own.rstrip("/"))
+    # Our own cgroup holds processes (this one at least), and a v2 cgroup with processes
+    # cannot give controllers to children: start at its parent.
+    while True:
+        candidate = candidate.parent
+        if not str(candidate).startswith(mount):
+            return None
+        try:
+            available = (candidate / "cgroup.controllers").read_text().split()
+        except OSError:
+            return None
+        if set(CONTROLLERS) <= set(available) and _writable(candidate):
+            enabled = (candidate / "cgroup.subtree_control").read_text().split()
+            if set(CONTROLLERS) <= set(enabled):
+                return candidate
+            with contextlib.suppress(OSError):
+                (candidate / "cgroup.subtree_control").write_text(" ".join(f"+{c}" for c in CONTROLLERS))
+                return candidate
+        if candidate == Path(mount):
+            return None
+
+
+def _v1_bases() -> dict[str, Path] | None:
+    """This process's own cgroup in the v1 memory and pids hierarchies, if writable."""
+    own = _own_paths()
+    bases = {}
+    for controller in CONTROLLERS:
+        mount = next((point for point, kind, options in _mounts()
+                      if kind == "cgroup" and controller in options), None)
+        if mount is None or controller not in own:
+            return None
+        base = Path(mount + own[controller].rstrip("/"))
+        if not _writable(base):
+            return None
+        bases[controller] = base
+    return bases
+
+
+class Cgroup:
+    """One submission's cgroup (one directory per v1 hierarchy, one in v2)."""
+
+    def __init__(self, directories: dict[str, Path], version: int):
+        self.directories = directories  # controller (v2: "") -> directory
+        self.version = version
+
+    # ---------------------------------------------------------------- limits
+    def limit(self, memory_bytes: int, processes: int) -> None:
+        if self.version == 2:
+            directory = self.directories[""]
+            _write(directory / "memory.max", memory_bytes)
+            _write(directory / "memory.swap.max", 0, optional=True)
+            _write(directory / "pids.max", processes)
+            return
+        memory = self.directories["memory"]
+        _write(memory / "memory.limit_in_bytes", memory_bytes)
+        _write(memory / "memory.memsw.limit_in_bytes", memory_bytes, optional=True)  # no swap
+        _write(memory / "memory.swappiness", 0, optional=True)
+        _write(self.directories["pids"] / "pids.max", processes)
+
+    def enter_files(self) -> list[str]:
+        """The files a process writes its pid to, to enter this cgroup."""
+        return [str(directory / "cgroup.procs") for directory in self.directories.values()]
+
+    def enter_argv(self) -> list[str]:
+        """An argv prefix that moves the command into this cgroup, then runs it."""
+        files = self.enter_files()
+        script = ('n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 125; shift; '
+                  'n=$((n - 1)); done; exec "$@"')
+        return ["/bin/sh", "-c", script, "enter-cgroup", str(len(files)), *files]
+
+    # ---------------------------------------------------------------- what happened
+    def events(self) -> dict[str, int]:
+        """How often each cap was hit: {"oom_kill": n, "pids_max": n}."""
+        if self.version == 2:
+            directory = self.directories[""]
+            memory = _keyed(directory / "memory.events")
+            oom = memory.get("oom_kill", 0) or memory.get("oom", 0)
+            return {"oom_kill": oom, "pids_max": _keyed(directory / "pids.events").get("max", 0)}
+        control = _keyed(self.directories["memory"] / "memory.oom_control")
+        oom = control.get("oom_kill", 0)
+        if not oom:  # older kernels have no oom_kill counter: the limit was reached at least
+            oom = _number(self.directories["memory"] / "memory.memsw.failcnt") or 0
+        return {"oom_kill": oom, "pids_max": _keyed(self.directories["pids"] / "pids.events").get("max", 0)}
+
+    # ---------------------------------------------------------------- the end
+    def close(self) -> None:
+        """Kill whatever is still inside, then remove the cgroup."""
+        if self.version == 2:
+            with contextlib.suppress(OSError):
+                (self.directories[""] / "cgroup.kill").write_text("1")
+        for directory in self.directories.values():
+            _remove(directory)
+
+
+def _write(path: Path, value, optional: bool = False) -> None:
+    """Write a control file; an ``optional`` one may be missing (swap accounting off)."""
+    if optional and not path.exists():
+        return
+    path.write_text(str(value))
+
+
+def _keyed(path: Path) -> dict[str, int]:
+    values = {}
+    with contextlib.suppress(OSError):
+        for line in path.read_text().splitlines():
+            key, _, value = line.partition(" ")
+            with contextlib.suppress(ValueError):
+                values[key] = int(value)
+    return values
+
+
+def _number(path: Path) -> int | None:
+    try:
+        return int(path.read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _kill_all(directory: Path) -> None:
+    for _ in range(50):
+        try:
+            pids = [int(pid) for pid in (directory / "cgroup.procs").read_text().split()]
+        except OSError:
+            return
+        if not pids:
+            return
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.02)
+
+
+def _remove(directory: Path) -> None:
+    """Kill what is left in a cgroup directory and the cgroups below it, then remove them."""
+    if not directory.is_dir():
+        return
+    for child in directory.iterdir():
+        if child.is_dir():
+            _remove(child)
+    _kill_all(directory)
+    for _ in range(20):
+        try:
+            directory.rmdir()
+            return
+        except FileNotFoundError:
+            return
+        except OSError:  # busy: a process is still leaving
+            time.sleep(0.05)
+
+
+# ---------------------------------------------------------------- making them
+# this process's own directory in each hierarchy (made once), and the cgroup version
+_parents: tuple[dict[str, Path], int] | None = None
+_unavailable: str | None = None
+
+
+def _process_parents() -> tuple[dict[str, Path], int] | None:
+    """This grading process's own directory in each hierarchy, where its boxes go."""
+    global _parents, _unavailable
+    name = f"{PREFIX}{os.getpid()}-"
+    if _parents is not None and all(path.is_dir() and path.name.startswith(name)  # not a forked parent's
+                                    for path in _parents[0].values()):
+        return _parents
+    name += secrets.token_hex(4)
+    v2 = _v2_base()
+    attempts: list[tuple[dict[str, Path], int]] = []
+    if v2 is not None:
+        attempts.append(({"": v2}, 2))
+    v1 = _v1_bases()
+    if v1 is not None:
+        attempts.append((v1, 1))
+    for bases, version in attempts:
+        made = {}
+        try:
+            for controller, base in bases.items():
+                sweep(base)
+                (base / name).mkdir()
+                made[controller] = base / name
+            if version == 2:
+                (made[""] / "cgroup.subtree_control").write_text(" ".join(f"+{c}" for c in CONTROLLERS))
+            _parents = made, version
+            atexit.register(_remove_own, dict(made))
+            return _parents
+        except OSError as problem:
+            _unavailable = f"{problem}"
+            for directory in made.values():
+                _remove(directory)
+    if not attempts:
+        _unavailable = ("no cgroup with the memory and pids controllers can be made here "
+                        "(cgroup v2: no writable, delegated subtree; cgroup v1: not writable)")
+    return None
+
+
+def open_cgroup(memory_bytes: int, processes: int) -> Cgroup | None:
+    """A new cgroup for one submission with these caps, or None where none can be made
+    (``why_unavailable`` says why)."""
+    found = _process_parents()
+    if found is None:
+        return None
+    parents, version = found
+    box = f"box-{secrets.token_hex(6)}"
+    directories = {}
+    try:
+        for controller, parent in parents.items():
+            (parent / box).mkdir()
+            directories[controller] = parent / box
+        cgroup = Cgroup(directories, version)
+        cgroup.limit(memory_bytes, processes)
+        return cgroup
+    except OSError as problem:
+        global _unavailable
+        _unavailable = str(problem)
+        for directory in directories.values():
+            _remove(directory)
+        return None
+
+
+def _remove_own(made: dict[str, Path]) -> None:
+    if all(path.name.startswith(f"{PREFIX}{os.getpid()}-") for path in made.values()):
+        for directory in made.values():
+            _remove(directory)
+
+
+def why_unavailable() -> str:
+    return _unavailable or "unknown"
+
+
+def sweep(base: Path) -> None:
+    """Remove the cgroups of grading processes that ended without removing them."""
+    with contextlib.suppress(OSError):
+        for entry in base.iterdir():
+            owner = re.fullmatch(re.escape(PREFIX) + r"(\d+)-\w+", entry.name)
+            if owner and entry.is_dir() and not Path(f"/proc/{owner[1]}").exists():
+                _remove(entry)
