@@ -224,6 +224,8 @@ class Box:
         if kernel:
             argv += ["--perms", "1777", "--size", str(1 << 20), "--tmpfs", KERNEL_DIR]
         for host, inside in files:
+            if not os.path.dirname(inside).startswith(KERNEL_DIR):  # a tmpfs of its own, searchable
+                argv += ["--perms", "0755", "--dir", os.path.dirname(inside)]
             argv += ["--ro-bind", host, inside]
         argv += ["--ro-bind", str(_identity_file(private, "passwd")), "/etc/passwd",
                  "--ro-bind", str(_identity_file(private, "group")), "/etc/group"]

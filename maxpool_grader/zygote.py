@@ -24,6 +24,7 @@ grader in ``sys.modules``).
 from __future__ import annotations
 
 import ctypes
+import fcntl
 import json
 import os
 import resource
@@ -36,7 +37,8 @@ import traceback
 
 # The holder: says it is ready, then waits for the child's exit status on its stdin.
 HOLDER = ["sh", "-c", 'echo ready; read -r code; exit "${code:-1}"']
-_NAMESPACES = ("user", "cgroup", "ipc", "uts", "net", "pid", "mnt")  # user first, mnt last
+_NAMESPACES = ("cgroup", "ipc", "uts", "net", "pid", "mnt", "user")  # see _join for the order
+_NS_GET_USERNS = 0xB701  # ioctl: the user namespace that owns a namespace
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
@@ -121,14 +123,27 @@ def _first_child(request: dict, fds: list[int], reply: int, run) -> None:
 
 
 def _join(pid: int) -> None:
-    """Enter the namespaces and the root directory of the sandbox whose init is ``pid``."""
+    """Enter the namespaces and the root directory of the sandbox whose init is ``pid``.
+
+    Unprivileged bwrap may nest two user namespaces: the outer one owns the sandbox's
+    other namespaces, the inner one is its processes'. Joining the inner one first would
+    leave no capability over the others, so: the owner of the others first, then them,
+    then the sandbox's own user namespace."""
     root = os.open(f"/proc/{pid}/root", os.O_RDONLY | os.O_DIRECTORY)
-    for name in _NAMESPACES:
-        if os.readlink(f"/proc/{pid}/ns/{name}") == os.readlink(f"/proc/self/ns/{name}"):
-            continue  # not unshared (setns into one's own user namespace is an error)
-        fd = os.open(f"/proc/{pid}/ns/{name}", os.O_RDONLY)
+    ipc = os.open(f"/proc/{pid}/ns/ipc", os.O_RDONLY)
+    try:
+        owner = fcntl.ioctl(ipc, _NS_GET_USERNS)
+    finally:
+        os.close(ipc)
+    # all looked at first: joining the mount namespace changes what /proc is
+    ours = {name: os.stat(f"/proc/self/ns/{name}").st_ino for name in _NAMESPACES}
+    targets = [(os.open(f"/proc/{pid}/ns/{name}", os.O_RDONLY), name) for name in _NAMESPACES]
+    for fd, name in [(owner, "user"), *targets]:
         try:
-            _check(_libc.setns(fd, 0), f"setns {name}")
+            joined = os.fstat(fd).st_ino
+            if joined != ours[name]:  # the same as ours: not unshared
+                _check(_libc.setns(fd, 0), f"setns {name}")
+                ours[name] = joined
         finally:
             os.close(fd)
     os.fchdir(root)
