@@ -29,7 +29,7 @@ from maxpool_grader.runner import Limits, verdicts
 LOG = logging.getLogger("test_zygote")
 QUICK = Limits(check_seconds=1.5, search_seconds=1.5, load_seconds=3, total_seconds=8)
 
-# What a process sees of itself and of its confinement, as JSON on fd 1 (or into report.json).
+# What a process sees of itself and of its confinement, as JSON written to REPORT_FD.
 REPORT = r"""
 import json, os, resource
 status = dict(line.split(":", 1) for line in open("/proc/self/status").read().splitlines())
@@ -48,19 +48,20 @@ report = {
     "namespaces": {name: os.readlink(f"/proc/self/ns/{name}")
                    for name in ("user", "mnt", "pid", "net", "ipc", "uts", "cgroup")},
     "cwd": os.getcwd(),
-    "sees_course_source": bool(os.path.isdir(COURSE + "/source") and os.listdir(COURSE + "/source")),
-    "sees_submissions": bool(os.path.isdir(COURSE + "/submitted") and os.listdir(COURSE + "/submitted")),
+    "files": sorted(os.listdir(".")),
+    "root": sorted(os.listdir("/")),
+    "course": sorted(os.listdir(COURSE)) if os.path.isdir(COURSE) else [],
     "writes_cwd": writable("probe"),
     "writes_tmp": writable("/tmp/maxpool-escape-probe"),
-    "writes_course": writable(COURSE + "/escape-probe"),
+    "writes_root": writable("/escape-probe"),
     "network_interfaces": sorted(line.split(":")[0].strip() for line in open("/proc/net/dev").readlines()[2:]),
     "limits": {name: resource.getrlimit(getattr(resource, name))[0] for name in ("RLIMIT_AS", "RLIMIT_CORE")},
     "env": dict(os.environ),
     "fds": sorted(int(fd) for fd in os.listdir("/proc/self/fd")),
     "processes_seen": len([p for p in os.listdir("/proc") if p.isdigit()]),
+    "cgroup": open("/proc/self/cgroup").read(),
 }
-with open("report.json", "w") as handle:
-    json.dump(report, handle)
+os.write(REPORT_FD, json.dumps(report).encode())
 """
 
 
@@ -69,7 +70,7 @@ BARE = [sys.executable, "-c", f"""import socket, sys
 sys.path.insert(0, {str(Path(zygote.__file__).parent)!r})
 import zygote
 def run(request, fds):
-    exec(compile(request["code"], "<spawned>", "exec"), {{"__name__": "__main__"}})
+    exec(compile(request["code"], "<spawned>", "exec"), {{"__name__": "__main__", "REPORT_FD": fds[-1] if fds else 1}})
 zygote.serve(socket.socket(fileno=int(sys.argv[1])), run)"""]
 
 
@@ -82,6 +83,18 @@ def bare_zygote():
 
 
 @pytest.fixture
+def box(tmp_path):
+    """A submission's box with one file and a planted link; closed (cgroup removed) afterwards."""
+    submission = tmp_path / "submission"
+    submission.mkdir()
+    (submission / "data.txt").write_text("the student's file")
+    (submission / "secret").symlink_to("/etc/hostname")
+    made = sandbox.Box(files_from=submission, log=LOG)
+    yield made
+    made.close()
+
+
+@pytest.fixture
 def private_directory():
     """sandbox.private_directory for a test, removed afterwards."""
     made = []
@@ -90,56 +103,75 @@ def private_directory():
         shutil.rmtree(directory, ignore_errors=True)
 
 
-def _sandbox(private: Path) -> list[str]:
-    return sandbox.bwrap_argv([private], hidden=sandbox.hidden_paths(ROOT), chdir=private, temporary=private)
+def _run(how: str, zygote_process, box, private: Path, code: str, env: dict, limits: dict) -> int:
+    """Run ``code`` in a sandbox of ``box``, cold (bwrap starts Python) or warm (forked)."""
+    launch = box.sandbox(private)
+    report_read, report_write = os.pipe()
+    try:
+        if how == "cold":
+            argv = launch.argv + box.command(limits) + [sys.executable, "-c", f"REPORT_FD = {report_write}\n" + code]
+            process = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, pass_fds=(report_write, *launch.fds))
+        else:
+            process = zygote_process.spawn(launch.argv, dict(box.warm_request(limits), code=code, cwd=sandbox.WORKDIR,
+                                                             env=env), fds=(report_write,), bwrap_fds=tuple(launch.fds))
+    finally:
+        launch.close()
+        os.close(report_write)
+    with os.fdopen(report_read, "rb") as report:
+        _run.report = report.read()
+    return process.wait(timeout=60)
 
 
-def _report_of(private: Path) -> dict:
-    report = json.loads((private / "report.json").read_text().replace(str(private), "<private>"))
+def _report_of(raw: bytes) -> dict:
+    report = json.loads(raw)
     host = {name: os.readlink(f"/proc/self/ns/{name}") for name in report["namespaces"]}
     report["namespaces"] = sorted(name for name, ns in report["namespaces"].items() if ns != host[name])
     return report
 
 
-def test_a_warm_process_is_confined_exactly_like_a_cold_one(bare_zygote, private_directory):
-    env = {"PATH": os.environ["PATH"], "HOME": "/nowhere", "LC_ALL": "C.UTF-8"}
+def test_a_warm_process_is_confined_exactly_like_a_cold_one(bare_zygote, box, private_directory):
+    env = sandbox.environment()
     code = f"COURSE = {str(ROOT)!r}\n" + REPORT
     reports = {}
     for how in ("cold", "warm"):
-        private = private_directory(f"test-{how}-")
-        if how == "cold":
-            argv = _sandbox(private) + sandbox.prlimit(sandbox.rlimits(1 << 30)) + [sys.executable, "-c", code]
-            assert subprocess.run(argv, env=env, cwd=private, stdin=subprocess.DEVNULL).returncode == 0
-        else:
-            process = bare_zygote.spawn(_sandbox(private), {
-                "code": code, "cwd": str(private), "env": env,
-                "rlimits": sandbox.rlimits(1 << 30)})
-            assert process.wait(timeout=30) == 0
-        reports[how] = _report_of(private)
+        assert _run(how, bare_zygote, box, private_directory(f"test-{how}-"), code, env, sandbox.rlimits(1 << 30)) == 0
+        reports[how] = _report_of(_run.report)
     cold, warm = reports["cold"], reports["warm"]
     # apart from its file descriptors, and the sandbox's holder it can see (sh -c read)
     assert warm == dict(cold, fds=warm["fds"], processes_seen=cold["processes_seen"] + 1)
     assert set(warm["caps"].values()) == {"0000000000000000"} and warm["no_new_privs"] == "1"
-    assert warm["namespaces"] == ["cgroup", "ipc", "mnt", "net", "pid", "user", "uts"]
-    assert (warm["sees_course_source"], warm["sees_submissions"]) == (False, False)
-    assert (warm["writes_cwd"], warm["writes_tmp"], warm["writes_course"]) == (True, False, False)
+    assert warm["uid"] == (sandbox.STUDENT_UID if os.geteuid() == 0 else os.getuid())
+    assert warm["namespaces"] == ["ipc", "mnt", "net", "pid", "uts"] + ([] if os.geteuid() == 0 else ["user"])
+    assert warm["cwd"] == sandbox.WORKDIR and warm["files"] == ["data.txt"]  # the link is not copied
+    # of the course only what the grading environment is (a virtualenv, the grader's package
+    # for the kernel): never source/, submitted/ or the gradebook
+    assert set(warm["course"]) <= {".venv", "maxpool_grader"} and set(warm["root"]) <= {
+        "bin", "dev", "etc", "lib", "lib32", "lib64", "libx32", "proc", "root", "run", "sbin", "scratch", "tmp",
+        "usr", "opt", "home", "work", "srv"}.union({Path(sys.prefix).parts[1], Path(sys.base_prefix).parts[1]})
+    assert (warm["writes_cwd"], warm["writes_tmp"], warm["writes_root"]) == (True, True, False)
     assert warm["network_interfaces"] == ["lo"] and warm["limits"] == {"RLIMIT_AS": 1 << 30, "RLIMIT_CORE": 0}
-    assert warm["fds"] == [0, 1, 2, 3]  # the one listdir opened: nothing of the zygote or the worker
-    assert warm["env"] == dict(env, HOME="<private>", TMPDIR="<private>", PWD="<private>")  # as bwrap sets
-    assert warm["cwd"] == "<private>" and warm["processes_seen"] == 3  # the sandbox's init, its holder, itself
+    assert warm["fds"] == [0, 1, 2, 3, 4]  # the report's pipe and the one listdir opened
+    assert warm["env"] == dict(env, PWD=sandbox.WORKDIR)  # exactly what bwrap passes on
+    assert warm["processes_seen"] == 3  # the sandbox's init, its holder, itself
+    if box.cgroup is not None:  # in the submission's cgroup, cold and warm
+        assert all(Path(path).parent.name in warm["cgroup"] for path in box.cgroup.enter_files())
 
 
-def test_exit_status_passes_through_and_killing_the_sandbox_ends_everything_in_it(bare_zygote, private_directory):
+def test_exit_status_passes_through_and_killing_the_sandbox_ends_everything_in_it(bare_zygote, box,
+                                                                                  private_directory):
     private = private_directory("test-exit-")
-    request = {"cwd": str(private), "env": {"PATH": os.environ["PATH"]}}
-    assert bare_zygote.spawn(_sandbox(private), dict(request, code="import os\nos._exit(7)")).wait(30) == 7
+    env = sandbox.environment()
+    assert _run("warm", bare_zygote, box, private, "import os\nos._exit(7)", env, {}) == 7
     crash = "import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)"
-    cold = subprocess.run(_sandbox(private) + [sys.executable, "-c", crash]).returncode
-    assert bare_zygote.spawn(_sandbox(private), dict(request, code=crash)).wait(30) == cold == 128 + signal.SIGSEGV
+    cold = _run("cold", bare_zygote, box, private, crash, env, {})
+    assert _run("warm", bare_zygote, box, private, crash, env, {}) == cold == 128 + signal.SIGSEGV
     marker = f"maxpool-zygote-test-{os.getpid()}"
     daemon = ("import subprocess, sys, time\nsubprocess.Popen([sys.executable, '-c', 'import time; "
               f"time.sleep(300)', {marker!r}], start_new_session=True)\ntime.sleep(300)")
-    process = bare_zygote.spawn(_sandbox(private), dict(request, code=daemon))
+    launch = box.sandbox(private)
+    process = bare_zygote.spawn(launch.argv, dict(box.warm_request({}), code=daemon, cwd=sandbox.WORKDIR, env=env),
+                                bwrap_fds=tuple(launch.fds))
+    launch.close()
     deadline = time.monotonic() + 20
     while not _processes_named(marker) and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -154,13 +186,14 @@ def _processes_named(marker: str) -> list[str]:
     return [pid for pid in os.listdir("/proc") if pid.isdigit() and marker in cmdline(pid)]
 
 
-def test_a_dead_zygote_fails_the_spawn_and_leaves_no_sandbox(bare_zygote, private_directory):
+def test_a_dead_zygote_fails_the_spawn_and_leaves_no_sandbox(box, private_directory):
     dying = zygote.Zygote(BARE)
     dying.process.kill()
     dying.process.wait()
-    private = private_directory("test-dead-")
+    launch = box.sandbox(private_directory("test-dead-"))
     with pytest.raises(zygote.SpawnError):
-        dying.spawn(_sandbox(private), {"code": "pass", "cwd": str(private), "env": {}})
+        dying.spawn(launch.argv, {"code": "pass", "cwd": sandbox.WORKDIR, "env": {}}, bwrap_fds=tuple(launch.fds))
+    launch.close()
     assert not dying.alive()
 
 
@@ -184,20 +217,17 @@ print(json.dumps({"path": sys.path, "argv": [os.path.basename(sys.argv[0])] + sy
                   "execution_count": get_ipython().execution_count}))"""
 
 
-def test_a_warm_kernel_is_the_kernel_a_cold_start_gives(tmp_path):
+def test_a_warm_kernel_is_the_kernel_a_cold_start_gives(box):
     seen = {}
     for warm in (False, True):
-        folder = tmp_path / f"notebook-{warm}"
-        folder.mkdir()
-        manager = sandbox.kernel_manager("required", 4096 << 20, ROOT, LOG, warm)
+        manager = sandbox.kernel_manager("required", 4096 << 20, LOG, box, warm)
         notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(CELL)])
-        client = NotebookClient(notebook, timeout=60, kernel_name="python3", kernel_manager_class=manager,
-                                resources={"metadata": {"path": str(folder)}})
+        client = NotebookClient(notebook, timeout=60, kernel_name="python3", kernel_manager_class=manager)
         client.execute()
         report = json.loads(notebook.cells[0].outputs[0]["text"])
-        assert report["cwd"] == str(folder.resolve())
-        assert report["tmp"] == report["home"] and report["home"].startswith(str(sandbox._private_root()))
-        seen[warm] = {key: value for key, value in report.items() if key not in ("cwd", "tmp", "home")}
+        assert report["cwd"] == sandbox.WORKDIR
+        assert (report["tmp"], report["home"]) == (sandbox.TMPDIR, sandbox.HOME)
+        seen[warm] = report
     assert seen[True] == seen[False]
 
 
@@ -218,7 +248,7 @@ def test_warm_verdicts_are_the_cold_verdicts(name):
     grade_ids = ["hidden_overlapping_windows", "hidden_ties_first_maximum"]
     found = {}
     for warm in (False, True):
-        wrap = sandbox.untrusted_process_wrapper("required", ROOT, LOG, warm=warm)
+        wrap = sandbox.untrusted_process_wrapper("required", LOG, warm=warm)
         found[warm] = verdicts("import numpy as np\n" + SOLUTIONS[name], grade_ids=grade_ids,
                                limits=QUICK, wrap=wrap)
     assert {key: (v.passed, v.kind, v.message) for key, v in found[True].items()} == \
@@ -230,7 +260,7 @@ def test_warm_verdicts_are_the_cold_verdicts(name):
 
 
 def test_a_killed_verdict_zygote_is_started_again():
-    wrap = sandbox.untrusted_process_wrapper("required", ROOT, LOG, warm=True)
+    wrap = sandbox.untrusted_process_wrapper("required", LOG, warm=True)
     verdicts("import numpy as np\n" + ZEROS, grade_ids=["hidden_gradient_check"], limits=QUICK, wrap=wrap)
     first = runner._verdict_zygote()
     first.process.kill()
