@@ -313,6 +313,19 @@ def why_unavailable() -> str:
     return _unavailable or "unknown"
 
 
+def available() -> bool:
+    """Whether this process can make a submission's cgroup here."""
+    return _process_parents() is not None
+
+
+def sweep_all() -> None:
+    """Remove the cgroups of every ended grading process (a worker of ``maxpool-grader
+    grade`` ends without running exit handlers)."""
+    for base in [*(_v1_bases() or {}).values(), _v2_base()]:
+        if base is not None:
+            sweep(base)
+
+
 def sweep(base: Path) -> None:
     """Remove the cgroups of grading processes that ended without removing them."""
     with contextlib.suppress(OSError):

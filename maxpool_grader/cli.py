@@ -96,7 +96,7 @@ def configured_db_url(course: Path) -> str:
 def grade(course: Path, *, workers: int | None = None, force: bool = False, db_url: str | None = None,
           assignment: str = ASSIGNMENT) -> int:
     """Grade the class; 0 unless grading itself broke (a student's code never makes it fail)."""
-    from . import parallel, report, sandbox
+    from . import cgroups, parallel, report, sandbox
     course = course.resolve()
     db_url = db_url or configured_db_url(course)
     db_option = f"--CourseDirectory.db_url={db_url}"
@@ -118,9 +118,12 @@ def grade(course: Path, *, workers: int | None = None, force: bool = False, db_u
     else:
         print("release is current (source notebook unchanged)")
     sandbox.sweep_private_root()  # what killed workers of earlier runs left behind
+    cgroups.sweep_all()
     if not sandbox.bwrap_works():
         print("\n!!! GRADING UNSANDBOXED: bwrap (Debian package bubblewrap) is missing or does not "
               "work here. Student code can read and write your files. !!!\n", file=sys.stderr)
+    elif not cgroups.available():
+        print(f"\n!!! {sandbox.without_cgroup_warning()} !!!\n", file=sys.stderr)
 
     grader = parallel.grader_digest(course, db_url, assignment)
     todo, current = parallel.students_to_grade(course, state, grader, force, assignment)
@@ -136,6 +139,7 @@ def grade(course: Path, *, workers: int | None = None, force: bool = False, db_u
     graded_at = time.monotonic()
     batch = parallel.run_batch(course, db_url, todo, workers, parallel.autograde_job, "autograde", record, assignment)
     timings = {"autograde_seconds": time.monotonic() - graded_at, "graded": len(batch.finished)}
+    cgroups.sweep_all()  # the workers have ended: their submissions' cgroups go too
     for item in batch.failed:
         print(f"\nGrading {item['student']} broke:\n{item['log']}", file=sys.stderr)
     if batch.interrupted:

@@ -191,10 +191,7 @@ class Box:
                     "The sandbox is required (sandbox = 'required' in nbgrader_config.py), but no "
                     f"cgroup can be made here for the caps of a submission ({cgroups.why_unavailable()}). "
                     "See README.md, 'Grading: what is guaranteed'.")
-            _warn_once("cgroup", self.log, (
-                "GRADING WITHOUT A CGROUP: " + cgroups.why_unavailable() + ".\n"
-                f"A submission's processes are capped by RLIMIT_NPROC ({caps.processes}) and its memory\n"
-                "per process only. Grade as root, or in a delegated cgroup (README.md) for the full caps."))
+            _warn_once("cgroup", self.log, without_cgroup_warning(caps))
 
     # ---------------------------------------------------------------- starting a sandbox
     def sandbox(self, private: Path, files: list[tuple[str, str]] = (), kernel: bool = False) -> Launch:
@@ -273,6 +270,12 @@ class Box:
         if self.cgroup is not None:
             self.cgroup.close()
             self.cgroup = None
+
+
+def without_cgroup_warning(caps: Caps = Caps()) -> str:
+    return ("GRADING WITHOUT A CGROUP: " + cgroups.why_unavailable() + ".\n"
+            f"A submission's processes are capped by RLIMIT_NPROC ({caps.processes}) and its memory\n"
+            "per process only. Grade as root, or in a delegated cgroup (README.md) for the full caps.")
 
 
 def _size(count: int) -> str:

@@ -17,9 +17,10 @@ RELEASE_NOTEBOOK = ROOT / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
 BIN = Path(sys.executable).parent
 
 
-def nbgrader(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    """Run a real ``nbgrader`` command with the test interpreter's bin/ on PATH (for alembic)."""
-    env = dict(os.environ, PATH=os.pathsep.join([str(BIN), os.environ.get("PATH", "")]))
+def nbgrader(cwd: Path, *args: str, check: bool = True, env: dict | None = None) -> subprocess.CompletedProcess:
+    """Run a real ``nbgrader`` command with the test interpreter's bin/ on PATH (for alembic);
+    ``env`` adds variables (a TMPDIR of the test's own, say)."""
+    env = dict(os.environ, PATH=os.pathsep.join([str(BIN), os.environ.get("PATH", "")]), **(env or {}))
     result = subprocess.run([str(BIN / "nbgrader"), *args], cwd=cwd, env=env, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=900)
     if check and result.returncode != 0:

@@ -32,7 +32,7 @@ from typing import Sequence
 
 import nbformat
 
-from corpus import ASSIGNMENT, FULL, LOOP_CORRECT, SIGNATURE, ZERO, ZEROS, Submission, notebook_with, solution
+from corpus import ASSIGNMENT, FULL, LOOP_CORRECT, ZERO, ZEROS, Submission, notebook_with, solution
 
 REPORT_PREFIX = "HOSTILE-REPORT "
 LITTER_PREFIXES = ("hostile-litter-", "hostile-fill-")
@@ -48,8 +48,8 @@ import signal as _hostile_signal
 import threading as _hostile_threading
 
 
-def _hostile_report(figures):
-    print("HOSTILE-REPORT " + _hostile_json.dumps(figures, default=str), flush=True)
+def _hostile_report(figures):  # one write: the line never arrives in two pieces
+    print("HOSTILE-REPORT " + _hostile_json.dumps(figures, default=str) + "\n", end="", flush=True)
 
 
 def _hostile_run(attack, params):
@@ -432,7 +432,8 @@ def _hostile_attack(P):
     import time
 
     started = time.monotonic()
-    deadline = started + min(20, P["seconds"])
+    deadline = started + P["seconds"]  # the children's: they end by then on their own
+    measure_until = deadline - min(2.0, P["seconds"] / 4)  # the parent's: time left to stop them
     chunk_mib = 64
     chunk = chunk_mib << 20
     touch = b"\x01" * (chunk // 4096)
@@ -453,16 +454,17 @@ def _hostile_attack(P):
             while time.monotonic() < deadline:
                 if not select.select([grant], [], [], max(0.0, deadline - time.monotonic()))[0]:
                     break
-                order = os.read(grant, 1)
-                if order != b"g":
+                orders = os.read(grant, 16)
+                if not orders or orders.strip(b"g"):
                     break
-                try:
-                    block = bytearray(chunk)
-                    block[::4096] = touch  # every page
-                    hoard.append(block)
-                    os.write(report, b"%d\n" % (len(hoard) * chunk_mib))
-                except MemoryError:
-                    os.write(report, b"E\n")
+                for _ in orders:
+                    try:
+                        block = bytearray(chunk)
+                        block[::4096] = touch  # every page
+                        hoard.append(block)
+                        os.write(report, b"%d\n" % (len(hoard) * chunk_mib))
+                    except MemoryError:
+                        os.write(report, b"E\n")
         finally:
             os._exit(0)
 
@@ -482,12 +484,12 @@ def _hostile_attack(P):
         os.close(report_write)
         pipes.remove(grant_read)
         pipes.remove(report_write)
-        children[pid] = {"grant": grant_write, "report": report_read, "held": 0, "asked": False,
+        children[pid] = {"grant": grant_write, "report": report_read, "held": 0, "asked": 0,
                          "done": False, "alive": True, "buffer": b""}
 
-    peak, killed, failed = 0, 0, 0
+    peak, killed, failed, finished = 0, 0, 0, False
     try:
-        while time.monotonic() < deadline:
+        while time.monotonic() < measure_until:
             for pid, state in children.items():
                 if state["alive"]:
                     try:
@@ -495,10 +497,11 @@ def _hostile_attack(P):
                     except ChildProcessError:
                         ended, status = pid, 0
                     if ended:
-                        state.update(alive=False, held=0, asked=False)
+                        state.update(alive=False, held=0, asked=0)
                         killed += os.WIFSIGNALED(status)
             living = [s for s in children.values() if s["alive"]]
             if not living:
+                finished = True
                 break
             ready = select.select([s["report"] for s in living], [], [], 0.05)[0]
             for state in living:
@@ -510,27 +513,28 @@ def _hostile_attack(P):
                     *lines, state["buffer"] = state["buffer"].split(b"\n")
                     for line in lines:
                         if line == b"E":
-                            state.update(done=True, asked=False)
-                            failed += 1
+                            failed += not state["done"]  # children that hit a MemoryError
+                            state.update(done=True, asked=0)
                         elif line:
-                            state.update(held=int(line), asked=False)
+                            state.update(held=int(line), asked=max(0, state["asked"] - 1))
             peak = max(peak, sum(s["held"] for s in living))
             granted = sum(s["held"] // chunk_mib + s["asked"] for s in living)
-            for state in living:
-                if state["asked"] or state["done"] or state["held"] >= per_child * chunk_mib:
+            for state in living:  # two chunks in flight per child: it never waits for the parent
+                wanted = min(2 - state["asked"], per_child - state["held"] // chunk_mib - state["asked"],
+                             budget - granted)
+                if state["done"] or wanted <= 0:
                     continue
-                if granted >= budget:
-                    break
                 try:
-                    os.write(state["grant"], b"g")
-                    state["asked"] = True
-                    granted += 1
+                    os.write(state["grant"], b"g" * wanted)
+                    state["asked"] += wanted
+                    granted += wanted
                 except OSError:
                     state["done"] = True
             if not any(s["asked"] for s in living):
-                break  # nobody may or can take more
+                finished = True  # nobody may or can take more
+                break
         _hostile_report({"peak_mib": peak, "children_killed": killed, "children": len(children),
-                         "memory_errors": failed, "fork_error": fork_error,
+                         "memory_errors": failed, "fork_error": fork_error, "finished": finished,
                          "seconds": round(time.monotonic() - started, 2)})
     finally:
         for pid, state in children.items():
@@ -538,7 +542,7 @@ def _hostile_attack(P):
                 os.write(state["grant"], b"s")
             except OSError:
                 pass
-        stop = time.monotonic() + 3
+        stop = time.monotonic() + 2
         for pid, state in children.items():
             while state["alive"] and time.monotonic() < stop:
                 try:
@@ -796,9 +800,13 @@ def build_attacks(secrets: dict[str, str], course: str, neighbour: str, read_pat
 
 
 def report_of(notebook_path: str | os.PathLike) -> dict | None:
-    """The HOSTILE-REPORT of an autograded notebook's solution cell, or None (no report, or cut)."""
-    with open(notebook_path, encoding="utf-8") as handle:
-        notebook = json.load(handle)
+    """The HOSTILE-REPORT of an autograded notebook's solution cell, or None: no notebook, no
+    report, or a report cut short."""
+    try:
+        with open(notebook_path, encoding="utf-8") as handle:
+            notebook = json.load(handle)
+    except (OSError, ValueError):
+        return None
     for cell_ in notebook.get("cells", []):
         if cell_.get("metadata", {}).get("nbgrader", {}).get("grade_id") != ASSIGNMENT:
             continue
@@ -815,5 +823,3 @@ def report_of(notebook_path: str | os.PathLike) -> dict | None:
         return None
     return None
 
-
-__all__ = ["LITTER_PREFIXES", "REPORT_PREFIX", "SIGNATURE", "build_attacks", "cell", "report_of"]

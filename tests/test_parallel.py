@@ -23,8 +23,8 @@ STUDENTS = sorted(p.name for p in (ROOT / "submitted").iterdir() if p.is_dir())
 EXTRA = ["fault_infinite_loop", "fault_os_exit", "attack_imports_torch", "fault_missing_notebook"]
 
 
-def grade_command(course: Path, *args: str, **kwargs) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
+def grade_command(course: Path, *args: str, env: dict | None = None, **kwargs) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"} | (env or {})
     return subprocess.run([str(BIN / "maxpool-grader"), "grade", "--course-dir", str(course), *args],
                           env=env, text=True, capture_output=True, timeout=1200, **kwargs)
 

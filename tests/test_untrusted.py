@@ -40,34 +40,34 @@ def _digests(course: Path) -> dict[str, str]:
     return {str(path): hashlib.sha256(path.read_bytes()).hexdigest() for path in watched if path.is_file()}
 
 
-SANDBOX_ROOT = sandbox._private_root()
-
-
 def _grade_batch(root: Path, command: str) -> dict:
     """The corpus and the correct samples in one course, graded by ``command``: plain serial
     ``nbgrader autograde`` (cold kernels) or ``maxpool-grader grade`` (2 workers, kernels
-    and verdict processes forked warm, see maxpool_grader/zygote.py)."""
+    and verdict processes forked warm, see maxpool_grader/zygote.py). The run has a
+    TMPDIR of its own: its private directories are told apart from any other run's."""
     assert sandbox.bwrap_works(), "these tests need the sandbox: apt-get install bubblewrap"
     course = copy_course(root / "course", with_submissions=False)
-    nbgrader(course, "generate_assignment", ASSIGNMENT)
+    tmpdir = root / "tmp"
+    tmpdir.mkdir()
+    env = {"TMPDIR": str(tmpdir)}
+    nbgrader(course, "generate_assignment", ASSIGNMENT, env=env)
     for student in CORRECT_SAMPLES:
         shutil.copytree(ROOT / "submitted" / student, course / "submitted" / student)
     import corpus
     corpus.build(course, RELEASE_NOTEBOOK)
     before = _digests(course)
-    private_before = set(os.listdir(SANDBOX_ROOT))
     started = time.monotonic()
     if command == "nbgrader autograde":
-        autograde = nbgrader(course, "autograde", ASSIGNMENT, check=False)
+        autograde = nbgrader(course, "autograde", ASSIGNMENT, check=False, env=env)
         seconds = time.monotonic() - started
-        feedback = nbgrader(course, "generate_feedback", ASSIGNMENT, check=False)
+        feedback = nbgrader(course, "generate_feedback", ASSIGNMENT, check=False, env=env)
     else:
-        autograde = feedback = grade_command(course, "--workers", "2")
+        autograde = feedback = grade_command(course, "--workers", "2", env=env)
         seconds = time.monotonic() - started
     time.sleep(2)  # a surviving daemon would have rewritten its rows by now
-    left = sorted(set(os.listdir(SANDBOX_ROOT)) - private_before)
+    left = sorted(str(path) for path in tmpdir.rglob("*") if not path.name.startswith("maxpool-grader-"))
     return {"course": course, "autograde": autograde, "feedback": feedback, "before": before,
-            "seconds": seconds, "left_in_sandbox_root": left}
+            "seconds": seconds, "left_in_tmpdir": left, "tmpdir": tmpdir}
 
 
 @pytest.fixture(scope="module")
@@ -144,30 +144,20 @@ def test_no_student_code_outlives_grading(batch):
     rows = sqlite3.connect(course / "gradebook.db").execute(
         "SELECT COUNT(*) FROM grade WHERE manual_score IS NOT NULL").fetchone()
     assert rows == (0,), "something rewrote manual scores in the gradebook"
-    beat = course / "autograded" / "attack_detached_rewriter" / ASSIGNMENT / "heartbeat_detached_rewriter"
-    first = beat.read_text() if beat.exists() else None
-    time.sleep(1.5)
-    assert (beat.read_text() if beat.exists() else None) == first, "the detached daemon is still running"
-    survivors = [pid for pid in os.listdir("/proc") if pid.isdigit() and _ours(pid)]
-    assert survivors == [], [(pid, _parent(pid), cmdline(pid)) for pid in survivors]
-    assert batch["left_in_sandbox_root"] == []  # sockets, copies, zygotes' directories
+    survivors = [pid for pid in os.listdir("/proc") if pid.isdigit() and _ours(pid, batch["tmpdir"])]
+    assert survivors == [], [(pid, cmdline(pid)) for pid in survivors]
+    assert batch["left_in_tmpdir"] == []  # sockets, copies, zygotes' directories
 
 
-def _ours(pid: str) -> bool:
-    """A process of a grading run (kernel, verdict process, zygote, sandbox), not one of this
-    test process's own (the runner tests leave a verdict zygote here). Verdict processes and
-    their zygote run from /tmp/maxpool-grader-<uid>/, kernels forked warm show the kernel
-    zygote's command line."""
-    command = cmdline(pid)
-    return ("maxpool-" in command or "maxpool_grader.kernel_zygote" in command) \
-        and _parent(pid) not in ("", str(os.getpid())) and pid != str(os.getpid())
-
-
-def _parent(pid: str) -> str:
+def _ours(pid: str, tmpdir: Path) -> bool:
+    """A process of this batch's grading run: a sandbox (bwrap's command line names the run's
+    private directories, and everything in a sandbox dies with it) or a zygote (it works in
+    one of them). Other grading runs on the machine have TMPDIRs of their own."""
     try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1]
-    except (OSError, IndexError):
-        return ""
+        cwd = os.readlink(f"/proc/{pid}/cwd")
+    except OSError:
+        cwd = ""
+    return str(tmpdir) in cmdline(pid) or cwd.startswith(str(tmpdir))
 
 
 def test_warm_workers_grade_the_corpus_exactly_as_serial_nbgrader(serial_batch, warm_batch):

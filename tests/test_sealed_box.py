@@ -1,0 +1,321 @@
+"""The sealed box under attack: hostile submissions (tests/hostile.py) graded by plain
+``nbgrader autograde`` and by ``maxpool-grader grade`` (warm start), as root and as a
+normal user, with correct classmates graded before, between and after them.
+
+What must hold after each run: every file of the course outside ``autograded/``,
+``feedback/`` and the gradebook is byte-identical, and so is the folder next to the
+course; the classmates keep full marks; no planted secret (a key in the instructor's
+home, a file of the neighbouring course, a variable in the grader's environment,
+``/etc/shadow``) reaches a graded notebook or a feedback page; the caps held, by the
+figures the attacks report about themselves; nothing is left running or on disk. The
+two commands agree on every grade.
+
+A run is told apart from any other grading on the machine by its own ``TMPDIR`` (where
+its private directories live) and the cgroups it made; the checks look only at those,
+so another grading run on the same machine does not disturb this test.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pwd
+import secrets
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+from nbgrader.api import Gradebook
+
+import hostile
+from conftest import ASSIGNMENT, BIN, ROOT, cmdline, copy_course
+from corpus import FULL, notebook_with
+from make_sample_class import LOOP_CORRECT, VECTORIZED_CORRECT
+from maxpool_grader import cgroups, sandbox
+
+import nbformat
+
+INSTRUCTOR = "maxpool-instructor"  # the normal user the non-root runs are graded as
+CLASSMATES = {"aaa_first_correct": LOOP_CORRECT, "mmm_middle_correct": VECTORIZED_CORRECT,
+              "zzz_last_correct": LOOP_CORRECT}
+CAPS = sandbox.Caps()
+ATTACK_SECONDS = 4.0
+
+
+# ------------------------------------------------------------------ a normal user
+def _instructor() -> pwd.struct_passwd:
+    """The non-root instructor, made once (this test runs as root in CI)."""
+    try:
+        return pwd.getpwnam(INSTRUCTOR)
+    except KeyError:
+        subprocess.run(["useradd", "--create-home", "--shell", "/bin/sh", INSTRUCTOR], check=True)
+        return pwd.getpwnam(INSTRUCTOR)
+
+
+def _reachable_python_script() -> str:
+    """Shell lines that, in a private mount namespace, make this Python installation and the
+    repository reachable by a normal user where a folder on the way is closed to others
+    (pyenv under /root): a tmpfs over that folder, the needed trees bound back."""
+    needed = sorted({os.path.realpath(path) for path in (sys.base_prefix, sys.prefix, ROOT)})
+    lines, stash = [], 0
+    for closed in sorted({str(ancestor) for tree in needed for ancestor in Path(tree).parents
+                          if ancestor != Path("/") and not os.stat(ancestor).st_mode & 0o001}):
+        inside = [tree for tree in needed if tree.startswith(closed + "/")]
+        for tree in inside:
+            lines.append(f"mkdir -p /run/maxpool-stash/{stash} && mount --bind '{tree}' /run/maxpool-stash/{stash}")
+            stash += 1
+        lines.append(f"mount -t tmpfs -o mode=755 tmpfs '{closed}'")
+        for offset, tree in enumerate(inside):
+            lines.append(f"mkdir -p '{tree}' && mount --bind /run/maxpool-stash/{stash - len(inside) + offset} '{tree}'")
+    return " && ".join(lines) or "true"
+
+
+def _as_instructor(argv: list[str], env: dict) -> list[str]:
+    user = _instructor()
+    assignments = [f"{key}={value}" for key, value in env.items()]
+    return ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+            _reachable_python_script() + ' && exec runuser -u "$0" -- env -i "$@"',
+            user.pw_name, *assignments, *argv]
+
+
+# ------------------------------------------------------------------ one graded batch
+def _digests(*folders: Path, skip=("autograded", "feedback", "gradebook.db", ".maxpool-grader", "report",
+                                   "grades.csv")) -> dict[str, str]:
+    found = {}
+    for folder in folders:
+        for path in sorted(folder.rglob("*")):
+            relative = path.relative_to(folder)
+            if relative.parts[0] in skip:
+                continue
+            found[str(path)] = ("link:" + os.readlink(path)) if path.is_symlink() else \
+                hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "folder"
+    return found
+
+
+def _cgroup_folders() -> set[Path]:
+    folders = set()
+    for base in (*(cgroups._v1_bases() or {}).values(), cgroups._v2_base()):
+        if base is not None and base.is_dir():
+            folders.update(path for path in base.iterdir() if path.name.startswith(cgroups.PREFIX))
+    return folders
+
+
+class Batch:
+    """A course with the hostile corpus and correct classmates, graded once."""
+
+    def __init__(self, as_root: bool, command: str):
+        self.as_root, self.command = as_root, command
+        self.base = Path(tempfile.mkdtemp(prefix="maxpool-sealed-", dir="/tmp"))
+        self.base.chmod(0o755)
+        self.course, self.neighbour = self.base / "course", self.base / "other_course"
+        self.tmpdir = self.base / "tmp"
+        user = None if as_root else _instructor()
+        home = Path(user.pw_dir) if user else Path(pwd.getpwuid(os.getuid()).pw_dir)
+        self.secrets = {"home": f"home-secret-{secrets.token_hex(8)}",
+                        "neighbour": f"neighbour-secret-{secrets.token_hex(8)}",
+                        "environment": f"environment-secret-{secrets.token_hex(8)}"}
+        self.key = home / ".ssh" / f"id_maxpool_test_{secrets.token_hex(4)}"
+        self.key.parent.mkdir(mode=0o700, exist_ok=True)
+        self.key.write_text(self.secrets["home"] + "\n")
+        self.key.chmod(0o600)
+        self.neighbour.mkdir()
+        (self.neighbour / "secret.txt").write_text(self.secrets["neighbour"] + "\n")
+        self.shadow = [line for line in Path("/etc/shadow").read_text().splitlines() if line.count(":") >= 2] \
+            if os.access("/etc/shadow", os.R_OK) else []
+
+        copy_course(self.course, with_submissions=False)
+        self.tmpdir.mkdir()
+        if user:
+            for path in (self.base, *self.base.rglob("*")):
+                os.lchown(path, user.pw_uid, user.pw_gid)
+            os.chown(self.key, user.pw_uid, user.pw_gid)
+            os.chown(self.key.parent, user.pw_uid, user.pw_gid)
+        self.user = user
+        self.run(["nbgrader", "generate_assignment", ASSIGNMENT], check=True)
+        release = nbformat.read(self.course / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", as_version=4)
+        for student, code in CLASSMATES.items():
+            folder = self.course / "submitted" / student / ASSIGNMENT
+            folder.mkdir(parents=True)
+            nbformat.write(notebook_with(release, code), folder / f"{ASSIGNMENT}.ipynb")
+        classmate = self.course / "submitted" / "aaa_first_correct" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+        self.attacks = hostile.build_attacks(
+            self.secrets, str(self.course), str(self.neighbour), [str(self.key), str(self.neighbour / "secret.txt")],
+            secret_file=str(self.key), classmate_notebook=str(classmate), home=str(home),
+            seconds=ATTACK_SECONDS)
+        for attack in self.attacks:
+            folder = self.course / "submitted" / attack.name / ASSIGNMENT
+            folder.mkdir(parents=True)
+            attack.build(folder, release)
+        if user:
+            for path in (self.course, *self.course.rglob("*")):
+                os.lchown(path, user.pw_uid, user.pw_gid)
+
+        self.before = _digests(self.course, self.neighbour)
+        cgroups_before = _cgroup_folders()
+        started = time.monotonic()
+        if command == "nbgrader autograde":
+            self.graded = self.run(["nbgrader", "autograde", ASSIGNMENT])
+            self.feedback = self.run(["nbgrader", "generate_feedback", ASSIGNMENT])
+        else:
+            self.graded = self.feedback = self.run(["maxpool-grader", "grade", "--workers", "2"])
+        self.seconds = time.monotonic() - started
+        time.sleep(1)
+        self.after = _digests(self.course, self.neighbour)
+        self.left_cgroups = sorted(str(path) for path in _cgroup_folders() - cgroups_before)
+        self.survivors = self._survivors()
+        self.left_in_tmpdir = sorted(str(path) for path in self.tmpdir.rglob("*"))
+
+    def run(self, argv: list[str], check: bool = False) -> subprocess.CompletedProcess:
+        env = {"PATH": os.pathsep.join([str(BIN), "/usr/bin", "/bin"]), "TMPDIR": str(self.tmpdir),
+               "HOME": str(self.key.parent.parent), "LANG": "C.UTF-8",
+               "MAXPOOL_TEST_SECRET": self.secrets["environment"]}
+        command = [str(BIN / argv[0]), *argv[1:]]
+        if self.user:
+            command = _as_instructor(command, env)
+            env = dict(os.environ, PATH=os.pathsep.join([str(BIN), os.environ.get("PATH", "")]))
+        result = subprocess.run(command, cwd=self.course, env=env, text=True, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, timeout=1200)
+        if check and result.returncode != 0:
+            raise AssertionError(f"{argv} failed:\n{result.stdout[-4000:]}")
+        return result
+
+    def _survivors(self) -> list[str]:
+        """Processes of this run still alive: a sandbox (bwrap's command line names this run's
+        private directories; everything in a sandbox dies with it) or a zygote (its working
+        directory is one of them)."""
+        found = []
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                cwd = os.readlink(f"/proc/{pid}/cwd")
+            except OSError:
+                cwd = ""
+            if str(self.tmpdir) in cmdline(pid) or cwd.startswith(str(self.tmpdir)):
+                found.append(f"{pid}: {cmdline(pid)[:200]}")
+        return found
+
+    def cleanup(self) -> None:
+        self.key.unlink(missing_ok=True)
+        shutil.rmtree(self.base, ignore_errors=True)
+
+    # ---------------------------------------------------------------- reading the results
+    def scores(self) -> dict[str, tuple[float, bool]]:
+        with Gradebook(f"sqlite:///{self.course / 'gradebook.db'}") as gradebook:
+            result = {}
+            for student in gradebook.students:
+                submission = gradebook.find_submission(ASSIGNMENT, student.id)
+                pending = any(grade.needs_manual_grade for notebook in submission.notebooks
+                              for grade in notebook.grades if grade.cell_type == "code")
+                result[student.id] = (submission.code_score, pending)
+            return result
+
+    def cells(self) -> dict[tuple[str, str], float]:
+        with Gradebook(f"sqlite:///{self.course / 'gradebook.db'}") as gradebook:
+            return {(student.id, grade.name): grade.score
+                    for student in gradebook.students
+                    for notebook in gradebook.find_submission(ASSIGNMENT, student.id).notebooks
+                    for grade in notebook.grades if grade.cell_type == "code"}
+
+    def report(self, student: str) -> dict:
+        path = self.course / "autograded" / student / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+        return hostile.report_of(path) or {}
+
+    def feedback_text(self, student: str) -> str:
+        page = self.course / "feedback" / student / ASSIGNMENT / f"{ASSIGNMENT}.html"
+        return " ".join(page.read_text(errors="replace").split()) if page.exists() else ""
+
+
+MODES = [(True, "nbgrader autograde"), (True, "maxpool-grader grade"),
+         (False, "nbgrader autograde"), (False, "maxpool-grader grade")]
+
+
+GRADED: dict[tuple[bool, str], dict] = {}  # every cell's score, per mode, for the last test
+
+
+@pytest.fixture(scope="module", params=MODES, ids=lambda mode: f"{'root' if mode[0] else 'user'}-{mode[1].split()[0]}")
+def batch(request):
+    as_root, command = request.param
+    if os.geteuid() != 0:
+        pytest.fail("the sealed-box test runs as root (CI does): it grades as root and as a normal user it creates")
+    made = Batch(as_root, command)
+    GRADED[request.param] = made.cells() if (made.course / "gradebook.db").exists() else {}
+    yield made
+    made.cleanup()
+
+
+# ------------------------------------------------------------------ what must hold
+def test_grading_finished_without_a_failed_submission(batch):
+    assert batch.graded.returncode == 0, batch.graded.stdout[-5000:]
+    assert "There was an error processing" not in batch.graded.stdout
+    assert batch.feedback.returncode == 0, batch.feedback.stdout[-3000:]
+    print(f"{batch.command} ({'root' if batch.as_root else 'user'}): {len(batch.attacks) + len(CLASSMATES)} "
+          f"submissions in {batch.seconds:.0f} s")
+
+
+def test_every_course_file_is_unchanged(batch):
+    changed = sorted(path for path in set(batch.before) | set(batch.after)
+                     if batch.before.get(path) != batch.after.get(path))
+    assert changed == []
+
+
+def test_classmates_keep_full_marks_and_every_attack_is_graded(batch):
+    scores = batch.scores()
+    assert {student: scores.get(student) for student in CLASSMATES} == {student: (FULL, False) for student in CLASSMATES}
+    for attack in batch.attacks:
+        assert attack.name in scores and scores[attack.name][1] is False, attack.name
+        assert batch.feedback_text(attack.name), f"no feedback for {attack.name}"
+    assert scores["hostile_symlinked_notebook"] == (0, False)
+    assert "symbolic link" in batch.feedback_text("hostile_symlinked_notebook")
+
+
+def test_no_secret_reaches_a_graded_notebook_or_a_feedback_page(batch):
+    planted = list(batch.secrets.values()) + [line for line in batch.shadow if len(line) > 12]
+    leaks = []
+    for folder in ("autograded", "feedback"):
+        for path in (batch.course / folder).rglob("*"):
+            if path.is_symlink():
+                leaks.append(f"{path} is a symbolic link")
+            elif path.is_file():
+                text = path.read_text(errors="replace")
+                leaks += [f"{path}: {secret[:20]}" for secret in planted if secret in text]
+    assert leaks == []
+    found = batch.report("hostile_reads_secrets")
+    assert found and found.get("found") == [] and found.get("uid") != 0
+
+
+def test_the_caps_held(batch):
+    bombs = batch.report("hostile_fork_bomb")
+    assert bombs and bombs["processes"] <= CAPS.processes, bombs
+    disk = batch.report("hostile_fills_disk")
+    assert disk and 0 < disk["bytes_written"] <= CAPS.scratch_bytes + CAPS.shm_bytes + (4 << 20), disk
+    memory = batch.report("hostile_memory_spread")
+    assert memory, "the memory attack reported nothing"
+    if batch.as_root:  # a cgroup caps the submission as a whole (a normal user here has none: README)
+        assert memory["peak_mib"] <= CAPS.memory_bytes >> 20, memory
+        assert "more than 2 GiB of memory" in batch.feedback_text("hostile_memory_spread")
+        assert "more than 256 processes" in batch.feedback_text("hostile_fork_bomb")
+    else:
+        assert "GRADING WITHOUT A CGROUP" in batch.graded.stdout
+    assert "more than 256 MiB" in batch.feedback_text("hostile_fills_disk")
+    flood = batch.course / "autograded" / "hostile_floods_output" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    assert flood.stat().st_size < 4 << 20
+    assert "printed more than 1024 KiB" in batch.feedback_text("hostile_floods_output")
+
+
+def test_nothing_is_left_running_or_on_disk(batch):
+    assert batch.survivors == []
+    assert [path for path in batch.left_in_tmpdir if not Path(path).name.startswith("maxpool-grader-")] == []
+    assert batch.left_cgroups == []
+
+
+def test_both_commands_grade_the_corpus_alike():
+    """Cell for cell, as root and as a normal user: plain nbgrader (cold kernels) and
+    maxpool-grader grade (warm start) give every cell the same score."""
+    for as_root in (True, False):
+        cold, warm = GRADED.get((as_root, "nbgrader autograde")), GRADED.get((as_root, "maxpool-grader grade"))
+        assert cold and warm, "a batch above did not finish"
+        differing = sorted(key for key in set(cold) | set(warm) if cold.get(key) != warm.get(key))
+        assert differing == [], [(key, cold.get(key), warm.get(key)) for key in differing[:5]]
