@@ -31,7 +31,14 @@ c.OutOfProcessVerdicts.search_seconds = 5  # per failed test: the search for a s
 c.OutOfProcessVerdicts.load_seconds = 10  # running the solution cell
 c.OutOfProcessVerdicts.total_seconds = 40  # all tests of one notebook
 c.OutOfProcessVerdicts.memory_mib = 2048
-c.OutOfProcessVerdicts.sandbox = "auto"  # "required": refuse to grade without bubblewrap
+c.OutOfProcessVerdicts.sandbox = "auto"  # "required": refuse to grade without bubblewrap and a cgroup
+# The sealed box of one submission (maxpool_grader/sandbox.py): its kernel, its verdict
+# processes and everything they start share these caps; each sandbox sees only the system,
+# Python and (the kernel) the grader package, read-only, and writes only its own /scratch.
+c.SealedBox.memory_mib = 2048  # all processes together, no swap (a cgroup; see README.md)
+c.SealedBox.processes = 256  # at once, all processes together
+c.SealedBox.scratch_mib = 256  # /scratch of each sandbox (a tmpfs; /dev/shm has 16 MiB more)
+c.SealedBox.output_kib = 1024  # what one cell may print; the rest is cut
 # The notebook itself, in nbgrader's kernel: per cell, and for the whole notebook.
 c.Execute.timeout = 15
 c.SafeExecute.notebook_seconds = 60

@@ -284,9 +284,7 @@ def _hostile_attack(P):
             deleted_in[folder] = deleted_in.get(folder, 0) + counted[0] - before
 
     created, writable = 0, []
-    for folder in [cwd] + parents:
-        if time.monotonic() > deadline:
-            break
+    for folder in [cwd] + parents:  # every folder probed first, littered after
         probe = os.path.join(folder, "hostile-litter-%d-probe" % os.getpid())
         try:
             with open(probe, "w") as handle:
@@ -294,13 +292,16 @@ def _hostile_attack(P):
         except OSError:
             continue
         writable.append(folder)
-        if not may_touch(folder):  # outside the playground: proven writable, left clean
+        if may_touch(folder):
+            created += 1
+        else:  # outside the playground: proven writable, left clean
             try:
                 os.unlink(probe)
             except OSError:
                 pass
+    for folder in writable:
+        if not may_touch(folder):
             continue
-        created += 1
         for number in range(19999):
             if number % 500 == 0 and time.monotonic() > deadline:
                 break
@@ -313,7 +314,8 @@ def _hostile_attack(P):
             except OSError:
                 break
     _hostile_report({"deleted": counted[0], "created": created, "writable_dirs": writable,
-                     "deleted_in": deleted_in, "left_alone": left_alone, "seconds": round(time.monotonic() - started, 2)})
+                     "deleted_in": deleted_in, "left_alone": left_alone,
+                     "seconds": round(time.monotonic() - started, 2)})
 '''
 
 # 3. Rewrites the classmates' notebooks to return zeros, zeroes the gradebook, edits the config.

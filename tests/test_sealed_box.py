@@ -319,3 +319,34 @@ def test_both_commands_grade_the_corpus_alike():
         assert cold and warm, "a batch above did not finish"
         differing = sorted(key for key in set(cold) | set(warm) if cold.get(key) != warm.get(key))
         assert differing == [], [(key, cold.get(key), warm.get(key)) for key in differing[:5]]
+
+
+def test_a_required_sandbox_refuses_to_grade_without_the_caps():
+    """A normal user on this machine can make no cgroup: with sandbox = "required" nbgrader
+    refuses to grade (the submission is not graded), instead of grading with fewer caps."""
+    if cgroups._v2_base() is not None:
+        pytest.skip("a delegated cgroup v2 subtree is writable here: the caps can be had")  # not on CI's v1
+    user = _instructor()
+    base = Path(tempfile.mkdtemp(prefix="maxpool-required-", dir="/tmp"))
+    try:
+        course = copy_course(base / "course", with_submissions=False)
+        folder = course / "submitted" / "a_student" / ASSIGNMENT
+        folder.mkdir(parents=True)
+        (base / "tmp").mkdir()
+        for path in (base, *base.rglob("*")):
+            os.lchown(path, user.pw_uid, user.pw_gid)
+        env = {"PATH": os.pathsep.join([str(BIN), "/usr/bin", "/bin"]), "TMPDIR": str(base / "tmp"),
+               "HOME": user.pw_dir, "LANG": "C.UTF-8"}
+
+        def run(*argv: str) -> subprocess.CompletedProcess:
+            return subprocess.run(_as_instructor([str(BIN / "nbgrader"), *argv], env), cwd=course, text=True,
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=600)
+        assert run("generate_assignment", ASSIGNMENT).returncode == 0
+        release = nbformat.read(course / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", as_version=4)
+        nbformat.write(notebook_with(release, LOOP_CORRECT), folder / f"{ASSIGNMENT}.ipynb")
+        os.lchown(folder / f"{ASSIGNMENT}.ipynb", user.pw_uid, user.pw_gid)
+        refused = run("autograde", ASSIGNMENT, "--SafeExecute.sandbox=required", "--OutOfProcessVerdicts.sandbox=required")
+        assert refused.returncode != 0 and "no cgroup can be made here" in refused.stdout, refused.stdout[-3000:]
+        assert not (course / "autograded" / "a_student" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").exists()
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
