@@ -222,7 +222,7 @@ class SealedBox(Configurable):
                                     "needs a cgroup.").tag(config=True)
     processes = Integer(256, help="Processes of the submission at once (a cgroup, else RLIMIT_NPROC).").tag(config=True)
     scratch_mib = Integer(256, help="Size of the scratch folder of each sandbox (MiB).").tag(config=True)
-    output_kib = Integer(1024, help="What the notebook's cells may print in all (KiB); the rest is cut.").tag(config=True)
+    output_kib = Integer(1024, help="What one cell of the notebook may print (KiB); the rest is cut.").tag(config=True)
 
     def caps(self) -> sandbox.Caps:
         return sandbox.Caps(memory_bytes=self.memory_mib << 20, processes=self.processes,

@@ -251,6 +251,7 @@ def test_grading_finished_without_a_failed_submission(batch):
     assert batch.graded.returncode == 0, batch.graded.stdout[-5000:]
     assert "There was an error processing" not in batch.graded.stdout
     assert batch.feedback.returncode == 0, batch.feedback.stdout[-3000:]
+    assert "Warm start of" not in batch.graded.stdout  # warm start works as root and as a normal user
     print(f"{batch.command} ({'root' if batch.as_root else 'user'}): {len(batch.attacks) + len(CLASSMATES)} "
           f"submissions in {batch.seconds:.0f} s")
 
@@ -263,7 +264,7 @@ def test_every_course_file_is_unchanged(batch):
 
 def test_classmates_keep_full_marks_and_every_attack_is_graded(batch):
     scores = batch.scores()
-    assert {student: scores.get(student) for student in CLASSMATES} == {student: (FULL, False) for student in CLASSMATES}
+    assert {student: scores.get(student) for student in CLASSMATES} == dict.fromkeys(CLASSMATES, (FULL, False))
     for attack in batch.attacks:
         assert attack.name in scores and scores[attack.name][1] is False, attack.name
         assert batch.feedback_text(attack.name), f"no feedback for {attack.name}"
@@ -345,7 +346,8 @@ def test_a_required_sandbox_refuses_to_grade_without_the_caps():
         release = nbformat.read(course / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", as_version=4)
         nbformat.write(notebook_with(release, LOOP_CORRECT), folder / f"{ASSIGNMENT}.ipynb")
         os.lchown(folder / f"{ASSIGNMENT}.ipynb", user.pw_uid, user.pw_gid)
-        refused = run("autograde", ASSIGNMENT, "--SafeExecute.sandbox=required", "--OutOfProcessVerdicts.sandbox=required")
+        refused = run("autograde", ASSIGNMENT, "--SafeExecute.sandbox=required",
+                      "--OutOfProcessVerdicts.sandbox=required")
         assert refused.returncode != 0 and "no cgroup can be made here" in refused.stdout, refused.stdout[-3000:]
         assert not (course / "autograded" / "a_student" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").exists()
     finally:
