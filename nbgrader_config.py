@@ -11,7 +11,7 @@ c.CourseDirectory.course_id = "max_pool_backward"
 
 # ---------------------------------------------------------------- grading untrusted code
 # See README.md, "Grading: what is guaranteed". Every graded test is decided out of the
-# student's process (maxpool_grader/runner.py): the solution cell runs in a separate,
+# student's process (maxpool_grader/isolation/runner.py): the solution cell runs in a separate,
 # sandboxed process with these limits, and the notebook's own test cell can only lower
 # that verdict. The tests of a correct solution take milliseconds.
 c.Autograde.exporter_class = "maxpool_grader.autograde.TolerantNotebookExporter"
@@ -32,7 +32,7 @@ c.OutOfProcessVerdicts.load_seconds = 10  # running the solution cell
 c.OutOfProcessVerdicts.total_seconds = 40  # all tests of one notebook
 c.OutOfProcessVerdicts.memory_mib = 2048
 c.OutOfProcessVerdicts.sandbox = "auto"  # "required": refuse to grade without bubblewrap and a cgroup
-# The sealed box of one submission (maxpool_grader/sandbox.py): its kernel, its verdict
+# The sealed box of one submission (maxpool_grader/isolation/sandbox.py): its kernel, its verdict
 # processes and everything they start share these caps; each sandbox sees only the system,
 # Python and (the kernel) the grader package, read-only, and writes only its own /scratch.
 c.SealedBox.memory_mib = 2048  # all processes together, no swap (a cgroup; see README.md)

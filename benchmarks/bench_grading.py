@@ -7,7 +7,7 @@ grades are equal cell for cell, and prints seconds per submission for both, thei
 and the floor: a fresh kernel running the hidden tests of one correct submission,
 measured alone. For comparison it also grades a third copy with plain serial nbgrader
 and warm start switched on (what maxpool-grader's workers do: kernels and verdict
-processes forked from a zygote, see maxpool_grader/zygote.py), so that the gain of warm
+processes forked from a zygote, see maxpool_grader/isolation/zygote.py), so that the gain of warm
 start and the gain of parallel workers can be told apart. Not a test: it prints numbers.
 
     .venv/bin/python benchmarks/bench_grading.py [--students 40] [--workers N]

@@ -36,9 +36,9 @@ from nbgrader.preprocessors import Execute, NbGraderPreprocessor
 from traitlets import Bool, Enum, Float, Integer
 from traitlets.config import Configurable
 
-from . import sandbox
+from .isolation import sandbox
 from .checks import GRADED_CHECKS
-from .runner import Limits, Verdict, verdicts
+from .isolation.runner import Limits, Verdict, verdicts
 
 NOTES_KEY = "maxpool_grader_notes"
 REPORT_KEY = "maxpool_grader"  # cell metadata: the out-of-process verdict (passed, kind, bugs)
@@ -310,7 +310,7 @@ class SafeExecute(Execute):
     memory_mib = Integer(4096, help="Address-space limit of the kernel (MiB).").tag(config=True)
     warm_start = Bool(False, help=(
         "Fork each sandboxed kernel from a warm zygote process instead of starting Python "
-        "(maxpool_grader/zygote.py): much less CPU per notebook when one process grades many "
+        "(maxpool_grader/isolation/zygote.py): much less CPU per notebook when one process grades many "
         "(maxpool-grader grade turns it on in its workers).")).tag(config=True)
 
     def preprocess(self, nb, resources=None, km=None):

@@ -96,7 +96,8 @@ def configured_db_url(course: Path) -> str:
 def grade(course: Path, *, workers: int | None = None, force: bool = False, db_url: str | None = None,
           assignment: str = ASSIGNMENT) -> int:
     """Grade the class; 0 unless grading itself broke (a student's code never makes it fail)."""
-    from . import cgroups, parallel, report, sandbox
+    from . import parallel, report
+    from .isolation import cgroups, sandbox
     course = course.resolve()
     db_url = db_url or configured_db_url(course)
     db_option = f"--CourseDirectory.db_url={db_url}"

@@ -44,7 +44,7 @@ def _digest_files(root: Path, files) -> str:
 def grader_digest(course: Path, db_url: str, assignment: str = ASSIGNMENT) -> str:
     """What decides a grade besides the submission: change any of it and all are regraded."""
     decisive = [course / "nbgrader_config.py", *sorted((course / "source" / assignment).rglob("*")),
-                *sorted(PACKAGE_DIR.glob("*.py"))]
+                *sorted(PACKAGE_DIR.rglob("*.py"))]
     digest = hashlib.sha256(db_url.encode())
     for path in decisive:
         if path.is_file():

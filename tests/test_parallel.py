@@ -17,7 +17,7 @@ from nbgrader.api import Gradebook
 
 from conftest import ASSIGNMENT, BIN, ROOT, copy_course, nbgrader
 from corpus import build as build_corpus
-from maxpool_grader import sandbox
+from maxpool_grader.isolation import sandbox
 
 STUDENTS = sorted(p.name for p in (ROOT / "submitted").iterdir() if p.is_dir())
 EXTRA = ["fault_infinite_loop", "fault_os_exit", "attack_imports_torch", "fault_missing_notebook"]
@@ -145,7 +145,7 @@ def test_an_interrupted_run_resumes_and_completes(tmp_path):
     assert 2 <= graded_before < len(STUDENTS)
 
     # what a worker killed inside a submission leaves: its kernel's private directory
-    ended = Path(subprocess.run([sys.executable, "-c", "from maxpool_grader import sandbox; "
+    ended = Path(subprocess.run([sys.executable, "-c", "from maxpool_grader.isolation import sandbox; "
                                  "print(sandbox.private_directory('kernel-'))"],
                                 capture_output=True, text=True, check=True).stdout.strip())
     running = sandbox.private_directory("test-")  # this process's: in use, must stay

@@ -13,10 +13,10 @@ import pytest
 from conftest import flat
 from corpus import AGREEABLE_ARRAY, ZEROS
 from make_sample_class import LOOP_CORRECT, NOISY_CORRECT
-from maxpool_grader import runner, untrusted
+from maxpool_grader.isolation import runner, untrusted
 from maxpool_grader.checks import GRADED_CHECKS, evaluate
-from maxpool_grader.runner import Limits, verdicts
-from maxpool_grader.shortcuts import find_shortcuts
+from maxpool_grader.isolation.runner import Limits, verdicts
+from maxpool_grader.isolation.shortcuts import find_shortcuts
 
 QUICK = Limits(check_seconds=1.5, search_seconds=1.5, load_seconds=3, total_seconds=6)
 SIGNATURE = "def max_pool_backward(d_output, x, pool_size, stride=None):\n"

@@ -35,7 +35,7 @@ import hostile
 from conftest import ASSIGNMENT, BIN, ROOT, cmdline, copy_course
 from corpus import FULL, notebook_with
 from make_sample_class import LOOP_CORRECT, VECTORIZED_CORRECT
-from maxpool_grader import cgroups, sandbox
+from maxpool_grader.isolation import cgroups, sandbox
 
 import nbformat
 

@@ -28,7 +28,7 @@ from nbgrader.api import Gradebook
 from conftest import ASSIGNMENT, BIN, RELEASE_NOTEBOOK, ROOT, cmdline, copy_course, flat, nbgrader
 from corpus import ATTACKS, CORPUS, FAULTS, FULL
 from test_parallel import all_grades, grade_command, sqlite
-from maxpool_grader import sandbox
+from maxpool_grader.isolation import sandbox
 from maxpool_grader.checks import GRADED_CHECKS
 
 CORRECT_SAMPLES = ["loop_correct", "vectorized_correct", "noisy_correct"]
@@ -36,14 +36,14 @@ CORRECT_SAMPLES = ["loop_correct", "vectorized_correct", "noisy_correct"]
 
 def _digests(course: Path) -> dict[str, str]:
     watched = [course / "nbgrader_config.py", *sorted((course / "submitted").rglob("*")),
-               *sorted((ROOT / "maxpool_grader").glob("*.py"))]
+               *sorted((ROOT / "maxpool_grader").rglob("*.py"))]
     return {str(path): hashlib.sha256(path.read_bytes()).hexdigest() for path in watched if path.is_file()}
 
 
 def _grade_batch(root: Path, command: str) -> dict:
     """The corpus and the correct samples in one course, graded by ``command``: plain serial
     ``nbgrader autograde`` (cold kernels) or ``maxpool-grader grade`` (2 workers, kernels
-    and verdict processes forked warm, see maxpool_grader/zygote.py). The run has a
+    and verdict processes forked warm, see maxpool_grader/isolation/zygote.py). The run has a
     TMPDIR of its own: its private directories are told apart from any other run's."""
     assert sandbox.bwrap_works(), "these tests need the sandbox: apt-get install bubblewrap"
     course = copy_course(root / "course", with_submissions=False)

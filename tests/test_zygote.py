@@ -1,4 +1,4 @@
-"""Warm start (maxpool_grader/zygote.py): a process forked into a fresh sandbox must be
+"""Warm start (maxpool_grader/isolation/zygote.py): a process forked into a fresh sandbox must be
 confined exactly like one started cold in it, and grade exactly the same.
 
 These tests need the bubblewrap sandbox (``.ci/run`` installs it); they do not skip.
@@ -23,8 +23,8 @@ from nbclient import NotebookClient
 from conftest import ROOT, cmdline, flat
 from corpus import SIGNATURE, ZEROS
 from make_sample_class import LOOP_CORRECT
-from maxpool_grader import runner, sandbox, zygote
-from maxpool_grader.runner import Limits, verdicts
+from maxpool_grader.isolation import runner, sandbox, zygote
+from maxpool_grader.isolation.runner import Limits, verdicts
 
 LOG = logging.getLogger("test_zygote")
 QUICK = Limits(check_seconds=1.5, search_seconds=1.5, load_seconds=3, total_seconds=8)

@@ -1,4 +1,4 @@
-"""The kernel zygote: ``python -m maxpool_grader.kernel_zygote <socket fd>``.
+"""The kernel zygote: ``python -m maxpool_grader.isolation.kernel_zygote <socket fd>``.
 
 Imports what every grading kernel imports (ipykernel, IPython, NumPy, the grader's
 checks) once, then forks one kernel per request into a fresh sandbox (see
@@ -18,7 +18,7 @@ import numpy  # noqa: F401
 from ipykernel import ipkernel, kernelapp  # noqa: F401
 
 import maxpool_grader.checks  # noqa: F401  (what the hidden test cells import)
-from maxpool_grader import zygote
+from maxpool_grader.isolation import zygote
 
 # python -m puts the working directory first, and ipykernel_launcher removes it again
 BASE_PATH = list(sys.path[1:])

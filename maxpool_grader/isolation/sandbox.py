@@ -61,7 +61,7 @@ from .zygote import SpawnError, Zygote
 BWRAP = shutil.which("bwrap")
 PRLIMIT = shutil.which("prlimit")
 SETPRIV = shutil.which("setpriv")
-PACKAGE_DIR = Path(__file__).resolve().parent
+PACKAGE_DIR = Path(__file__).resolve().parent.parent  # the grader package, all of it
 STUDENT_UID = STUDENT_GID = 65534  # "nobody": the student's code when grading runs as root
 AS_ROOT = os.geteuid() == 0
 
@@ -586,7 +586,7 @@ def _kernel_zygote() -> Zygote:
         # the sandboxed kernels' environment (ipykernel reads some of it when imported)
         directory = private_directory("zygote-")
         _the_kernel_zygote = Zygote(
-            [sys.executable, "-m", "maxpool_grader.kernel_zygote"], cwd=str(directory),
+            [sys.executable, "-m", "maxpool_grader.isolation.kernel_zygote"], cwd=str(directory),
             env=dict(environment(home=str(directory), JPY_PARENT_PID="1"), TMPDIR=str(directory),
                      **{key: os.environ[key] for key in ("PYTHONPATH",) if key in os.environ}))
     return _the_kernel_zygote

@@ -32,10 +32,10 @@ import numpy as np
 from IPython.core.inputtransformer2 import TransformerManager
 
 from . import sandbox, untrusted, zygote
-from .checks import GRADED_CHECKS, HiddenCheck, _report, explain, graded_failure, passed_message
-from .diagnosis import FUNCTION, compile_problems, explain_missing
+from ..checks import GRADED_CHECKS, HiddenCheck, _report, explain, graded_failure, passed_message
+from ..diagnosis import FUNCTION, compile_problems, explain_missing
 from .shortcuts import find_shortcuts, shortcut_message
-from .student_call import (CheckFailed, StudentError, line_of_code, not_an_array_message,
+from ..student_call import (CheckFailed, StudentError, line_of_code, not_an_array_message,
                            not_numbers_message, raised_message)
 
 
