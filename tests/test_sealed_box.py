@@ -96,11 +96,13 @@ def _digests(*folders: Path, skip=("autograded", "feedback", "gradebook.db", ".m
     return found
 
 
-def _cgroup_folders() -> set[Path]:
+def _cgroup_folders(tag: str) -> set[Path]:
+    """The cgroups of the grading runs whose names carry ``tag`` (cgroups.run_tag)."""
     folders = set()
     for base in (*(cgroups._v1_bases() or {}).values(), cgroups._v2_base()):
         if base is not None and base.is_dir():
-            folders.update(path for path in base.iterdir() if path.name.startswith(cgroups.PREFIX))
+            folders.update(path for path in base.iterdir()
+                           if path.name.startswith(cgroups.PREFIX) and tag in path.name.rsplit("-", 1)[-1])
     return folders
 
 
@@ -155,7 +157,7 @@ class Batch:
                 os.lchown(path, user.pw_uid, user.pw_gid)
 
         self.before = _digests(self.course, self.neighbour)
-        cgroups_before = _cgroup_folders()
+        tag = cgroups.run_tag(str(self.tmpdir), user.pw_uid if user else os.getuid())
         started = time.monotonic()
         if command == "nbgrader autograde":
             self.graded = self.run(["nbgrader", "autograde", ASSIGNMENT])
@@ -165,7 +167,7 @@ class Batch:
         self.seconds = time.monotonic() - started
         time.sleep(1)
         self.after = _digests(self.course, self.neighbour)
-        self.left_cgroups = sorted(str(path) for path in _cgroup_folders() - cgroups_before)
+        self.left_cgroups = sorted(str(path) for path in _cgroup_folders(tag))
         self.survivors = self._survivors()
         self.left_in_tmpdir = sorted(str(path) for path in self.tmpdir.rglob("*"))
 

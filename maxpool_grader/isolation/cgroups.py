@@ -28,10 +28,12 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import hashlib
 import os
 import re
 import secrets
 import signal
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -249,7 +251,7 @@ def _process_parents() -> tuple[dict[str, Path], int] | None:
     if _parents is not None and all(path.is_dir() and path.name.startswith(name)  # not a forked parent's
                                     for path in _parents[0].values()):
         return _parents
-    name += secrets.token_hex(4)
+    name += run_tag(tempfile.gettempdir(), os.getuid()) + secrets.token_hex(2)
     v2 = _v2_base()
     attempts: list[tuple[dict[str, Path], int]] = []
     if v2 is not None:
@@ -307,6 +309,12 @@ def _remove_own(made: dict[str, Path]) -> None:
     if all(path.name.startswith(f"{PREFIX}{os.getpid()}-") for path in made.values()):
         for directory in made.values():
             _remove(directory)
+
+
+def run_tag(tmpdir: str, uid: int) -> str:
+    """Six hex digits in the names of a grading run's cgroups, the same for all processes of
+    runs that share a temporary directory and a user: tells two runs' cgroups apart."""
+    return hashlib.sha256(f"{os.path.realpath(tmpdir)}:{uid}".encode()).hexdigest()[:6]
 
 
 def why_unavailable() -> str:
