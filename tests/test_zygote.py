@@ -268,3 +268,31 @@ def test_a_killed_verdict_zygote_is_started_again():
     found = verdicts("import numpy as np\n" + LOOP_CORRECT, grade_ids=["hidden_gradient_check"],
                      limits=QUICK, wrap=wrap)
     assert found["hidden_gradient_check"].passed and runner._verdict_zygote() is not first
+
+
+HUGE_MESSAGE = """
+import logging, resource, sys
+import nbformat
+from nbclient import NotebookClient
+from maxpool_grader.isolation import sandbox
+box = sandbox.Box(log=logging.getLogger("huge"))
+cell = ("k = get_ipython().kernel\\n"
+        "k.session.send(k.iopub_socket, 'stream', {'name': 'stdout', 'text': 'x' * 200_000_000}, "
+        "parent=k.get_parent())")
+notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(cell)])
+manager = sandbox.kernel_manager("required", 4096 << 20, logging.getLogger("huge"), box, False)
+try:
+    NotebookClient(notebook, timeout=30, iopub_timeout=1, kernel_name="python3", kernel_manager_class=manager).execute()
+finally:
+    box.close()
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss >> 10, len(str(notebook.cells[0].outputs)))
+"""
+
+
+def test_one_huge_message_from_the_kernel_never_reaches_the_grader_s_memory():
+    """A kernel can send one 200 MB message, past any output cap: the grader's client drops
+    the connection at sandbox.MAX_MESSAGE_BYTES (32 MiB) instead of reading it in."""
+    result = subprocess.run([sys.executable, "-c", HUGE_MESSAGE], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    peak_mib, output_chars = map(int, result.stdout.split())
+    assert output_chars < 1000 and peak_mib < 180, (peak_mib, output_chars)

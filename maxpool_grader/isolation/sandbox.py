@@ -52,8 +52,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+import zmq
+import zmq.asyncio
+from jupyter_client.asynchronous import AsyncKernelClient
 from jupyter_client.manager import AsyncKernelManager
-from traitlets import CaselessStrEnum
+from traitlets import CaselessStrEnum, Type, default
 
 from . import cgroups
 from .zygote import SpawnError, Zygote
@@ -72,6 +75,7 @@ HOME = SCRATCH + "/home"
 TMPDIR = SCRATCH + "/tmp"  # /tmp points here
 KERNEL_DIR = "/run/kernel"  # the kernel's connection file and sockets
 VERDICT_DIR = "/run/verdict"  # the verdict process's program
+MAX_MESSAGE_BYTES = 32 << 20  # the largest message the grader takes from a kernel
 
 # The little of /etc a Python process needs (dynamic linker, time zone); passwd and group
 # are written for the sandbox.
@@ -447,6 +451,19 @@ class LimitedKernelManager(AsyncKernelManager):
     pre_start_kernel = _async_pre_start_kernel
 
 
+class CappedKernelClient(AsyncKernelClient):
+    """The grader's client of a sandboxed kernel: a message bigger than MAX_MESSAGE_BYTES
+    drops the connection instead of landing in the grader's memory (the kernel may send
+    one huge message; a cell's output is cut at SealedBox.output_kib anyway)."""
+
+    @default("context")
+    def _context_default(self) -> zmq.asyncio.Context:
+        self._created_context = True
+        context = zmq.asyncio.Context()
+        context.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE_BYTES)
+        return context
+
+
 class SandboxedKernelManager(AsyncKernelManager):
     """A kernel in a sandbox of the submission's box. Its ZMQ sockets are made inside the
     sandbox (KERNEL_DIR); the grader reaches them through descriptors it opened before any
@@ -461,6 +478,8 @@ class SandboxedKernelManager(AsyncKernelManager):
     warm = False
     _private: str | None = None
     _socket_fds: list[int] = []
+
+    client_factory = Type(CappedKernelClient, klass=AsyncKernelClient)
 
     async def _async_pre_start_kernel(self, **kw):
         if self._private is None:  # kept across restarts
