@@ -207,7 +207,8 @@ class Box:
         argv += ["--perms", "1777", "--size", str(self.caps.scratch_bytes), "--tmpfs", SCRATCH]
         for directory in (WORKDIR, HOME, TMPDIR):
             argv += ["--perms", "1777", "--dir", directory]
-        argv += ["--symlink", TMPDIR, "/tmp"]
+        if not any(tree == "/tmp" or tree.startswith("/tmp/") for tree in _read_only_trees(kernel)):
+            argv += ["--symlink", TMPDIR, "/tmp"]  # else Python lives under /tmp: TMPDIR says where
         argv += ["--perms", "1777", "--size", str(self.caps.shm_bytes), "--tmpfs", "/dev/shm"]
         for relative, host in self.files:
             try:
