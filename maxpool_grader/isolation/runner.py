@@ -102,7 +102,7 @@ def _verdict_zygote() -> zygote.Zygote:
         for module in (untrusted, zygote):
             shutil.copyfile(module.__file__, directory / Path(module.__file__).name)
         _the_verdict_zygote = zygote.Zygote(
-            [sys.executable, "-I", str(directory / "untrusted.py"), "--zygote"],
+            [sandbox.PYTHON, "-I", str(directory / "untrusted.py"), "--zygote"],
             env=dict(sandbox.environment(home=str(directory)), TMPDIR=str(directory)), cwd=str(directory))
     return _the_verdict_zygote
 
@@ -153,7 +153,7 @@ class SolutionProcess:
             if self.process is None:
                 # the limits by prlimit: no preexec_fn, so it is safe from the verdict thread
                 argv = launch.argv + box.command(rlimits) + [
-                    sys.executable, "-I", f"{sandbox.VERDICT_DIR}/{script.name}", str(request_read),
+                    sandbox.PYTHON, "-I", f"{sandbox.VERDICT_DIR}/{script.name}", str(request_read),
                     str(reply_write)]
                 self.process = subprocess.Popen(
                     argv, pass_fds=(request_read, reply_write, *launch.fds), cwd=self.directory,

@@ -67,6 +67,9 @@ SETPRIV = shutil.which("setpriv")
 PACKAGE_DIR = Path(__file__).resolve().parent.parent  # the grader package, all of it
 STUDENT_UID = STUDENT_GID = 65534  # "nobody": the student's code when grading runs as root
 AS_ROOT = os.geteuid() == 0
+# The interpreter by an absolute path without "..": a sandbox does not have the folder a
+# Python started as tests/../.venv/bin/python was named from.
+PYTHON = os.path.abspath(sys.executable)
 
 # Inside every sandbox
 SCRATCH = "/scratch"  # the only writable place (a size-limited tmpfs)
@@ -383,7 +386,7 @@ def _system_binds(kernel: bool) -> list[str]:
                 argv += ["--perms", "0755", "--dir", str(ancestor)]
         argv += ["--ro-bind", tree, tree]
     # the interpreter's path as the grader knows it (a virtualenv's bin/python is a link)
-    for path in {sys.prefix, os.path.dirname(sys.executable)}:
+    for path in {os.path.abspath(sys.prefix), os.path.dirname(PYTHON)}:
         real = os.path.realpath(path)
         if path != real and os.path.isdir(real):
             argv += ["--symlink", real, path]
@@ -392,7 +395,7 @@ def _system_binds(kernel: bool) -> list[str]:
 
 def environment(home: str = HOME, **extra: str) -> dict[str, str]:
     """The whole environment of a sandboxed process: nothing of the grader's."""
-    bin_dir = os.path.dirname(sys.executable)
+    bin_dir = os.path.dirname(PYTHON)
     return {"PATH": os.pathsep.join([bin_dir, "/usr/local/bin", "/usr/bin", "/bin"]),
             "HOME": home, "TMPDIR": TMPDIR, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
             "MPLCONFIGDIR": f"{home}/.config/matplotlib",
@@ -494,6 +497,8 @@ class SandboxedKernelManager(AsyncKernelManager):
         inside.write_text(json.dumps(dict(info, ip=f"{KERNEL_DIR}/ipc")))
         inside.chmod(0o644)  # the sandbox's uid reads it; its directory is the grader's alone
         command = [f"{KERNEL_DIR}/kernel.json" if arg == self.connection_file else arg for arg in command]
+        if command and os.path.realpath(command[0]) == os.path.realpath(PYTHON):
+            command[0] = PYTHON
         # ipykernel exits when its parent's pid is gone, and the sandbox's pid namespace does
         # not show it; 1 means "no parent to watch" (the sandbox ends the kernel anyway)
         kw["env"] = environment(JPY_PARENT_PID="1")
@@ -606,7 +611,7 @@ def _kernel_zygote() -> Zygote:
         # the sandboxed kernels' environment (ipykernel reads some of it when imported)
         directory = private_directory("zygote-")
         _the_kernel_zygote = Zygote(
-            [sys.executable, "-m", "maxpool_grader.isolation.kernel_zygote"], cwd=str(directory),
+            [PYTHON, "-m", "maxpool_grader.isolation.kernel_zygote"], cwd=str(directory),
             env=dict(environment(home=str(directory), JPY_PARENT_PID="1"), TMPDIR=str(directory),
                      **{key: os.environ[key] for key in ("PYTHONPATH",) if key in os.environ}))
     return _the_kernel_zygote
