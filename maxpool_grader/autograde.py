@@ -358,22 +358,45 @@ class SafeExecute(Execute):
 
     def output(self, outs, msg, display_id, cell_index):
         """nbclient's output handler, with a cap on what one cell may print: a flood of
-        output is cut here, before it fills the grader's memory. Errors always pass (a
-        test cell's failure must be seen)."""
+        output is cut here, before it fills the grader's memory. The first error of a
+        cell always passes, shortened (a test cell's failure must be seen)."""
         content = msg.get("content", {})
-        if msg.get("msg_type") != "error":
-            size = len(content.get("text", "")) + sum(len(str(value)) for value in content.get("data", {}).values())
-            left = self._output_left.get(cell_index, self._caps.output_bytes)
-            self._output_left[cell_index] = left - size
-            if left <= 0:
-                return None
-            if size > left:
+        kind = msg.get("msg_type")
+        left = self._output_left.get(cell_index, self._caps.output_bytes)
+        size = _output_size(kind, content)
+        if kind == "error" and not any(out.get("output_type") == "error" for out in outs):
+            self._output_left[cell_index] = left - min(size, ERROR_BYTES)
+            if size > ERROR_BYTES:
                 self._output_cut = True
-                if msg.get("msg_type") != "stream":
-                    return None
-                msg = dict(msg, content=dict(content, text=content["text"][:left]
-                                             + "\n[... output cut: this cell printed too much ...]\n"))
+                msg = dict(msg, content=_shortened_error(content))
+            return super().output(outs, msg, display_id, cell_index)
+        self._output_left[cell_index] = left - size
+        if left <= 0:
+            return None
+        if size > left:
+            self._output_cut = True
+            if kind != "stream":
+                return None
+            msg = dict(msg, content=dict(content, text=str(content.get("text", ""))[:left] + OUTPUT_CUT))
         return super().output(outs, msg, display_id, cell_index)
+
+    def handle_comm_msg(self, outs, msg, cell_index):
+        """Widgets are not graded: their state would bypass the output cap."""
+
+    def _update_display_id(self, display_id, msg):
+        """Display updates are not kept: they would rewrite outputs of earlier cells past the
+        output cap."""
+
+    def _dropped_output(self, cell) -> None:
+        """Mark a cell whose output the kernel connection dropped: one message over
+        sandbox.MAX_MESSAGE_BYTES (the channels connect again by themselves)."""
+        client = getattr(self, "kc", None)
+        dropped = sum(channel.take_dropped() for channel in (getattr(client, "iopub_channel", None),
+                                                             getattr(client, "shell_channel", None))
+                      if isinstance(channel, sandbox.RevivingChannel))
+        if dropped:
+            self._output_cut = True
+            cell.outputs = list(cell.get("outputs", [])) + [new_output("stream", name="stdout", text=OUTPUT_CUT)]
 
     def _decided(self) -> dict[str, Verdict]:
         if self._verdicts is None:
@@ -397,7 +420,9 @@ class SafeExecute(Execute):
         saved_timeout = self.timeout
         self.timeout = max(1, int(min(self.timeout or remaining, remaining)))
         try:
-            return super().preprocess_cell(cell, resources, index)
+            cell, resources = super().preprocess_cell(cell, resources, index)
+            self._dropped_output(cell)
+            return cell, resources
         except DeadKernelError:
             self._not_running = "the kernel died in an earlier cell"
             cell.outputs = list(cell.get("outputs", [])) + [new_output(
@@ -407,9 +432,36 @@ class SafeExecute(Execute):
                            "were not run; the tests among them were graded outside the notebook."])]
             return cell, resources
         except CellTimeoutError:
+            self._dropped_output(cell)
             return cell, resources
         finally:
             self.timeout = saved_timeout
+
+
+OUTPUT_CUT = "\n[... output cut: this cell printed too much ...]\n"
+ERROR_BYTES = 64 << 10  # the first error of a cell is kept, shortened to this
+
+
+def _output_size(kind: str | None, content: dict) -> int:
+    """What an output message would add to the notebook (and the grader's memory), in
+    characters; at least 64, so that a flood of empty messages counts too."""
+    if kind == "stream":
+        size = len(str(content.get("text", "")))
+    elif kind in ("display_data", "update_display_data", "execute_result"):
+        size = len(json.dumps([content.get("data", {}), content.get("metadata", {})], default=str))
+    elif kind == "error":
+        size = len(json.dumps([content.get("ename"), content.get("evalue"), content.get("traceback")], default=str))
+    else:
+        size = 0
+    return max(size, 64)
+
+
+def _shortened_error(content: dict) -> dict:
+    """An error message cut to about ERROR_BYTES: its name, the start of its value and the
+    last lines of its traceback."""
+    traceback = [str(line)[:2000] for line in content.get("traceback", []) or []][-20:]
+    return dict(content, ename=str(content.get("ename", ""))[:200], evalue=str(content.get("evalue", ""))[:4000],
+                traceback=traceback)
 
 
 def _not_run_output(reason: str, verdict: Verdict | None) -> NotebookNode:

@@ -678,6 +678,46 @@ def _hostile_attack(P):
                 break
 '''
 
+# 9. Talks to the grader through the kernel's own session, past print(): one message far
+#    over any cap, a flood of fake errors, widget states, display updates that would rewrite
+#    earlier outputs, and empty outputs by the thousand. Only the kernel has a session; in
+#    the verdict process the attack reports that and stops.
+KERNEL_MESSAGES = r"""
+def _hostile_attack(P):
+    import time
+
+    kernel = getattr(get_ipython(), "kernel", None)
+    if kernel is None:
+        _hostile_report({"kernel": False})
+        return
+    deadline = time.monotonic() + P["seconds"]
+    parent, session, iopub = kernel.get_parent(), kernel.session, kernel.iopub_socket
+    sent = {"huge": 0, "errors": 0, "widgets": 0, "updates": 0, "empty": 0}
+    _hostile_report({"kernel": True, "plan": {key: P[key] for key in sent}, "big_bytes": P["big_bytes"]})
+    # (what was sent cannot be reported after it: the output cap has cut the cell by then)
+    big = "B" * P["big_bytes"]
+
+    def send(kind, content, what):
+        if time.monotonic() < deadline:
+            session.send(iopub, kind, content, parent=parent)
+            sent[what] += 1
+
+    for index in range(P["errors"]):
+        send("error", {"ename": "FakeError", "evalue": big, "traceback": [big]}, "errors")
+    for index in range(P["widgets"]):
+        send("comm_msg", {"comm_id": "widget-%d" % index, "data": {"method": "update", "state": {"v": big}}},
+             "widgets")
+    send("display_data", {"data": {"text/plain": "shown once"}, "metadata": {},
+                          "transient": {"display_id": "hostile"}}, "updates")
+    for index in range(P["updates"]):
+        send("update_display_data", {"data": {"text/plain": big}, "metadata": {},
+                                     "transient": {"display_id": "hostile"}}, "updates")
+    for index in range(P["empty"]):
+        send("display_data", {"data": {}, "metadata": {}}, "empty")
+    for _ in range(P["huge"]):  # last: a dropped connection must not hide the others
+        send("stream", {"name": "stdout", "text": "H" * P["huge_bytes"]}, "huge")
+"""
+
 # 8. Reads through symlinks planted next to the notebook (run by hostile_plants_symlinks).
 READS_THROUGH_LINKS = r'''
 def _hostile_attack(P):
@@ -788,6 +828,9 @@ def build_attacks(secrets: dict[str, str], course: str, neighbour: str, read_pat
          FILLS_DISK, {"disk_bytes": 4_000_000_000}),
         ("hostile_floods_output", "prints 250 MB and writes 25 MB to each of fds 1 and 2",
          FLOODS_OUTPUT, {"print_bytes": 250_000_000, "fd_bytes": 25_000_000}),
+        ("hostile_kernel_messages", "sends 200 MB, fake errors, widgets and display updates past print()",
+         KERNEL_MESSAGES, {"huge": 1, "huge_bytes": 200_000_000, "errors": 40, "widgets": 40, "updates": 40,
+                           "empty": 50_000, "big_bytes": 3_000_000}),
     ]
     submissions = [Submission(name, what, solution(cell(body, dict(common, **params))), FULL, PASSED)
                    for name, what, body, params in attacks]

@@ -106,6 +106,20 @@ def _cgroup_folders(tag: str) -> set[Path]:
     return folders
 
 
+# Plain ``nbgrader autograde``, in the same process as nbgrader's own command, writing its
+# peak memory (MiB) when it exits: what the kernels send must not land in the grader's memory.
+# (VmHWM, not ru_maxrss: after vfork and exec, ru_maxrss starts at the parent's peak.)
+MEASURED_NBGRADER = """
+import atexit, os, re, sys
+atexit.register(lambda: open(os.environ["MAXPOOL_PEAK_FILE"], "w").write(
+    str(int(re.search(r"VmHWM:\\s*(\\d+)", open("/proc/self/status").read())[1]) >> 10)))
+from nbgrader.apps.nbgraderapp import main
+sys.argv[0] = "nbgrader"
+sys.exit(main())
+"""
+GRADER_PEAK_MIB = 600  # about 150 MiB grading the whole batch; 3.6 GB before the channels were capped
+
+
 class Batch:
     """A course with the hostile corpus and correct classmates, graded once."""
 
@@ -114,6 +128,7 @@ class Batch:
         self.base = Path(tempfile.mkdtemp(prefix="maxpool-sealed-", dir="/tmp"))
         self.base.chmod(0o755)
         self.course, self.neighbour = self.base / "course", self.base / "other_course"
+        self.peak_file = self.base / "grader-peak-mib"
         self.tmpdir = self.base / "tmp"
         user = None if as_root else _instructor()
         home = Path(user.pw_dir) if user else Path(pwd.getpwuid(os.getuid()).pw_dir)
@@ -159,8 +174,8 @@ class Batch:
         self.before = _digests(self.course, self.neighbour)
         tag = cgroups.run_tag(str(self.tmpdir), user.pw_uid if user else os.getuid())
         started = time.monotonic()
-        if command == "nbgrader autograde":
-            self.graded = self.run(["nbgrader", "autograde", ASSIGNMENT])
+        if command == "nbgrader autograde":  # nbgrader itself, measuring its own peak memory
+            self.graded = self.run(["python", "-c", MEASURED_NBGRADER, "autograde", ASSIGNMENT])
             self.feedback = self.run(["nbgrader", "generate_feedback", ASSIGNMENT])
         else:
             self.graded = self.feedback = self.run(["maxpool-grader", "grade", "--workers", "2"])
@@ -174,7 +189,7 @@ class Batch:
     def run(self, argv: list[str], check: bool = False) -> subprocess.CompletedProcess:
         env = {"PATH": os.pathsep.join([str(BIN), "/usr/bin", "/bin"]), "TMPDIR": str(self.tmpdir),
                "HOME": str(self.key.parent.parent), "LANG": "C.UTF-8",
-               "MAXPOOL_TEST_SECRET": self.secrets["environment"]}
+               "MAXPOOL_TEST_SECRET": self.secrets["environment"], "MAXPOOL_PEAK_FILE": str(self.peak_file)}
         command = [str(BIN / argv[0]), *argv[1:]]
         if self.user:
             command = _as_instructor(command, env)
@@ -303,9 +318,16 @@ def test_the_caps_held(batch):
     else:
         assert "GRADING WITHOUT A CGROUP" in batch.graded.stdout
     assert "more than 256 MiB" in batch.feedback_text("hostile_fills_disk")
-    flood = batch.course / "autograded" / "hostile_floods_output" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
-    assert flood.stat().st_size < 4 << 20
-    assert "printed more than 1024 KiB" in batch.feedback_text("hostile_floods_output")
+    for flood in ("hostile_floods_output", "hostile_kernel_messages"):
+        graded = batch.course / "autograded" / flood / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+        assert graded.stat().st_size < 4 << 20, flood
+        assert "printed more than 1024 KiB" in batch.feedback_text(flood), flood
+    assert batch.report("hostile_kernel_messages").get("kernel") is True
+    # what a kernel sends (hostile_kernel_messages: 200 MB in one message, 360 MB of fake
+    # errors, widget states and display updates, 50,000 empty outputs) never fills the
+    # grader's memory; measured on plain nbgrader, which grades the whole batch in one process
+    if batch.command == "nbgrader autograde":
+        assert int(batch.peak_file.read_text()) < GRADER_PEAK_MIB
 
 
 def test_nothing_is_left_running_or_on_disk(batch):

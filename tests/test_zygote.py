@@ -13,6 +13,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -273,28 +274,77 @@ def test_a_killed_verdict_zygote_is_started_again():
 
 
 HUGE_MESSAGE = """
-import logging, resource, sys
+import logging, re, sys
 import nbformat
 from nbclient import NotebookClient
 from maxpool_grader.isolation import sandbox
 box = sandbox.Box(log=logging.getLogger("huge"))
-cell = ("k = get_ipython().kernel\\n"
-        "k.session.send(k.iopub_socket, 'stream', {'name': 'stdout', 'text': 'x' * 200_000_000}, "
-        "parent=k.get_parent())")
-notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(cell)])
+cells = ["k = get_ipython().kernel\\n"
+         "k.session.send(k.iopub_socket, 'stream', {'name': 'stdout', 'text': 'x' * 200_000_000}, "
+         "parent=k.get_parent())",
+         "k.session.send(k.shell_stream, 'execute_reply', {'x': 'y' * 50_000_000}, parent=k.get_parent('shell'), "
+         "ident=k._parent_ident['shell'])",
+         "print('still connected')"]
+notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(cell) for cell in cells])
 manager = sandbox.kernel_manager("required", 4096 << 20, logging.getLogger("huge"), box, False)
+client = NotebookClient(notebook, timeout=10, iopub_timeout=1, kernel_name="python3", kernel_manager_class=manager)
+dropped = []
 try:
-    NotebookClient(notebook, timeout=30, iopub_timeout=1, kernel_name="python3", kernel_manager_class=manager).execute()
+    with client.setup_kernel():
+        for index, cell in enumerate(notebook.cells):
+            client.execute_cell(cell, index)
+            dropped.append(client.kc.iopub_channel.take_dropped() + client.kc.shell_channel.take_dropped())
 finally:
     box.close()
-print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss >> 10, len(str(notebook.cells[0].outputs)))
+peak_kib = int(re.search(r"VmHWM:\\s*(\\d+)", open("/proc/self/status").read())[1])  # not ru_maxrss (docstring)
+print(peak_kib >> 10, len(str(notebook.cells[0].outputs)),
+      ",".join(map(str, dropped)), notebook.cells[2].outputs[0]["text"].strip())
 """
 
 
 def test_one_huge_message_from_the_kernel_never_reaches_the_grader_s_memory():
-    """A kernel can send one 200 MB message, past any output cap: the grader's client drops
-    the connection at sandbox.MAX_MESSAGE_BYTES (32 MiB) instead of reading it in."""
+    """A kernel can send one 200 MB message on iopub, or 50 MB on shell, past any output cap:
+    the grader's client drops the connection at sandbox.MAX_MESSAGE_BYTES instead of reading
+    it in, and connects again, so the next cell's output still arrives. (The peak is the
+    process's VmHWM: its ru_maxrss would start at pytest's own peak, which vfork and exec
+    hand down.)"""
     result = subprocess.run([sys.executable, "-c", HUGE_MESSAGE], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
-    peak_mib, output_chars = map(int, result.stdout.split())
-    assert output_chars < 1000 and peak_mib < 180, (peak_mib, output_chars)
+    peak_mib, output_chars, dropped, last = result.stdout.strip().split(maxsplit=3)
+    assert int(output_chars) < 1000 and int(peak_mib) < 180, result.stdout
+    iopub_cell, shell_cell, last_cell = map(int, dropped.split(","))
+    assert iopub_cell >= 1 and shell_cell >= 1 and last_cell == 0 and last == "still connected", result.stdout
+
+
+NAMED_WITH_DOTS = """
+import logging, sys
+import nbformat
+from nbclient import NotebookClient
+from maxpool_grader.isolation import sandbox
+from maxpool_grader.isolation.runner import verdicts
+box, log = sandbox.Box(log=logging.getLogger("dots")), logging.getLogger("dots")
+try:
+    found = verdicts(sys.argv[1], grade_ids=["hidden_gradient_check"],
+                     wrap=sandbox.untrusted_process_wrapper("required", log, box))
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print(6 * 7)")])
+    NotebookClient(notebook, timeout=30, kernel_name="python3",
+                   kernel_manager_class=sandbox.kernel_manager("required", 4096 << 20, log, box)).execute()
+finally:
+    box.close()
+print(found["hidden_gradient_check"].passed, notebook.cells[0].outputs[0]["text"].strip())
+"""
+
+
+def test_a_python_named_through_dots_still_starts_in_the_sandbox():
+    """Python started as <course>/tests/../.venv/bin/python: the sandbox has no folder that
+    path passes through, so the sandboxed kernel and verdict process are given the
+    interpreter's plain path."""
+    python = Path(os.path.abspath(sys.executable))
+    beside = Path(tempfile.mkdtemp(prefix="maxpool-dots-", dir=python.parent.parent.parent))  # next to the venv
+    try:
+        dotted = f"../{python.parent.parent.name}/{python.parent.name}/{python.name}"  # sys.executable keeps it
+        result = subprocess.run([dotted, "-c", NAMED_WITH_DOTS, "import numpy as np\n" + LOOP_CORRECT],
+                                capture_output=True, text=True, timeout=120, cwd=beside)
+    finally:
+        beside.rmdir()
+    assert result.stdout.split() == ["True", "42"], result.stderr[-3000:]
