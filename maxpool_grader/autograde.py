@@ -38,12 +38,11 @@ from traitlets.config import Configurable
 
 from .isolation import sandbox
 from .checks import GRADED_CHECKS
-from .isolation.runner import Limits, Verdict, verdicts
+from .isolation.runner import Cell, Limits, Verdict, verdicts
 
 NOTES_KEY = "maxpool_grader_notes"
 REPORT_KEY = "maxpool_grader"  # cell metadata: the out-of-process verdict (passed, kind, bugs)
 SOLUTION_CELL = "max_pool_backward"
-HELPERS_CELL = "provided_helpers"
 
 
 def _grade_id(cell) -> str | None:
@@ -270,10 +269,7 @@ class OutOfProcessVerdicts(NbGraderPreprocessor):
                       self.total_seconds, self.memory_mib << 20)
 
     def preprocess(self, nb, resources):
-        solution = next((cell.source for cell in nb.cells if _grade_id(cell) == SOLUTION_CELL
-                         and cell.cell_type == "code"), "")
-        helpers = next((cell.source for cell in nb.cells if _grade_id(cell) == HELPERS_CELL),
-                       "import numpy as np")
+        cells = code_before_tests(nb)
         graded = [grade_id for cell in nb.cells if (grade_id := _grade_id(cell)) in GRADED_CHECKS
                   and cell.metadata.nbgrader.get("grade")]
         box = _box(self, resources, self.sandbox)
@@ -282,7 +278,7 @@ class OutOfProcessVerdicts(NbGraderPreprocessor):
 
         def decide() -> dict[str, Verdict]:
             started = time.monotonic()
-            found = verdicts(solution, helpers, graded, limits, wrap) if graded else {}
+            found = verdicts(cells, grade_ids=graded, limits=limits, wrap=wrap) if graded else {}
             log.info("Out-of-process verdict: %d of %d tests passed (%.1f s)%s",
                      sum(verdict.passed for verdict in found.values()), len(found),
                      time.monotonic() - started, "" if wrap else " [UNSANDBOXED]")
@@ -293,6 +289,31 @@ class OutOfProcessVerdicts(NbGraderPreprocessor):
         pending = _VERDICT_THREADS.submit(decide)
         resources.setdefault("maxpool_grader", {}).update(verdicts=pending, graded=set(graded))
         return nb, resources
+
+
+def code_before_tests(nb: NotebookNode) -> list[Cell]:
+    """The code cells a kernel runs before the first test, in order, as the out-of-process
+    verdict runs them: the solution cell, every cell the student added (no nbgrader
+    metadata), and the assignment's provided code cells (read-only: nbgrader has put
+    their released source back)."""
+    cells = []
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if meta.get("grade"):
+            break
+        if _grade_id(cell) == SOLUTION_CELL:
+            cells.append(Cell(cell.source, "solution"))
+        elif meta.get("locked") and not meta.get("solution"):
+            cells.append(Cell(cell.source, "provided"))
+        else:
+            cells.append(Cell(cell.source, "student"))
+    if not any(cell.kind == "solution" for cell in cells):  # deleted: graded as an empty solution
+        cells.append(Cell("", "solution"))
+    if not any(cell.kind == "provided" for cell in cells):  # the provided cell gone: NumPy at least
+        cells.insert(0, Cell("import numpy as np", "provided"))
+    return cells
 
 
 _VERDICT_THREADS = ThreadPoolExecutor(max_workers=1, thread_name_prefix="maxpool-verdicts")

@@ -15,6 +15,7 @@ trick, a window view modified in place) are written out in full.
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass
 from typing import Callable
 
@@ -31,6 +32,10 @@ class Bug:
     title: str  # the mistake in a few words
     explanation: str  # what goes wrong and how to fix it, for the student
     function: Backward
+    # Whether a student's source shows this mistake: True (it has the construct the mistake
+    # needs), False (it cannot make it), None (reading the code cannot tell). Used to tell
+    # apart mistakes that give the same dx (look-alikes).
+    in_source: Callable[[str], bool | None] = lambda source: None
 
 
 @dataclass(frozen=True)
@@ -92,6 +97,77 @@ def _window_loop(d_output, x, pool_size, stride=None, *, weights=first_maximum,
 # ------------------------------------------------------------------ bugs
 def overwrite_overlaps(d_output, x, pool_size, stride=None):
     return _window_loop(d_output, x, pool_size, stride, overwrite=True)
+
+
+def fancy_index_accumulate(d_output, x, pool_size, stride=None):
+    """Every window's arg-max at once, then ``dx[rows, cols] += d``: NumPy adds once per
+    distinct index, so a maximum shared by several windows keeps only one gradient."""
+    x, d_output = np.asarray(x), np.asarray(d_output)
+    ph, pw, sh, sw = _pool_and_stride(pool_size, stride)
+    dx = np.zeros(x.shape)
+    planes_x, planes_dx, planes_d = _planes(x), _planes(dx), _planes(d_output)
+    rows, cols = planes_d.shape[1:]
+    for n in range(planes_x.shape[0]):
+        r, c = np.zeros((rows, cols), dtype=int), np.zeros((rows, cols), dtype=int)
+        for i in range(rows):
+            for j in range(cols):
+                window = planes_x[n, i * sh:i * sh + ph, j * sw:j * sw + pw]
+                k = np.argmax(window)
+                r[i, j], c[i, j] = i * sh + k // window.shape[1], j * sw + k % window.shape[1]
+        planes_dx[n][r, c] += planes_d[n]
+    return dx
+
+
+def _subscript_stores(source: str) -> tuple[bool, bool]:
+    """Whether ``source`` stores into the array it returns (dx), through a subscript, with
+    ``=`` (something other than a constant) and with ``+=``. Without a ``return name``,
+    any array counts."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return False, False
+    returned = {node.value.id for node in ast.walk(tree)
+                if isinstance(node, ast.Return) and isinstance(node.value, ast.Name)}
+
+    def into_dx(target) -> bool:
+        if not isinstance(target, ast.Subscript):
+            return False
+        while isinstance(target, (ast.Subscript, ast.Attribute)):
+            target = target.value
+        return not returned or (isinstance(target, ast.Name) and target.id in returned)
+
+    assigns = any(isinstance(node, ast.Assign) and not isinstance(node.value, ast.Constant)
+                  and any(into_dx(target) for target in node.targets) for node in ast.walk(tree))
+    adds = any(isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Add) and into_dx(node.target)
+               for node in ast.walk(tree))
+    return assigns, adds
+
+
+def _calls(source: str, names: set[str], compared: bool = False) -> bool | None:
+    """True when ``source`` calls a function or method named in ``names`` (inside an ``==``
+    comparison, with ``compared``); None otherwise (the mistake may be written another way)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+    scopes = [node for node in ast.walk(tree) if isinstance(node, ast.Compare)
+              and any(isinstance(op, ast.Eq) for op in node.ops)] if compared else [tree]
+    for scope in scopes:
+        for node in ast.walk(scope):
+            if isinstance(node, ast.Call) and (getattr(node.func, "attr", None) in names
+                                               or getattr(node.func, "id", None) in names):
+                return True
+    return None
+
+
+def _assigns_into_dx(source: str) -> bool | None:
+    assigns, adds = _subscript_stores(source)
+    return True if assigns else False if adds else None
+
+
+def _adds_into_dx(source: str) -> bool | None:
+    assigns, adds = _subscript_stores(source)
+    return True if adds else False if assigns else None
 
 
 def integer_truncation(d_output, x, pool_size, stride=None):
@@ -274,14 +350,20 @@ BUGS: dict[str, Bug] = {bug.name: bug for bug in [
     Bug("overwrite_overlaps", "overlapping windows overwrite each other (`=` instead of `+=`)",
         "When stride < pool_size, one element can be the maximum of several windows. Your code "
         "assigns each window's gradient with `dx[...] = d`, so the last window wins and the others "
-        "are lost. Add instead: `dx[...] += d`.", overwrite_overlaps),
+        "are lost. Add instead: `dx[...] += d`.", overwrite_overlaps, _assigns_into_dx),
+    Bug("fancy_index_accumulate", "`dx[rows, cols] += d` with repeated indices adds only once",
+        "With index arrays, NumPy's `+=` reads all the old values, adds, and writes back once per "
+        "element: when two windows share their maximum, the same (row, col) appears twice and only "
+        "one of the two gradients is kept. Accumulate with `np.add.at(dx, (rows, cols), d)`, or add "
+        "window by window in a loop.", fancy_index_accumulate, _adds_into_dx),
     Bug("integer_truncation", "dx has x's integer dtype, so fractions are truncated",
         "`np.zeros_like(x)` copies x's dtype; with integer x, adding 0.5 to it stores 0. "
         "Create dx as floats: `dx = np.zeros(x.shape)`.", integer_truncation),
     Bug("ties_all_maxima", "every tied maximum receives the full gradient",
         "A mask like `window == window.max()` is true at every tied maximum, so a window with two "
         "equal maxima passes back its gradient twice. The forward pass picked one element; send the "
-        "gradient to that one only: the first maximum, e.g. `np.argmax(window)`.", ties_all_maxima),
+        "gradient to that one only: the first maximum, e.g. `np.argmax(window)`.", ties_all_maxima,
+        lambda source: _calls(source, {"max", "amax"}, compared=True)),
     Bug("ties_shared", "tied maxima share the gradient equally",
         "Splitting a window's gradient equally among tied maxima is a valid subgradient, but PyTorch "
         "(and this assignment) sends all of it to the first maximum in row-major order, which is "
@@ -356,7 +438,8 @@ BUGS: dict[str, Bug] = {bug.name: bug for bug in [
     Bug("upsampling_mask", "upsampling trick: non-overlapping windows that tile x exactly, and every tie",
         "`x == out.repeat(ph, 0).repeat(pw, 1)` builds the mask for windows that do not overlap and "
         "cover x exactly; it is wrong for any other stride or size, and it marks every tied maximum. "
-        "Loop over the windows (or use sliding_window_view) and pick one maximum each.", upsampling_mask),
+        "Loop over the windows (or use sliding_window_view) and pick one maximum each.", upsampling_mask,
+        lambda source: _calls(source, {"repeat", "kron", "tile"})),
     Bug("modifies_x_in_place", "x modified in place through a window view",
         "A slice like `x[r0:r1, c0:c1]` is a VIEW: `window -= ...` or `window[...] = ...` changes x "
         "itself, which the caller still needs (and later windows read). Work on `window.copy()` or "

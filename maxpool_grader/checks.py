@@ -9,6 +9,7 @@ notebook's hidden cells and their nbgrader metadata are checked against it by te
 from __future__ import annotations
 
 import functools
+import inspect
 import textwrap
 from dataclasses import dataclass
 from typing import Callable
@@ -458,11 +459,12 @@ def _indented(text: str, by: int = 4) -> str:
 
 
 def describe_failure(student: Attempt, graded: Attempt, witnesses: list[Attempt],
-                     named: list[str] | None = None) -> str:
+                     named: list[str] | None = None, source: str = "") -> str:
     """The reproducer, expected and actual dx, and the likely mistake, for the student.
 
     ``student`` is the smallest attempt that went wrong, ``graded`` the graded one,
-    ``witnesses`` further small inputs that went wrong the same way.
+    ``witnesses`` further small inputs that went wrong the same way, ``source`` the
+    student's code (it tells apart mistakes that give the same dx).
     """
     case = student.case
     if case.x.size <= SMALL:
@@ -484,20 +486,56 @@ def describe_failure(student: Attempt, graded: Attempt, witnesses: list[Attempt]
     if isinstance(student.error, StudentError) and isinstance(student.error.exception, NotImplementedError):
         return "\n".join(parts)
     bugs, certain = likely_mistakes(student, graded, witnesses)
-    if named is not None and certain:
-        named += [bug.name for bug in bugs]  # the fingerprint, for the class report
     if bugs:
-        if not certain:
-            parts.append("Your dx on this small input is exactly what the following mistake gives, "
-                         "though on the graded input your dx differs from it too:")
-        for bug in bugs[:3]:
-            parts += [f"{'Likely' if certain else 'Possible'} mistake: {bug.title}.",
-                      _indented(bug.explanation, 2)]
+        parts += mistakes_text(bugs, certain, source, named)
     elif student.error is None:
         parts.append(f"None of the {len(BUGS)} mistakes in our catalogue gives exactly your result on "
                      "this input, so this one is new to us: compare your dx with the expected one "
                      "entry by entry, and check which window each entry comes from.")
     return "\n".join(parts)
+
+
+def mistakes_text(bugs: list[Bug], certain: bool, source: str = "",
+                  named: list[str] | None = None) -> list[str]:
+    """The lines that name the catalogue mistakes that give the student's dx.
+
+    One mistake is "likely". Several that give the same dx (look-alikes) are all named:
+    the student's code decides between them where it can (``Bug.in_source``), else each
+    is a "possible" mistake. A mistake whose construct the code does not contain is named
+    last, with a warning that another mistake may give the same dx. The names of the
+    mistakes called likely go to ``named`` (the class report's fingerprints).
+    """
+    marks = {bug.name: bug.in_source(source) if source else None for bug in bugs}
+    fitting = [bug for bug in bugs if marks[bug.name] is not False]
+    unlike = [bug for bug in bugs if marks[bug.name] is False]
+    decided = [bug for bug in fitting if marks[bug.name]]
+    likely = decided if decided else fitting if len(fitting) == 1 else []
+    lines = []
+    if not certain:
+        lines.append("Your dx on this small input is exactly what the following mistake"
+                     f"{'s give' if len(bugs) > 1 else ' gives'}, though on the graded input your dx "
+                     "differs from it too:")
+    elif len(bugs) > 1:
+        lines.append(f"{len(bugs)} different mistakes give exactly your dx"
+                     + (", and your code tells which:" if likely else "; which one it is depends on your code:"))
+    for bug in likely:
+        lines += [f"{'Likely' if certain else 'Possible'} mistake: {bug.title}.", _indented(bug.explanation, 2)]
+    for bug in fitting:
+        if bug not in likely:
+            if likely:
+                lines.append(f"(The same dx also comes from: {bug.title}; your code does not look like that.)")
+            else:
+                lines += [f"Possible mistake: {bug.title}.", _indented(bug.explanation, 2)]
+    for bug in unlike:
+        lines.append(f"(The same dx also comes from: {bug.title}; your code does not do that.)" if likely else
+                     f"(The same dx comes from this mistake: {bug.title}; but your code does not do that, so "
+                     "yours is probably another mistake with the same effect.)")
+    if not fitting:
+        lines.append("Compare your dx with the expected one entry by entry, and check which window each "
+                     "entry comes from.")
+    if named is not None and certain:
+        named += [bug.name for bug in (likely or fitting)]
+    return lines
 
 
 WIDTH = 92  # notebook outputs and nbgrader's feedback scroll sideways instead of wrapping
@@ -536,20 +574,24 @@ def graded_failure(check: HiddenCheck, function, output: list[str]) -> Attempt |
     return None
 
 
-def explain(check: HiddenCheck, function, failed: Attempt, named: list[str] | None = None) -> str:
+def explain(check: HiddenCheck, function, failed: Attempt, named: list[str] | None = None,
+            after: str = "", source: str = "") -> str:
     """The report for a failed graded attempt: reproducer, expected and actual dx, likely
-    mistake (whose catalogue names are added to ``named``). ``function`` None: no search
-    for a smaller input (the graded one is shown)."""
+    mistake (whose catalogue names are added to ``named``), then ``after``. ``function``
+    None: no search for a smaller input (the graded one is shown). ``source``: the
+    student's code, which tells apart mistakes that give the same dx."""
+    after = f"\n\n{after}" if after else ""
     if isinstance(failed.error, StudentError) and isinstance(failed.error.exception, NotImplementedError):
-        return _report(check, failed.problem)
+        return _report(check, failed.problem + after)
     if function is None:
-        return _report(check, describe_failure(failed, failed, [], named))
+        return _report(check, describe_failure(failed, failed, [], named, source) + after)
     reproducer, witnesses = smallest_failure(check, function, failed)
-    return _report(check, describe_failure(reproducer, failed, witnesses, named))
+    return _report(check, describe_failure(reproducer, failed, witnesses, named, source) + after)
 
 
-def evaluate(grade_id: str, student_function) -> str | None:
-    """Run one check; return None when it passes, else the message for the student."""
+def evaluate(grade_id: str, student_function, source: str = "") -> str | None:
+    """Run one check; return None when it passes, else the message for the student
+    (``source``: the student's code, see ``explain``)."""
     check = GRADED_CHECKS[grade_id]
     if not callable(student_function):
         return _report(check, f"max_pool_backward is not a function (it is "
@@ -563,7 +605,7 @@ def evaluate(grade_id: str, student_function) -> str | None:
         return None
     if isinstance(failed, str):
         return _report(check, failed)
-    return explain(check, student_function, failed)
+    return explain(check, student_function, failed, source=source)
 
 
 def passed_message(check: HiddenCheck) -> str:
@@ -582,7 +624,11 @@ def run_check(grade_id: str, namespace) -> None:
         function = namespace["max_pool_backward"]
     else:
         function = namespace
-    problem = evaluate(grade_id, function)
+    try:  # the function's own code (the notebook's other cells hold the provided helpers too)
+        source = inspect.getsource(function)
+    except (TypeError, OSError):
+        source = ""
+    problem = evaluate(grade_id, function, source)
     if problem:
         raise CheckFailed(problem)
     print(passed_message(HIDDEN_CHECKS[grade_id]))

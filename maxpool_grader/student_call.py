@@ -148,7 +148,12 @@ def raised_message(exception: BaseException, where: str) -> str:
     ``where_in_student_code``)."""
     if isinstance(exception, NotImplementedError):
         return "max_pool_backward is not implemented yet (it raises NotImplementedError)."
-    return f"max_pool_backward raised {type(exception).__name__}: {exception}{where}"
+    message = f"max_pool_backward raised {type(exception).__name__}: {exception}{where}"
+    if type(exception) is NameError:
+        message += ("\nThe notebook is graded in a fresh kernel that runs its cells from the top: a name "
+                    "defined only in a cell you deleted, renamed or ran by hand does not exist there. "
+                    "Define it in the solution cell, or in a cell of your own above the tests.")
+    return message
 
 
 def not_an_array_message(type_name: str) -> str:

@@ -26,6 +26,7 @@ ZEROS = SIGNATURE + "    return np.zeros(x.shape)\n"
 # Files an attack tries to change; the test checks they are unchanged afterwards.
 # Paths are relative to the submission's working directory, autograded/<student>/<assignment>.
 COURSE_FROM_KERNEL = "../../.."
+PASSED_LAST = "Passed: Inputs left unmodified, floating result"  # the last test: every test ran
 
 
 @dataclass(frozen=True)
@@ -313,7 +314,80 @@ FAULTS = [
                solution(""), ZERO, "seems to be empty"),
 ]
 
-CORPUS = {submission.name: submission for submission in ATTACKS + FAULTS}
+# ------------------------------------------------------------------ layouts: correct, or wrong, on merit
+# A student may add cells: the grader runs them as a kernel does (in order, up to the tests).
+TO_PAIR = """import numpy as np
+
+
+def to_pair(value):
+    return (value, value) if np.isscalar(value) else tuple(value)
+"""
+
+SPLIT_SOLUTION = SIGNATURE + """    ph, pw = to_pair(pool_size)
+    sh, sw = (ph, pw) if stride is None else to_pair(stride)
+    return route(np.asarray(d_output), np.asarray(x), ph, pw, sh, sw)
+"""
+
+ROUTE = """def route(d_output, x, ph, pw, sh, sw):
+    dx = np.zeros(x.shape)
+    for lead in np.ndindex(x.shape[:-2]):
+        for i in range(d_output.shape[-2]):
+            for j in range(d_output.shape[-1]):
+                window = x[lead][i * sh:i * sh + ph, j * sw:j * sw + pw]
+                r, c = np.unravel_index(np.argmax(window), window.shape)
+                dx[lead + (i * sh + r, j * sw + c)] += d_output[lead + (i, j)]
+    return dx
+"""
+
+PRINTS_EVERY_CALL = LOOP_CORRECT.replace("    return dx\n", "    print('dx =', dx)\n    return dx\n")
+
+FANCY_INDEX = SIGNATURE + """    ph, pw = (pool_size, pool_size) if np.isscalar(pool_size) else pool_size
+    sh, sw = (ph, pw) if stride is None else (stride, stride) if np.isscalar(stride) else stride
+    dx = np.zeros(x.shape)
+    out_h, out_w = d_output.shape[-2:]
+    for lead in np.ndindex(x.shape[:-2]):
+        rows = np.zeros((out_h, out_w), dtype=int)
+        cols = np.zeros((out_h, out_w), dtype=int)
+        for i in range(out_h):
+            for j in range(out_w):
+                window = x[lead][i * sh:i * sh + ph, j * sw:j * sw + pw]
+                r, c = np.unravel_index(np.argmax(window), window.shape)
+                rows[i, j], cols[i, j] = i * sh + r, j * sw + c
+        dx[lead][rows, cols] += d_output[lead]
+    return dx
+"""
+
+
+def with_cells(solution_code: str, above: tuple[str, ...] = (), below: tuple[str, ...] = ()):
+    """The release with ``solution_code`` and new cells (as Jupyter makes them: no nbgrader
+    metadata) right above and below the solution cell."""
+    def build(folder: Path, release: nbformat.NotebookNode) -> None:
+        nb = notebook_with(release, solution_code)
+        at = next(index for index, cell in enumerate(nb.cells) if _grade_id(cell) == ASSIGNMENT)
+        new = lambda sources: [nbformat.v4.new_code_cell(source) for source in sources]  # noqa: E731
+        nb.cells = nb.cells[:at] + new(above) + [nb.cells[at]] + new(below) + nb.cells[at + 1:]
+        nbformat.write(nb, folder / f"{ASSIGNMENT}.ipynb")
+    return build
+
+
+LAYOUTS = [
+    Submission("layout_helpers_below", "the solution's helpers in a cell below the solution cell",
+               with_cells(SPLIT_SOLUTION, below=(TO_PAIR + "\n\n" + ROUTE,)), FULL, PASSED_LAST),
+    Submission("layout_helpers_above", "imports and a helper in a cell above the solution cell",
+               with_cells(SPLIT_SOLUTION.replace("return route(", "return route_here(") + "\n\n"
+                          + ROUTE.replace("def route(", "def route_here("), above=(TO_PAIR,)), FULL, PASSED_LAST),
+    Submission("layout_two_helper_cells", "two helper cells below, and a scratch cell that raises",
+               with_cells(SPLIT_SOLUTION, below=("max_pool_backward(np.ones((1, 1)), np.ones((2, 2)), 2)",
+                                                 TO_PAIR, ROUTE)), FULL, PASSED_LAST),
+    Submission("layout_prints_every_call", "a correct solution cell that prints dx on every call",
+               solution(PRINTS_EVERY_CALL), FULL, PASSED_LAST),
+    Submission("layout_helper_cell_deleted", "correct only with a helper from a cell it deleted",
+               solution(SPLIT_SOLUTION + "\n\n" + ROUTE), ZERO, "name 'to_pair' is not defined"),
+    Submission("layout_fancy_index", "accumulates with dx[rows, cols] += d (repeated indices add once)",
+               solution(FANCY_INDEX), 7, "Likely mistake: `dx[rows, cols] += d` with repeated indices adds only once"),
+]
+
+CORPUS = {submission.name: submission for submission in ATTACKS + FAULTS + LAYOUTS}
 
 
 def build(course: Path, release_notebook: Path, names=None) -> None:

@@ -9,6 +9,7 @@ dx (with the bug). The kill matrix is printed at the end of the pytest run.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import io
 import re
 
@@ -18,22 +19,61 @@ import pytest
 from conftest import KILL_MATRIX, ROOT, flat
 from maxpool_grader import max_pool_backward
 from maxpool_grader.catalogue import BUGS, CONTROLS
-from maxpool_grader.checks import HIDDEN_CHECKS, SMALL, evaluate
+from maxpool_grader.checks import GRADED_CHECKS, HIDDEN_CHECKS, SMALL, evaluate
+from maxpool_grader.student_call import quiet_student_code
 
 VARIANTS = {**{name: bug.function for name, bug in BUGS.items()},
             **{name: control.function for name, control in CONTROLS.items()}}
 
 
+def _outcome(function, case) -> tuple:
+    """What a variant does on one input: its dx (or the exception it raised), and whether
+    it changed x or d_output."""
+    x, d_output = case.x.copy(), case.d_output.copy()
+    with quiet_student_code():
+        try:
+            dx = np.asarray(function(d_output, x, case.pool_size, case.stride))
+            result = ("dx", dx.shape, dx.dtype.kind == "f", dx.astype(float).tobytes())
+        except Exception as problem:  # noqa: BLE001  a bug may crash on an input
+            result = ("raised", type(problem).__name__, str(problem))
+    return result, np.array_equal(x, case.x), np.array_equal(d_output, case.d_output)
+
+
 @pytest.fixture(scope="module")
-def messages(request) -> dict[tuple[str, str], str | None]:
+def look_alikes() -> dict[str, list[str]]:
+    """Each bug's look-alikes: the other bugs that give exactly its outcome on every graded
+    input and every probe of every check (no input we have tells them apart)."""
+    cases = [case for check in GRADED_CHECKS.values() for case in (*check.cases(), *check.probes())]
+    groups: dict[str, list[str]] = {}
+    for name, bug in BUGS.items():
+        signature = hashlib.sha256(repr([_outcome(bug.function, case) for case in cases]).encode()).hexdigest()
+        groups.setdefault(signature, []).append(name)
+    LOOK_ALIKES.update(inputs=len(cases), groups=[group for group in groups.values() if len(group) > 1])
+    return {name: [other for other in group if other != name] for group in groups.values() for name in group}
+
+
+LOOK_ALIKES: dict = {}  # for the summary: how many inputs, which groups
+
+
+@pytest.fixture(scope="module")
+def messages(request, look_alikes) -> dict[tuple[str, str], str | None]:
     """Feedback of every hidden check for every variant (None = passed)."""
     found = {}
     for name, function in VARIANTS.items():
         for grade_id in HIDDEN_CHECKS:
             with contextlib.redirect_stdout(io.StringIO()):  # the noisy control's re-shown output
                 found[name, grade_id] = evaluate(grade_id, function)
-    request.config.stash[KILL_MATRIX] = kill_matrix(found)
+    request.config.stash[KILL_MATRIX] = kill_matrix(found) + "\n" + look_alike_lines()
     return found
+
+
+def look_alike_lines() -> str:
+    groups = LOOK_ALIKES.get("groups", [])
+    lines = [f"look-alikes: bugs with the same outcome on all {LOOK_ALIKES.get('inputs', 0)} graded and probe "
+             f"inputs ({len(groups)} group{'s' if len(groups) != 1 else ''}; feedback names them all and "
+             "reads the student's code to choose)"]
+    lines += ["  " + " = ".join(group) for group in groups]
+    return "\n".join(lines)
 
 
 def kill_matrix(found) -> str:
@@ -65,13 +105,22 @@ def test_every_correct_control_gets_full_marks(messages, name):
 
 
 @pytest.mark.parametrize("name", BUGS)
-def test_every_failed_cell_names_the_bug(messages, name):
-    title = BUGS[name].title
+def test_every_failed_cell_names_the_bug_and_its_look_alikes(messages, look_alikes, name):
+    """The bug is named with its explanation, and so is every look-alike of it; when it is
+    the only mistake that fits, it is the likely one, else the message says how many fit."""
     for grade_id in HIDDEN_CHECKS:
         message = messages[name, grade_id]
-        if message:
-            assert flat(f"Likely mistake: {title}.") in flat(message), message
-            assert flat(BUGS[name].explanation) in flat(message)
+        if not message:
+            continue
+        fitting = re.findall(r"(?:Likely|Possible) mistake: ", message)
+        if len(fitting) == 1:
+            assert flat(f"Likely mistake: {BUGS[name].title}.") in flat(message), message
+        else:
+            assert f"{len(fitting)} different mistakes give exactly your dx" in message, message
+        for named in (name, *look_alikes[name]):
+            assert re.search(r"(Likely|Possible) mistake: " + re.escape(flat(BUGS[named].title)) + r"\.",
+                             flat(message)), message
+            assert flat(BUGS[named].explanation) in flat(message)
 
 
 def reproducer(message: str) -> tuple[str, str, str | None]:

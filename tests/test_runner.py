@@ -15,7 +15,7 @@ from corpus import AGREEABLE_ARRAY, ZEROS
 from make_sample_class import LOOP_CORRECT, NOISY_CORRECT
 from maxpool_grader.isolation import runner, untrusted
 from maxpool_grader.checks import GRADED_CHECKS, evaluate
-from maxpool_grader.isolation.runner import Limits, verdicts
+from maxpool_grader.isolation.runner import Cell, Limits, verdicts
 from maxpool_grader.isolation.shortcuts import find_shortcuts
 
 QUICK = Limits(check_seconds=1.5, search_seconds=1.5, load_seconds=3, total_seconds=6)
@@ -147,3 +147,54 @@ def test_a_malformed_reply_ends_the_process_not_the_grader():
             process.request({"op": "load", "solution": ""})
     finally:
         process.close()
+
+
+# ------------------------------------------------------------------ the student's own cells
+HELPER = "def to_pair(value):\n    return (value, value) if isinstance(value, int) else tuple(value)\n"
+USES_HELPER = LOOP_CORRECT.replace(
+    "    ph, pw = (pool_size, pool_size) if isinstance(pool_size, int) else pool_size\n",
+    "    ph, pw = to_pair(pool_size)\n")
+
+
+def _cells(*student: str, solution: str = USES_HELPER, at: int = 0) -> list[Cell]:
+    """The provided cell, then the student's cells with the solution cell at position ``at``."""
+    cells = [Cell(source, "student") for source in student]
+    cells.insert(at, Cell(solution, "solution"))
+    return [Cell("import numpy as np", "provided"), *cells]
+
+
+def test_a_helper_in_a_cell_of_the_student_counts_above_or_below():
+    assert USES_HELPER != LOOP_CORRECT
+    for at in (0, 1):
+        assert _failed(verdicts(_cells(HELPER, at=at))) == {}
+    assert _failed(verdicts(_cells(solution=USES_HELPER + "\n" + HELPER))) == {}
+
+
+def test_a_scratch_cell_that_hangs_or_ends_the_process_is_left_out():
+    for scratch in ("while True:\n    pass\n", "import os\nos._exit(3)\n"):
+        found = verdicts(_cells(scratch, HELPER), limits=QUICK)
+        assert _failed(found) == {}, scratch
+
+
+def test_what_went_wrong_in_the_cells_is_told_with_a_failed_test():
+    found = verdicts(_cells("import numpy as np\nprint(to_pair(2)) + 1\n", solution=ZEROS),
+                     grade_ids=["hidden_gradient_check"])
+    message = flat(found["hidden_gradient_check"].message)
+    assert flat("When the grader ran your notebook's cells from the top") in message
+    assert flat("Your cell that starts with `import numpy as np` raised NameError: name 'to_pair' is not "
+                "defined (at line 2: print(to_pair(2)) + 1)") in message
+
+
+def test_a_helper_from_a_deleted_cell_fails_and_names_what_is_missing():
+    found = verdicts(_cells(), grade_ids=["hidden_gradient_check"])
+    message = flat(found["hidden_gradient_check"].message)
+    assert flat("raised NameError: name 'to_pair' is not defined") in message
+    assert flat("a name defined only in a cell you deleted") in message
+
+
+def test_a_shortcut_in_a_helper_cell_is_found_and_its_cell_named():
+    found = verdicts(_cells("import torch\n" + HELPER), grade_ids=["hidden_gradient_check"])
+    verdict = found["hidden_gradient_check"]
+    assert verdict.kind == "shortcut"
+    assert flat("line 1 of your cell that starts with `import torch`: your solution imports torch") \
+        in flat(verdict.message)

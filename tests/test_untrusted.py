@@ -26,7 +26,7 @@ import pytest
 from nbgrader.api import Gradebook
 
 from conftest import ASSIGNMENT, BIN, RELEASE_NOTEBOOK, ROOT, cmdline, copy_course, flat, nbgrader
-from corpus import ATTACKS, CORPUS, FAULTS, FULL
+from corpus import ATTACKS, CORPUS, FAULTS, FULL, LAYOUTS
 from test_parallel import all_grades, grade_command, sqlite
 from maxpool_grader.isolation import sandbox
 from maxpool_grader.checks import GRADED_CHECKS
@@ -131,6 +131,18 @@ def test_fault_gets_a_grade_and_a_reason(batch, submission):
     score, pending = _scores(batch["course"])[submission.name]
     assert (score, pending) == (submission.score, False), submission.what
     assert flat(submission.reason) in _feedback_text(batch["course"], submission.name)
+
+
+@pytest.mark.parametrize("submission", LAYOUTS, ids=lambda s: s.name)
+def test_a_notebook_laid_out_its_own_way_is_graded_on_merit(batch, submission):
+    """Cells the student added run in the verdict as in the kernel: helpers above or below
+    the solution cell count, a helper whose cell is gone does not, and the feedback fits
+    the student's code (the fancy-index student is not told to write +=)."""
+    score, pending = _scores(batch["course"])[submission.name]
+    assert (score, pending) == (submission.score, False), submission.what
+    feedback = _feedback_text(batch["course"], submission.name)
+    assert flat(submission.reason) in feedback
+    assert "Likely mistake: overlapping windows overwrite each other" not in feedback
 
 
 def test_attacks_changed_no_file_outside_their_own_folder(batch):

@@ -22,7 +22,7 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
@@ -60,6 +60,31 @@ class Verdict:
     # "crash", "not defined" (the solution cell did not give a function), "shortcut"
     kind: str = "passed"
     bugs: tuple[str, ...] = ()  # the catalogue mistakes its report names as likely
+
+
+@dataclass(frozen=True)
+class Cell:
+    """A code cell the verdict process runs, in notebook order: a cell the assignment
+    provides (its released source), the solution cell, or a cell the student added."""
+
+    source: str
+    kind: str = "student"  # "provided", "solution" or "student"
+
+    def describe(self, capital: bool = False) -> str:
+        """The cell, named for the student (``capital``: at the start of a sentence)."""
+        if self.kind == "solution":
+            text = "your solution cell"
+        elif self.kind == "provided":
+            text = "a cell the assignment provides"
+        else:
+            first = next((line.strip() for line in self.source.split("\n") if line.strip()), "")
+            text = f"your cell that starts with `{first[:60]}{'...' if len(first) > 60 else ''}`"
+        return text[0].upper() + text[1:] if capital else text
+
+
+def notebook_cells(solution: str, helpers: str = "") -> list[Cell]:
+    """The cells of a notebook whose only code is the provided helpers and the solution."""
+    return [Cell(helpers, "provided"), Cell(solution, "solution")]
 
 
 class Timeout(BaseException):
@@ -201,7 +226,10 @@ class SolutionProcess:
         self.close()
         raise ProcessEnded(describe_exit(code, self.limits))
 
-    def request(self, header: dict, arrays: tuple[np.ndarray, ...] = ()) -> tuple[dict, list[bytes]]:
+    def request(self, header: dict, arrays: tuple[np.ndarray, ...] = (),
+                running: Callable[[int], None] | None = None) -> tuple[dict, list[bytes]]:
+        """Send a request, return its reply; ``running`` is told which cell the process is
+        running (a load request)."""
         self._next_id += 1
         self._send(untrusted.frame_bytes(dict(header, id=self._next_id), arrays))
         while True:  # replies to earlier (abandoned) requests cannot come: each gets its own process
@@ -210,8 +238,13 @@ class SolutionProcess:
             except ValueError:
                 self.close()
                 raise ProcessEnded("sent a malformed reply") from None
-            if reply.get("id") == self._next_id:
-                return reply, blobs
+            if reply.get("id") != self._next_id:
+                continue
+            if "running" in reply:
+                if running is not None and isinstance(reply["running"], int):
+                    running(reply["running"])
+                continue
+            return reply, blobs
 
     def close(self) -> None:
         """Kill the process and everything it started (its session), remove its directory."""
@@ -271,8 +304,8 @@ class RemoteFunction:
     ``call_student`` would call it in the notebook: the same errors, and changes the
     function makes to its inputs are made to the arrays passed here."""
 
-    def __init__(self, process: SolutionProcess, parameters):
-        self.process = process
+    def __init__(self, process: SolutionProcess, parameters, cells: list[Cell]):
+        self.process, self.cells = process, cells
         signature = _signature(parameters) if parameters is not None else None
         if signature is not None:
             self.__signature__ = signature
@@ -285,8 +318,7 @@ class RemoteFunction:
         if "raised" in reply:
             error = reply["raised"]
             exception = _rebuilt(error)
-            where = line_of_code(error["line"], error.get("text", "")) if "line" in error else ""
-            raise StudentError(raised_message(exception, where), exception)
+            raise StudentError(raised_message(exception, _where(error, self.cells)), exception)
         if "not_array" in reply:
             raise CheckFailed(not_an_array_message(str(reply["not_array"])[:100]))
         if "too_big" in reply:
@@ -304,57 +336,114 @@ class RemoteFunction:
         return dx
 
 
+def _where(error: dict, cells: list[Cell]) -> str:
+    """Where in the notebook an error of the untrusted process was raised, for the student:
+    the line, and the cell when the notebook has more than the solution."""
+    if "line" not in error:
+        return ""
+    cell = error.get("cell")
+    if not isinstance(cell, int) or not 0 <= cell < len(cells) or cells[cell].kind == "solution":
+        return line_of_code(error["line"], error.get("text", ""))
+    return f"\n  at line {error['line']} of {cells[cell].describe()}: {str(error.get('text', '')).strip()}"
+
+
+def _cell_error(error: dict, cells: list[Cell]) -> str:
+    """A cell that raised when the notebook ran, for the student: the cell that was
+    running, the error, and where it was raised (in that cell or in another one's code)."""
+    def named(index, capital: bool = False) -> str | None:
+        valid = isinstance(index, int) and 0 <= index < len(cells)
+        return cells[index].describe(capital) if valid else None
+
+    running, raised_in = named(error.get("ran"), capital=True) or "A cell", named(error.get("cell"))
+    where = ""
+    if "line" in error:
+        of = f" of {raised_in}" if raised_in and error.get("cell") != error.get("ran") else ""
+        where = f" (at line {error['line']}{of}: {str(error.get('text', '')).strip()})"
+    return f"{running} raised {error.get('type')}: {str(error.get('message'))[:500]}{where}"
+
+
 # ------------------------------------------------------------------ verdicts
 @dataclass
 class _Session:
     """The untrusted process of one notebook's verdicts, restarted after a timeout or crash."""
 
-    helpers: str
-    solution: str
+    cells: list[Cell]
     limits: Limits
     wrap: Callable | None
     started: float = field(default_factory=time.monotonic)
     process: SolutionProcess | None = None
     function: RemoteFunction | None = None
     load_failure: str = "not defined"  # or "timeout", "crash"
+    skipped: dict[int, str] = field(default_factory=dict)  # student cells left out: why
+    notes: list[str] = field(default_factory=list)  # what went wrong running the cells
 
     def budget_left(self) -> float:
         return self.limits.total_seconds - (time.monotonic() - self.started)
 
     def load(self) -> str | None:
-        """Start a process and run the solution in it; None when max_pool_backward is
-        ready, else why not (for the student)."""
+        """Start a process and run the notebook's cells in it; None when max_pool_backward
+        is ready, else why not (for the student). A cell the student added that does not
+        finish or ends the process is left out, and the cells run again without it (a
+        kernel would interrupt it and go on)."""
+        while True:
+            problem = self._load_once()
+            if problem is not _AGAIN:
+                return problem
+
+    def _load_once(self):
         self.close()
         self.process = SolutionProcess(self.limits, self.wrap)
         self.process.deadline = time.monotonic() + min(self.limits.load_seconds, max(self.budget_left(), 0))
+        running: list[int] = []
+        request = {"op": "load", "cells": [cell.source for cell in self.cells], "skip": sorted(self.skipped)}
         try:
-            reply, _ = self.process.request({"op": "load", "helpers": self.helpers, "solution": self.solution})
-        except Timeout:
-            self.load_failure = "timeout"
-            return (f"Your solution cell did not finish running within {self.limits.load_seconds:g} s "
-                    f"(is there an endless loop outside the function?), so {FUNCTION} could not be "
-                    "tested.")
-        except ProcessEnded as ended:
-            self.load_failure = "crash"
-            return (f"Running your solution cell {ended} before {FUNCTION} was defined, so it could "
+            reply, _ = self.process.request(request, running=running.append)
+        except (Timeout, ProcessEnded) as stopped:
+            cell = running[-1] if running else None
+            timeout = isinstance(stopped, Timeout)
+            if (cell is not None and self.cells[cell].kind == "student" and cell not in self.skipped
+                    and self.budget_left() > 0):
+                self.skipped[cell] = (f"did not finish within {self.limits.load_seconds:g} s" if timeout
+                                      else str(stopped))
+                return _AGAIN
+            self.load_failure = "timeout" if timeout else "crash"
+            if timeout:
+                return (f"Your solution cell did not finish running within {self.limits.load_seconds:g} s "
+                        f"(is there an endless loop outside the function?), so {FUNCTION} could not be "
+                        "tested.")
+            return (f"Running your solution cell {stopped} before {FUNCTION} was defined, so it could "
                     "not be tested.")
         self.load_failure = "not defined"
-        if "load_error" in reply:
-            error = reply["load_error"]
-            where = line_of_code(error["line"], error.get("text", "")) if "line" in error else ""
-            return (f"Your solution cell raised {error.get('type')}: {error.get('message')}{where}\n"
-                    f"when it ran, so {FUNCTION} could not be tested.")
+        errors = reply.get("cell_errors") if isinstance(reply.get("cell_errors"), list) else []
+        self.notes = [f"{self.cells[cell].describe(capital=True)} {why}, so it was left out."
+                      for cell, why in sorted(self.skipped.items())]
+        self.notes += [_cell_error(error, self.cells) for error in errors if isinstance(error, dict)]
         if reply.get("missing"):
-            return explain_missing([self.solution])
+            return self._with_notes(explain_missing([cell.source for cell in self.cells
+                                                     if cell.kind != "provided"]))
         if "not_callable" in reply:
-            return f"{FUNCTION} is not a function (it is {str(reply['not_callable'])[:100]})."
-        self.function = RemoteFunction(self.process, reply.get("parameters"))
+            return self._with_notes(f"{FUNCTION} is not a function (it is {str(reply['not_callable'])[:100]}).")
+        self.function = RemoteFunction(self.process, reply.get("parameters"), self.cells)
         return None
+
+    def source(self) -> str:
+        """The student's code (not the provided cells), for the diagnosis."""
+        return "\n\n".join(cell.source for cell in self.cells if cell.kind != "provided")
+
+    def _with_notes(self, text: str) -> str:
+        """``text`` and what went wrong when the notebook's cells ran."""
+        if not self.notes:
+            return text
+        return (text + "\n\nWhen the grader ran your notebook's cells from the top (as a fresh kernel "
+                "does):\n" + "\n".join(f"- {note}" for note in self.notes)).lstrip("\n")
 
     def close(self) -> None:
         if self.process is not None:
             self.process.close()
         self.process = self.function = None
+
+
+_AGAIN = object()  # _Session._load_once: run the cells again, without the one that stopped
 
 
 def _stopped(check: HiddenCheck, limits: Limits, what: str, failure: BaseException,
@@ -393,15 +482,15 @@ def verdict_of(check: HiddenCheck, session: _Session) -> Verdict:
     if failed is None:
         return Verdict(check.grade_id, True, passed_message(check))
     if isinstance(failed, str):
-        return Verdict(check.grade_id, False, _report(check, failed), "wrong")
+        return Verdict(check.grade_id, False, _report(check, session._with_notes(failed)), "wrong")
     process.deadline = time.monotonic() + min(limits.search_seconds, max(session.budget_left(), 0))
     named: list[str] = []
     try:
-        message = explain(check, function, failed, named)
+        message = explain(check, function, failed, named, after=session._with_notes(""), source=session.source())
     except (Timeout, ProcessEnded):  # the search for a smaller input ran out: report the graded one
         session.close()
         named.clear()
-        message = explain(check, None, failed, named)
+        message = explain(check, None, failed, named, after=session._with_notes(""), source=session.source())
     return Verdict(check.grade_id, False, message, "wrong", tuple(named))
 
 
@@ -414,22 +503,26 @@ def as_python(source: str) -> str:
         return source
 
 
-def verdicts(solution: str, helpers: str = "", grade_ids=None, limits: Limits = Limits(),
+def verdicts(solution: str | list[Cell], helpers: str = "", grade_ids=None, limits: Limits = Limits(),
              wrap: Callable | None = None) -> dict[str, Verdict]:
-    """The out-of-process verdict of each graded check on the solution cell ``solution``
-    (run after the notebook's provided ``helpers`` cell)."""
+    """The out-of-process verdict of each graded check on the notebook's code: ``solution``
+    is its code cells up to the tests, in order (``Cell``), or the solution cell's source
+    alone (run after the provided ``helpers`` cell)."""
+    cells = notebook_cells(solution, helpers) if isinstance(solution, str) else list(solution)
+    cells = [replace(cell, source=as_python(cell.source)) for cell in cells]
     checks = [GRADED_CHECKS[grade_id] for grade_id in (grade_ids or GRADED_CHECKS)]
 
     def everywhere(body: str, kind: str) -> dict[str, Verdict]:
         return {check.grade_id: Verdict(check.grade_id, False, _report(check, body), kind) for check in checks}
 
-    solution = as_python(solution)
-    shortcuts = find_shortcuts(solution)
+    shortcuts = [replace(shortcut, cell="" if cell.kind == "solution" else cell.describe())
+                 for cell in cells if cell.kind != "provided" for shortcut in find_shortcuts(cell.source)]
     if shortcuts:
         return everywhere(shortcut_message(shortcuts), "shortcut")
-    if compile_problems(solution):
-        return everywhere(explain_missing([solution]), "not defined")
-    session = _Session(helpers, solution, limits, wrap)
+    solution_cell = next((cell.source for cell in cells if cell.kind == "solution"), "")
+    if compile_problems(solution_cell):
+        return everywhere(explain_missing([solution_cell]), "not defined")
+    session = _Session(cells, limits, wrap)
     try:
         problem = session.load()
         if problem:

@@ -26,9 +26,11 @@ class Shortcut:
     line: int
     what: str  # e.g. "imports torch (PyTorch)"
     why: str
+    cell: str = ""  # the cell it is in, named for the student, when not the solution cell
 
     def describe(self) -> str:
-        return f"line {self.line}: your solution {self.what}. {self.why}"
+        where = f"line {self.line} of {self.cell}" if self.cell else f"line {self.line}"
+        return f"{where}: your solution {self.what}. {self.why}"
 
 
 def _module_shortcut(name: str, line: int, how: str) -> Shortcut | None:
@@ -73,5 +75,6 @@ def find_shortcuts(source: str) -> list[Shortcut]:
 
 def shortcut_message(shortcuts: list[Shortcut]) -> str:
     listed = "\n".join(shortcut.describe() for shortcut in shortcuts)
-    return ("This test did not run your function, because of a shortcut in your solution cell:\n"
+    where = "your code" if any(shortcut.cell for shortcut in shortcuts) else "your solution cell"
+    return (f"This test did not run your function, because of a shortcut in {where}:\n"
             f"{listed}\nRemove it and implement max_pool_backward with NumPy; then the tests run.")

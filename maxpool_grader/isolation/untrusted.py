@@ -26,8 +26,7 @@ import traceback
 
 import numpy as np
 
-SOLUTION_FILENAME = "<solution cell>"
-HELPERS_FILENAME = "<provided helpers>"
+CELL_FILENAME = "<cell {}>"  # the student's code, by its index in the load request
 MAX_HEADER = 1 << 20
 MAX_ARRAY = 256 << 20
 BLOCKED_MODULES = ("maxpool_grader", "torch", "tensorflow", "jax", "jaxlib", "autograd",
@@ -112,12 +111,25 @@ class _ImportGuard:
         return None
 
 
+def _cell_of(filename: str | None) -> int | None:
+    prefix, suffix = CELL_FILENAME.split("{}")
+    if filename and filename.startswith(prefix) and filename.endswith(suffix):
+        try:
+            return int(filename[len(prefix):-len(suffix)])
+        except ValueError:
+            return None
+    return None
+
+
 def _where(exc: BaseException) -> dict:
-    frames = [frame for frame in traceback.extract_tb(exc.__traceback__)
-              if frame.filename == SOLUTION_FILENAME]
+    """The cell and line of the notebook where ``exc`` was raised (the innermost frame in
+    a cell), or {}."""
+    if isinstance(exc, SyntaxError) and _cell_of(exc.filename) is not None:  # the cell did not compile
+        return {"cell": _cell_of(exc.filename), "line": exc.lineno or 1, "text": (exc.text or "").strip()}
+    frames = [frame for frame in traceback.extract_tb(exc.__traceback__) if _cell_of(frame.filename) is not None]
     if not frames:
         return {}
-    return {"line": frames[-1].lineno, "text": (frames[-1].line or "").strip()}
+    return {"cell": _cell_of(frames[-1].filename), "line": frames[-1].lineno, "text": (frames[-1].line or "").strip()}
 
 
 def _error(exc: BaseException) -> dict:
@@ -140,22 +152,31 @@ class _NoIPython:
         return lambda *args, **kwargs: None
 
 
-def _load(request: dict) -> tuple[dict, object]:
+def _load(request: dict, running) -> tuple[dict, object]:
+    """Run the notebook's cells (``request["cells"]``, their sources in order) as a kernel
+    would: a cell that raises stops there, and the next cell runs. ``running(index)`` is
+    called before each cell; the cells in ``request["skip"]`` are left out."""
     namespace = {"__name__": "__main__", "get_ipython": _NoIPython}
-    code = [(request.get("helpers", ""), HELPERS_FILENAME), (request["solution"], SOLUTION_FILENAME)]
-    try:
-        for source, filename in code:
-            # registered so that tracebacks can show the student's line
-            linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    skip = set(request.get("skip", []))
+    errors = []
+    for index, source in enumerate(request["cells"]):
+        if index in skip:
+            continue
+        running(index)
+        filename = CELL_FILENAME.format(index)
+        # registered so that tracebacks can show the student's line
+        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+        try:
             exec(compile(source, filename, "exec"), namespace)
-    except BaseException as exc:  # noqa: BLE001  anything the cell raises is the student's
-        return {"load_error": _error(exc)}, None
+        except BaseException as exc:  # noqa: BLE001  anything a cell raises is the student's
+            errors.append(dict(_error(exc), ran=index))
+    found = {"cell_errors": errors[:20]}
     function = namespace.get("max_pool_backward")
     if function is None:
-        return {"missing": True}, None
+        return dict(found, missing=True), None
     if not callable(function):
-        return {"not_callable": type(function).__name__}, None
-    return {"ok": True, "parameters": _parameters(function)}, function
+        return dict(found, not_callable=type(function).__name__), None
+    return dict(found, ok=True, parameters=_parameters(function)), function
 
 
 def _call(function, request: dict, arrays: list[bytes]) -> tuple[dict, tuple]:
@@ -188,7 +209,8 @@ def main(request_fd: int, reply_fd: int) -> None:
         except EOFError:
             return
         if request["op"] == "load":
-            reply, function = _load(request)
+            reply, function = _load(request, lambda index: write_frame(
+                reply_fd, {"id": request["id"], "running": index}))
             write_frame(reply_fd, dict(reply, id=request["id"]))
         else:
             reply, out = _call(function, request, arrays)
