@@ -176,13 +176,17 @@ def test_a_scratch_cell_that_hangs_or_ends_the_process_is_left_out():
         assert _failed(found) == {}, scratch
 
 
-def test_what_went_wrong_in_the_cells_is_told_with_a_failed_test():
-    found = verdicts(_cells("import numpy as np\nprint(to_pair(2)) + 1\n", solution=ZEROS),
-                     grade_ids=["hidden_gradient_check"])
+def test_a_cell_that_stopped_before_defining_a_helper_is_told_with_the_missing_name():
+    stops_early = "import numpy as np\nprint(undefined_thing)\n" + HELPER
+    found = verdicts(_cells(stops_early), grade_ids=["hidden_gradient_check"])
     message = flat(found["hidden_gradient_check"].message)
+    assert flat("raised NameError: name 'to_pair' is not defined") in message
     assert flat("When the grader ran your notebook's cells from the top") in message
-    assert flat("Your cell that starts with `import numpy as np` raised NameError: name 'to_pair' is not "
-                "defined (at line 2: print(to_pair(2)) + 1)") in message
+    assert flat("Your cell that starts with `import numpy as np` raised NameError: name 'undefined_thing' is "
+                "not defined (at line 2: print(undefined_thing))") in message
+    # a plain wrong result does not repeat it: the notebook's own outputs show the cell's error
+    found = verdicts(_cells(stops_early, solution=ZEROS), grade_ids=["hidden_gradient_check"])
+    assert "When the grader ran" not in found["hidden_gradient_check"].message
 
 
 def test_a_helper_from_a_deleted_cell_fails_and_names_what_is_missing():

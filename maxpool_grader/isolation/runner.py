@@ -482,15 +482,19 @@ def verdict_of(check: HiddenCheck, session: _Session) -> Verdict:
     if failed is None:
         return Verdict(check.grade_id, True, passed_message(check))
     if isinstance(failed, str):
-        return Verdict(check.grade_id, False, _report(check, session._with_notes(failed)), "wrong")
+        return Verdict(check.grade_id, False, _report(check, failed), "wrong")
     process.deadline = time.monotonic() + min(limits.search_seconds, max(session.budget_left(), 0))
     named: list[str] = []
+    # what went wrong running the cells matters when a name is missing (the cell that should
+    # have defined it may have stopped early); else the notebook's own outputs show it
+    missing_name = isinstance(failed.error, StudentError) and type(failed.error.exception) is NameError
+    after = session._with_notes("") if missing_name else ""
     try:
-        message = explain(check, function, failed, named, after=session._with_notes(""), source=session.source())
+        message = explain(check, function, failed, named, after=after, source=session.source())
     except (Timeout, ProcessEnded):  # the search for a smaller input ran out: report the graded one
         session.close()
         named.clear()
-        message = explain(check, None, failed, named, after=session._with_notes(""), source=session.source())
+        message = explain(check, None, failed, named, after=after, source=session.source())
     return Verdict(check.grade_id, False, message, "wrong", tuple(named))
 
 
