@@ -8,6 +8,12 @@ except the notebook itself.
 c = get_config()  # noqa: F821  (provided by nbgrader when it loads this file)
 
 c.CourseDirectory.course_id = "max_pool_backward"
+# The exchange (release_assignment, submit, collect, feedback) in a folder of the course
+# itself, made on first use, so the course works as shipped on one machine. On a shared
+# JupyterHub every user must reach it: set /srv/nbgrader/exchange there (README.md).
+import os  # noqa: E402
+
+c.Exchange.root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "exchange")
 
 # ---------------------------------------------------------------- grading untrusted code
 # See README.md, "Grading: what is guaranteed". Every graded test is decided out of the
@@ -21,8 +27,9 @@ c.Autograde.autograde_preprocessors = [
     "maxpool_grader.autograde.SafeExecute",  # nbgrader's Execute, made safe
     "nbgrader.preprocessors.IgnorePattern",
     "nbconvert.preprocessors.ClearMetadataPreprocessor",
+    "maxpool_grader.autograde.ShowRubric",  # Part A's rubric under the answer, for formgrader
     "nbgrader.preprocessors.LimitOutput",
-    "nbgrader.preprocessors.SaveAutoGrades",
+    "maxpool_grader.autograde.KeepHandGrades",  # nbgrader's SaveAutoGrades, keeping hand grades
     "nbgrader.preprocessors.AssignLatePenalties",
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
@@ -45,10 +52,12 @@ c.SafeExecute.notebook_seconds = 60
 c.SafeExecute.memory_mib = 4096
 c.SafeExecute.sandbox = "auto"
 # nbgrader skips a submission folder without a notebook; grade it (0, with the reason).
-from maxpool_grader.autograde import grade_folders_without_notebooks, skip_symbolic_links  # noqa: E402
+from maxpool_grader.autograde import (grade_folders_without_notebooks, quiet_known_nbgrader_warnings,  # noqa: E402
+                                      skip_symbolic_links)
 from nbgrader.converters import Autograde  # noqa: E402
 
 grade_folders_without_notebooks(Autograde)
+quiet_known_nbgrader_warnings()  # one SQLAlchemy warning of nbgrader's about new submissions
 skip_symbolic_links()  # a link in a submission is never followed when nbgrader copies files
 # No per-cell execution timestamps: grading the same notebook twice writes the same file.
 c.Execute.record_timing = False
@@ -65,5 +74,10 @@ c.OverwriteCells.add_missing_cells = True
 c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
     "nbgrader.preprocessors.ClearHiddenTests",
+    "maxpool_grader.feedback.ModelAnswer",  # Part A's model answer, released with the feedback only
+    "maxpool_grader.feedback.MathToMathML",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
+# Formulas as MathML in every HTML page nbgrader makes here (feedback, formgrader's grading
+# page): they render without a network, where nbconvert's MathJax comes from a CDN.
+c.HTMLExporter.preprocessors = ["maxpool_grader.feedback.MathToMathML"]

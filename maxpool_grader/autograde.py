@@ -21,10 +21,12 @@ makes nbgrader see a submission folder that holds no notebook at all.
 from __future__ import annotations
 
 import glob
+import hashlib
 import json
 from concurrent.futures import Future, ThreadPoolExecutor
 import os
 import time
+import warnings
 from pathlib import Path
 
 import nbformat
@@ -32,17 +34,35 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbconvert.exporters import NotebookExporter
 from nbformat import NotebookNode
 from nbformat.v4 import new_markdown_cell, new_output
-from nbgrader.preprocessors import Execute, NbGraderPreprocessor
+from nbgrader.coursedir import CourseDirectory
+from nbgrader.preprocessors import Execute, NbGraderPreprocessor, SaveAutoGrades
+from sqlalchemy.exc import SAWarning
 from traitlets import Bool, Enum, Float, Integer
 from traitlets.config import Configurable
 
 from .isolation import sandbox
 from .checks import GRADED_CHECKS
 from .isolation.runner import Cell, Limits, Verdict, verdicts
+from .part_a import RUBRIC, RUBRIC_TAG
 
 NOTES_KEY = "maxpool_grader_notes"
 REPORT_KEY = "maxpool_grader"  # cell metadata: the out-of-process verdict (passed, kind, bugs)
 SOLUTION_CELL = "max_pool_backward"
+PART_A_CELL = "part_a_derivation"
+
+
+def quiet_known_nbgrader_warnings() -> None:
+    """Silence exactly one known warning of nbgrader 0.9.6, nothing else.
+
+    Creating a submission in a new gradebook (``Gradebook.update_or_create_submission``)
+    reads ``submission.assignment.notebooks`` while the new SubmittedAssignment and its
+    SubmittedNotebooks are not in the session yet; SQLAlchemy's autoflush then warns
+    "Object of type <SubmittedAssignment> not in session, add operation along
+    'Student.submissions' will not proceed" (three lines per submission). The objects
+    are added right after, and every grade is saved (the tests count them).
+    """
+    warnings.filterwarnings("ignore", message=r"Object of type <Submitted(Assignment|Notebook)> not in session",
+                            category=SAWarning, module=r"nbgrader\.api")
 
 
 def _grade_id(cell) -> str | None:
@@ -210,6 +230,77 @@ class RestoreCellOrder(NbGraderPreprocessor):
             add_note(nb, "Some of the assignment's cells were missing or moved; they were put back "
                          "in the assignment's order (tests after the solution) before grading.")
         return nb, resources
+
+
+# ------------------------------------------------------------------ the grader's view
+class ShowRubric(NbGraderPreprocessor):
+    """Put Part A's rubric right under the student's answer in the autograded notebook, the
+    one formgrader shows while grading by hand (the feedback keeps it, and adds the model
+    answer: feedback.ModelAnswer). The release never has it."""
+
+    def preprocess(self, nb, resources):
+        at = next((index for index, cell in enumerate(nb.cells) if _grade_id(cell) == PART_A_CELL), None)
+        if at is not None and not any(RUBRIC_TAG in cell.get("metadata", {}).get("tags", []) for cell in nb.cells):
+            nb.cells.insert(at + 1, new_markdown_cell(
+                "**For the grader: Part A's rubric** (students see it with their feedback)\n\n" + RUBRIC,
+                metadata={"tags": [RUBRIC_TAG]}))
+        return nb, resources
+
+
+# ------------------------------------------------------------------ saving grades
+class KeepHandGrades(SaveAutoGrades):
+    """nbgrader's SaveAutoGrades, except that regrading keeps a hand grade of an answer
+    that did not change.
+
+    nbgrader marks every cell that has a manual score "needs manual grade" again on each
+    autograde, so ``--force``, a change of the source notebook, or a moved gradebook sent
+    every Part A back to the grader. Here a cell graded only by hand (no autograder score)
+    keeps its grade when its source is the one that was autograded last time: a digest
+    per cell is kept in ``.maxpool-grader/answers/<assignment>/<student>.json`` in the
+    course directory. When the answer changed, it goes back to "needs manual grade" and
+    a note says why (the class report lists it).
+    """
+
+    def preprocess(self, nb, resources):
+        found = resources["nbgrader"]
+        root = Path(CourseDirectory(parent=self).root)
+        self._answers = root / ".maxpool-grader" / "answers" / found["assignment"] / f"{found['student']}.json"
+        try:
+            self._before = json.loads(self._answers.read_text()).get(found["notebook"], {})
+        except (OSError, ValueError, AttributeError):
+            self._before = {}
+        self._now, self._changed = {}, []
+        nb, resources = super().preprocess(nb, resources)
+        for grade_id in self._changed:
+            add_note(nb, f"Your answer in '{grade_id}' changed since it was graded by hand; it will be "
+                         "graded again.")
+        self._save(found["notebook"])
+        return nb, resources
+
+    def _add_score(self, cell, resources):
+        super()._add_score(cell, resources)
+        grade_id = cell.metadata["nbgrader"]["grade_id"]
+        digest = hashlib.sha256(cell.source.encode()).hexdigest()
+        self._now[grade_id] = digest
+        grade = self.gradebook.find_grade(grade_id, self.notebook_id, self.assignment_id, self.student_id)
+        if grade.auto_score is not None or grade.manual_score is None:
+            return  # an autograded cell, or not graded by hand yet: nbgrader's rule
+        if self._before.get(grade_id) == digest:
+            grade.needs_manual_grade = False
+            self.gradebook.db.commit()
+        else:
+            self._changed.append(grade_id)
+
+    def _save(self, notebook: str) -> None:
+        try:
+            saved = json.loads(self._answers.read_text())
+        except (OSError, ValueError):
+            saved = {}
+        saved[notebook] = self._now
+        self._answers.parent.mkdir(parents=True, exist_ok=True)
+        partial = self._answers.with_suffix(f".{os.getpid()}.tmp")
+        partial.write_text(json.dumps(saved, indent=1, sort_keys=True))
+        os.replace(partial, self._answers)
 
 
 # ------------------------------------------------------------------ the sealed box

@@ -277,16 +277,16 @@ HIDDEN_CHECKS: dict[str, HiddenCheck] = {check.grade_id: check for check in [
                 "dx must be right for rectangular pools (ph != pw) and for x with 0, 1 or 2 leading axes.",
                 rectangular_and_leading_axes_cases, same_as_reference,
                 _probes(lambda c: c.rectangular_or_leading and _default_floor(c))),
-    HiddenCheck("hidden_overlapping_windows", "Overlapping windows add up their gradients", 2,
+    HiddenCheck("hidden_overlapping_windows", "Overlapping windows (stride smaller than the pool)", 2,
                 "With stride < pool_size, an element that is the maximum of several windows must "
                 "receive the sum of their gradients.",
                 overlapping_cases, same_as_reference,
                 _probes(lambda c: c.overlapping and not c.ceil)),
-    HiddenCheck("hidden_ties_valid_subgradient", "Ties: a valid subgradient", 2,
+    HiddenCheck("hidden_ties_valid_subgradient", "Windows whose maximum is not unique", 2,
                 "When several elements tie for a window's maximum, the window's gradient must go to "
                 "those maxima only, and in total exactly once.",
                 ties_cases, valid_subgradient, _probes(_default_floor, TIE_PATTERNS)),
-    HiddenCheck("hidden_ties_first_maximum", "Ties: the first maximum in row-major order", 1,
+    HiddenCheck("hidden_ties_first_maximum", "Ties: PyTorch's convention (the first maximum in row-major order)", 1,
                 "On ties, the whole gradient goes to the first maximum in row-major order within the "
                 "window (PyTorch's convention).",
                 first_maximum_cases, same_as_reference,

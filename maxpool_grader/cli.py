@@ -17,20 +17,19 @@ import sys
 import time
 from pathlib import Path
 
-from .checks import HIDDEN_CHECKS
+from .checks import GRADED_CHECKS
+from .roster import RosterError, import_roster
 
 ASSIGNMENT = "max_pool_backward"
-TITLES = {grade_id: check.title for grade_id, check in HIDDEN_CHECKS.items()} | {
-    "visible_2x2_stride_2": "Visible: 2x2 windows, stride 2",
-    "visible_forum_example": "Visible: the forum example",
-}
+ROSTER = "roster.csv"  # imported by grade when the course has one
+TITLES = {grade_id: check.title for grade_id, check in GRADED_CHECKS.items()}
 
 
 def nbgrader_environment() -> dict[str, str]:
     """The environment for nbgrader: this interpreter's bin/ first on PATH.
 
-    Creating a gradebook runs ``alembic`` as a subprocess, which fails when the
-    virtual environment was not activated (see shared/NBGRADER_NOTES.md).
+    Creating a gradebook runs ``alembic`` as a subprocess, which fails with
+    FileNotFoundError when the virtual environment was not activated.
     """
     env = dict(os.environ)
     bin_dir = str(Path(sys.executable).parent)
@@ -57,16 +56,9 @@ def score_table(db_url: str, assignment: str = ASSIGNMENT) -> tuple[list, dict[s
 
 def format_table(cells, scores) -> str:
     """A plain-text table: one row per student, one column per graded cell."""
-    counters = {"hidden_": "H", "visible_": "V"}
-    seen = {"H": 0, "V": 0}
-    labels = []
-    for _, grade_id, _ in cells:
-        prefix = next((letter for start, letter in counters.items() if grade_id.startswith(start)), None)
-        if prefix is None:
-            labels.append("A")
-        else:
-            seen[prefix] += 1
-            labels.append(f"{prefix}{seen[prefix]}")
+    from .report import cell_labels, legend
+    named = cell_labels(grade_id for _, grade_id, _ in cells)
+    labels = [named[grade_id] for _, grade_id, _ in cells]
     auto = [(label, grade_id, points) for label, (_, grade_id, points) in zip(labels, cells)
             if label != "A"]
     width = max([len("student")] + [len(s) for s in scores])
@@ -77,8 +69,9 @@ def format_table(cells, scores) -> str:
         total = sum(row[g] or 0 for _, g, _ in auto)
         lines.append(f"{student:<{width}}  " + " ".join(shown) + f"   {total:g}/{sum(p for *_, p in auto):g}")
     lines.append("")
-    lines.append("A = Part A, graded by hand (? = needs manual grade).")
-    lines += [f"{label:>2} = {TITLES.get(grade_id, grade_id)} ({points:g} p)" for label, grade_id, points in auto]
+    lines += [legend("A", "Part A, the derivation", points) + "; ? = still to grade"
+              for label, (_, _, points) in zip(labels, cells) if label == "A"]
+    lines += [legend(label, TITLES.get(grade_id, grade_id), points) for label, grade_id, points in auto]
     return "\n".join(lines)
 
 
@@ -125,6 +118,12 @@ def grade(course: Path, *, workers: int | None = None, force: bool = False, db_u
               "work here. Student code can read and write your files. !!!\n", file=sys.stderr)
     elif not cgroups.available():
         print(f"\n!!! {sandbox.without_cgroup_warning()} !!!\n", file=sys.stderr)
+
+    if (course / ROSTER).is_file():  # names for formgrader, grades.csv and the report
+        try:
+            print(f"roster: {import_roster(course / ROSTER, db_url)} students from {ROSTER}")
+        except RosterError as problem:
+            print(f"roster not imported: {problem}", file=sys.stderr)
 
     grader = parallel.grader_digest(course, db_url, assignment)
     todo, current = parallel.students_to_grade(course, state, grader, force, assignment)
@@ -184,10 +183,25 @@ def main(argv: list[str] | None = None) -> int:
     grade_parser.add_argument("--db", metavar="URL", default=None,
                               help="gradebook URL, e.g. postgresql://user@host/db (default: "
                                    "nbgrader_config.py's CourseDirectory.db_url, else gradebook.db)")
+    roster_parser = commands.add_parser(
+        "roster", help="import a roster CSV (id, first name, last name, email) into the gradebook's students")
+    roster_parser.add_argument("csv", type=Path, help="the roster file")
+    roster_parser.add_argument("--course-dir", type=Path, default=Path.cwd(),
+                               help="the nbgrader course directory (default: the current directory)")
+    roster_parser.add_argument("--db", metavar="URL", default=None, help="gradebook URL (as for grade)")
     args = parser.parse_args(argv)
     if not (args.course_dir / "nbgrader_config.py").is_file():
         parser.error(f"{args.course_dir.resolve()} has no nbgrader_config.py: "
                      "run this in the course directory or pass --course-dir")
+    if args.command == "roster":
+        os.environ["PATH"] = nbgrader_environment()["PATH"]  # a new gradebook runs alembic
+        db_url = args.db or configured_db_url(args.course_dir)
+        try:
+            count = import_roster(args.csv, db_url)
+        except RosterError as problem:
+            parser.exit(2, f"maxpool-grader roster: {problem}\n")
+        print(f"{count} students imported from {args.csv} into {db_url}")
+        return 0
     if args.workers is not None and args.workers < 1:
         parser.error("--workers must be at least 1")
     return grade(args.course_dir, workers=args.workers, force=args.force, db_url=args.db)

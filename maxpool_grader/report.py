@@ -20,6 +20,7 @@ from nbgrader.api import Gradebook, MissingEntry
 
 from .autograde import NOTES_KEY, REPORT_KEY
 from .catalogue import BUGS
+from .roster import display_names
 from .checks import GRADED_CHECKS
 
 ASSIGNMENT = "max_pool_backward"
@@ -27,6 +28,26 @@ ATTENTION_KINDS = {"timeout": "timed out", "crash": "crashed the process",
                    "shortcut": "used a shortcut (autograd library or the grader's code)",
                    "grader error": "the grader could not evaluate a result",
                    "not defined": "the solution cell does not compile or defines no max_pool_backward"}
+
+
+def cell_labels(grade_ids) -> dict[str, str]:
+    """The short label of each graded cell, as in the score table's legend: A for a cell
+    graded by hand, V1, V2 ... for visible tests and H1, H2 ... for hidden ones."""
+    counters, labels = {"V": 0, "H": 0}, {}
+    for grade_id in grade_ids:
+        kind = "H" if grade_id.startswith("hidden_") else "V" if grade_id.startswith("visible_") else None
+        if kind is None:
+            labels[grade_id] = "A"
+        else:
+            counters[kind] += 1
+            labels[grade_id] = f"{kind}{counters[kind]}"
+    return labels
+
+
+def legend(label: str, title: str, points: float) -> str:
+    """One graded cell in the score table's legend and on the pass-rate chart."""
+    kind = "hidden" if label.startswith("H") else "visible" if label.startswith("V") else "by hand"
+    return f"{label} {title} ({points:g} p, {kind})"
 
 
 def _verdicts(course: Path, student: str, assignment: str) -> tuple[dict, list[str]]:
@@ -88,6 +109,7 @@ def collect(course: Path, db_url: str, assignment: str = ASSIGNMENT) -> dict:
             attention.append({"student": student, "reasons": reasons, "manual": manual})
     count = len(students)
     histogram = Counter(totals.values())
+    labels = cell_labels(grade_id for _, grade_id, _, _ in cells)
     return {
         "assignment": assignment,
         "students": count,
@@ -96,7 +118,8 @@ def collect(course: Path, db_url: str, assignment: str = ASSIGNMENT) -> dict:
         "median": statistics.median(totals.values()) if totals else None,
         "totals": totals,
         "histogram": {f"{score:g}": histogram[score] for score in sorted(histogram)},
-        "cells": [{"grade_id": g, "title": GRADED_CHECKS[g].title if g in GRADED_CHECKS else g,
+        "cells": [{"grade_id": g, "label": labels[g], "hidden": labels[g].startswith("H"),
+                   "title": GRADED_CHECKS[g].title if g in GRADED_CHECKS else g,
                    "points": points, "passed": passed[g],
                    "pass_rate": passed[g] / count if count else None} for g, points in auto],
         "bugs": sorted(({"name": name, "title": BUGS[name].title if name in BUGS else name,
@@ -105,6 +128,7 @@ def collect(course: Path, db_url: str, assignment: str = ASSIGNMENT) -> dict:
         "manual": {"cells": [g for _, g, _, cell_type in cells if cell_type != "code"],
                    "pending": sum(any(c["manual"] for c in row.values()) for row in students.values())},
         "needs_attention": attention,
+        "names": display_names(db_url),  # from the roster: "First Last (id)"
     }
 
 
@@ -130,7 +154,7 @@ def _plots(data: dict, folder: Path) -> dict[str, str]:
     cells = data["cells"]
     figure, axes = plt.subplots(figsize=(6, 0.42 * len(cells) + 0.9), dpi=110)
     rates = [100 * (cell["pass_rate"] or 0) for cell in cells]
-    labels = [f"{cell['title']} ({cell['points']:g} p)" for cell in cells]
+    labels = [legend(cell["label"], cell["title"], cell["points"]) for cell in cells]
     bars = axes.barh(range(len(cells)), rates, color=["#55a868" if r >= 80 else "#dd8452" if r >= 50
                                                          else "#c44e52" for r in rates])
     axes.set_yticks(range(len(cells)), labels, fontsize=8)
@@ -151,21 +175,24 @@ def _html(data: dict, plots: dict[str, str]) -> str:
     mean = "–" if data["mean"] is None else f"{data['mean']:.1f}"
     median = "–" if data["median"] is None else f"{data['median']:g}"
     weakest = min(data["cells"], key=lambda c: c["pass_rate"] or 0) if data["cells"] else None
-    top_bug = data["bugs"][0] if data["bugs"] else None
+    bugs_ = data["bugs"]  # the most common mistake, when one stands out: two students or more, ahead of the rest
+    top_bug = bugs_[0] if bugs_ and bugs_[0]["students"] >= 2 and (
+        len(bugs_) == 1 or bugs_[0]["students"] > bugs_[1]["students"]) else None
     summary = [f"<b>{data['students']}</b> submissions graded; autograded score mean <b>{mean}</b>, "
                f"median <b>{median}</b> of {data['autograded_max']:g}."]
     if weakest:
-        summary.append(f"Hardest test: <b>{e(weakest['title'])}</b> "
+        summary.append(f"Hardest test: <b>{e(weakest['label'])} {e(weakest['title'])}</b> "
                        f"({100 * (weakest['pass_rate'] or 0):.0f}% passed).")
     if top_bug:
         summary.append(f"Most common mistake: <b>{e(top_bug['title'])}</b> "
                        f"({top_bug['students']} student{'s' if top_bug['students'] != 1 else ''}).")
     summary.append(f"<b>{len(data['needs_attention'])}</b> need a look (below); "
                    f"{data['manual']['pending']} still have parts to grade by hand.")
+    name = lambda student: data.get("names", {}).get(student, student)  # noqa: E731
     bugs = "".join(f"<tr><td>{e(b['title'])}</td><td class=n>{b['students']}</td>"
-                   f"<td class=who>{e(', '.join(b['who']))}</td></tr>" for b in data["bugs"]) \
+                   f"<td class=who>{e(', '.join(map(name, b['who'])))}</td></tr>" for b in data["bugs"]) \
         or "<tr><td colspan=3>No catalogue mistake was recognised.</td></tr>"
-    attention = "".join(f"<tr><td>{e(a['student'])}</td><td>{'<br>'.join(e(r) for r in a['reasons'])}</td></tr>"
+    attention = "".join(f"<tr><td>{e(name(a['student']))}</td><td>{'<br>'.join(e(r) for r in a['reasons'])}</td></tr>"
                         for a in data["needs_attention"]) \
         or "<tr><td colspan=2>Nobody: no crash, timeout, shortcut or unreadable notebook.</td></tr>"
     return f"""<!doctype html>

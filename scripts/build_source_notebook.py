@@ -2,7 +2,7 @@
 
 The notebook's text lives here so that its hidden test cells are generated from
 maxpool_grader.checks.HIDDEN_CHECKS (grade ids, titles, points in one place) and its
-figure is embedded from make_figure.py. Edit this script, then run
+figure (the forward pass only) is drawn by maxpool_grader.part_a. Edit this script, then run
 
     python scripts/build_source_notebook.py && nbgrader generate_assignment max_pool_backward --force
 
@@ -19,15 +19,12 @@ from pathlib import Path
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from make_figure import figure_png  # noqa: E402
-
 from maxpool_grader.checks import HIDDEN_CHECKS  # noqa: E402
+from maxpool_grader.part_a import MODEL_ANSWER, PART_A_POINTS, RUBRIC, figure_png  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = ROOT / "source" / "max_pool_backward" / "max_pool_backward.ipynb"
 VISIBLE_POINTS = {"visible_2x2_stride_2": 1, "visible_forum_example": 1}
-PART_A_POINTS = 5
 
 
 def nbgrader(grade_id, *, grade=False, solution=False, locked=False, points=None):
@@ -80,68 +77,46 @@ $\\dfrac{{\\partial L}}{{\\partial x_{{ij}}}}$ that the layer passes back given
 $\\dfrac{{\\partial L}}{{\\partial f_{{kl}}}}$. Write your answer (Markdown and LaTeX) in the next cell.
 """
 
-PART_A_ANSWER = """
-### BEGIN SOLUTION
-**Model answer.** Let $(i^*, j^*) = \\arg\\max_{(i,j) \\in \\Omega(k,l)} x_{ij}$. Near $\\boldsymbol{x}$,
-$f_{kl}(\\boldsymbol{x}) = x_{i^*j^*}$ (max is locally linear in the element that attains it), so
-
-$$ \\frac{\\partial f_{kl}}{\\partial x_{ij}} = \\begin{cases} 1 & (i,j) = (i^*, j^*) \\\\ 0 & \\text{otherwise.} \\end{cases} $$
-
-Inputs outside $\\Omega(k,l)$ and non-maximal inputs do not affect $f_{kl}$. If several inputs tie
-for the maximum, $f_{kl}$ is not differentiable; any convex combination of the tied indicator
-vectors is a subgradient (split it, or give it all to one maximum, e.g. the first).
-Chain rule: $\\frac{\\partial L}{\\partial x_{ij}} = \\sum_{(k,l):\\,(i,j) \\in \\Omega(k,l)}
-\\frac{\\partial L}{\\partial f_{kl}}\\,[(i,j) = (i^*,j^*)(k,l)]$; with stride = window size each
-$(i,j)$ is in one window only, so it receives $\\partial L/\\partial f_{kl}$ if it was its window's
-maximum and 0 otherwise.
-
-**Rubric (instructor only, 5 points).**
-- 2 p: $\\partial f_{kl}/\\partial x_{ij} = 1$ for the arg-max of $\\Omega(k,l)$, 0 for every other $(i,j)$,
-  including inputs outside the window. 1 p if only "gradient goes to the max" without the case formula.
-- 1 p: justification: max is locally the identity in its arg-max (or a limit argument).
-- 1 p: ties handled: not differentiable; a subgradient (split or one of the maxima) named.
-- 1 p: chain rule to $\\partial L/\\partial x_{ij}$, with the sum over windows that contain $(i,j)$
-  (or the remark that with stride 2 each input lies in exactly one window).
-### END SOLUTION
-"""
+# The model answer and the rubric: in the solution region, which the release never has
+# (the feedback and the grader's view get them from maxpool_grader.part_a).
+PART_A_ANSWER = "### BEGIN SOLUTION\n" + MODEL_ANSWER + "\n\n" + RUBRIC + "\n### END SOLUTION"
 
 PART_B = """
 ## Part B: implement `max_pool_backward`
 
-**What the layer does.** `x` has shape `(..., H, W)`: any number of leading batch/channel axes.
+**The forward pass.** `x` has shape `(..., H, W)`: any number of leading batch/channel axes.
 Window $(i, j)$ of the output covers rows `i*sh … i*sh+ph-1` and columns `j*sw … j*sw+pw-1`
-of `x`, where `(ph, pw)` is the pool size and `(sh, sw)` the stride. The forward pass keeps
-each window's maximum.
+of `x`, where `(ph, pw)` is the pool size and `(sh, sw)` the stride, and the output keeps each
+window's maximum: `max_pool_forward` in the next cell does exactly this. The upstream gradient
+`d_output` has the output's shape `(..., H_out, W_out)`, and your `dx` has `x`'s shape.
 
-**Why only the arg-max gets gradient.** Nudging a non-maximal element by a small amount does
-not change the window's maximum, so its partial derivative is 0; nudging the maximum changes
-the output by the same amount, so its partial derivative is 1. The backward pass therefore
-sends each window's upstream gradient `d_output[..., i, j]` to the position of that window's
-maximum, and nothing anywhere else (Figure 1, right).
+**Your function.** `max_pool_backward(d_output, x, pool_size, stride=None)` returns `dx`, the
+gradient of the loss with respect to `x`, for the loss whose gradient with respect to the
+output is `d_output`.
+- `pool_size` and `stride` are an int or a pair `(rows, cols)`; `stride=None` means stride =
+  pool size. Strides smaller than the pool size (overlapping windows) and larger are allowed.
+- The output grid is `d_output`'s shape. Besides the usual grid of full windows
+  (`H_out = (H - ph) // sh + 1`), `d_output` may have the *ceil-mode* grid, which adds windows
+  that start inside `x` but run past its border; such a window is clipped to the part inside
+  `x` (NumPy slicing does that for you). Example: `x` = 3×3, pool 2, `d_output` 2×2.
+- **Ties, a convention.** When several elements of a window share its maximum, the forward pass
+  is taken to have selected the first of them in row-major order (what `np.argmax` on the
+  flattened window returns), as PyTorch's `max_pool2d` does. Your backward pass must agree
+  with that choice.
+- `dx` has a floating dtype (float64 for integer `x`), and the inputs are left unchanged.
 
-**Ties.** When several elements share the maximum, max is not differentiable there. Any way of
-distributing the window's gradient over the tied maxima with non-negative weights summing to 1
-is a valid *subgradient*. We fix one choice so that everybody's answer is comparable and
-matches PyTorch (`torch.nn.functional.max_pool2d`): **the whole gradient goes to the first
-maximum in row-major order within the window** (what `np.argmax` on the flattened window
-returns). Giving *every* tied maximum the full gradient is wrong: it creates gradient mass.
+**Checking a gradient yourself.** You do not need the answer to test your code. For
+`L(x) = sum(d_output * max_pool_forward(x))` the exact gradient with respect to `x` is what your
+function must return, and central differences approximate it:
+`(L(x + h e) - L(x - h e)) / (2h)` for each element direction `e`. `numerical_gradient` in the
+next cell computes that, and `gradient_check` compares it with your function on random inputs
+whose values are at least 1 apart (so a small step never changes which element is a window's
+maximum). Work out small cases by hand too: a 1×3 input with pool `(1, 2)` and stride 1, a 3×3
+input with pool 2 and a 2×2 `d_output`, a window whose maximum is not unique. Then compare with
+your function.
 
-**Overlapping windows.** With a stride smaller than the pool size, windows overlap, and one
-element can be the maximum of several windows. It then receives the **sum** of their
-gradients (`+=`, not `=`).
-
-**Border windows.** The output grid is given by `d_output`'s shape. Besides the usual grid of
-full windows (`H_out = (H - ph) // sh + 1`), `d_output` may have the *ceil-mode* grid, which adds
-windows that start inside `x` but run past its border; such windows are clipped to the part
-inside `x` (NumPy slicing does that for you). Example: `x` = 3×3, pool 2, `d_output` 2×2.
-
-**Your function.** `max_pool_backward(d_output, x, pool_size, stride=None)` returns `dx` with
-`x`'s shape and a floating dtype (float64 for integer `x`; never truncate the gradient) and
-must not modify its inputs. `pool_size` and `stride` are an int or a pair `(rows, cols)`;
-`stride=None` means stride = pool size.
-
-The next cell gives you `max_pool_forward`, `gradient_check` (compares your backward pass with
-finite differences) and `call_quietly` (used by the tests). Run it before the rest.
+The next cell gives you `max_pool_forward`, `numerical_gradient`, `gradient_check` and
+`call_quietly` (used by the tests). Run it before the rest.
 """
 
 HELPERS = '''
@@ -246,9 +221,9 @@ def max_pool_backward(d_output, x, pool_size, stride=None):
         stride: int or (sh, sw); None means stride = pool_size.
 
     Returns:
-        dx: array of x's shape and a floating dtype (float64 for integer inputs).
-        Each window's d_output value is added at the window's first maximum
-        (row-major order); overlapping windows add up. x and d_output are unchanged.
+        dx: array of x's shape and a floating dtype (float64 for integer inputs), the
+        gradient of the loss with respect to x. On ties the forward pass selected a
+        window's first maximum in row-major order. x and d_output are unchanged.
     """
     ### BEGIN SOLUTION
     x = np.asarray(x)

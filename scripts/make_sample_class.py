@@ -18,7 +18,7 @@ HERE = Path(__file__).resolve().parent / "sample_class"
 ASSIGNMENT = "max_pool_backward"
 RELEASE = ROOT / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
 
-# The last answer of the forum thread (shared/reference/001_*.txt), as printed: an
+# The last answer of the course forum's thread on this exercise, as printed: an
 # indentation slip in the docstring and an assignment split after its "=".
 FORUM_VERBATIM = (HERE / "forum_verbatim.txt").read_text()
 

@@ -33,6 +33,7 @@ def copy_course(target: Path, *, with_submissions: bool = True) -> Path:
     target.mkdir(parents=True, exist_ok=True)
     shutil.copy(ROOT / "nbgrader_config.py", target)
     shutil.copytree(ROOT / "source", target / "source")
+    (target / "exchange").mkdir(exist_ok=True)  # the course-local exchange (exchange/.gitkeep in git)
     if with_submissions:
         shutil.copytree(ROOT / "submitted", target / "submitted")
     return target

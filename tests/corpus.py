@@ -299,7 +299,7 @@ FAULTS = [
                edited(_drop_cells("visible_forum_example", "hidden_gradient_check", "hidden_ceil_border_windows")),
                FULL, "Passed: Numerical gradient check"),
     Submission("fault_edited_test_cells", "a correct solution with test cells edited",
-               edited(_edit_tests), FULL, "Passed: Overlapping windows add up their gradients"),
+               edited(_edit_tests), FULL, "Passed: Overlapping windows (stride smaller than the pool)"),
     Submission("fault_invalid_json", "a notebook file cut in half (not valid JSON)",
                _invalid_json, ZERO, "could not be read"),
     Submission("fault_missing_notebook", "no notebook, only a .py file", _missing_notebook, ZERO,

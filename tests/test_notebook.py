@@ -11,6 +11,7 @@ import nbformat
 
 from conftest import RELEASE_NOTEBOOK, ROOT, SOURCE_NOTEBOOK, nbgrader
 from maxpool_grader.checks import HIDDEN_CHECKS
+from maxpool_grader.part_a import EXPLANATION, MODEL_ANSWER, RUBRIC, figure_png
 
 sys.path.insert(0, str(ROOT / "scripts"))
 import build_source_notebook  # noqa: E402
@@ -112,3 +113,19 @@ def test_committed_sample_class_is_made_from_the_current_release():
         committed = nbformat.read(ROOT / "submitted" / student / "max_pool_backward" / "max_pool_backward.ipynb", 4)
         expected = make_sample_class.fill(nbformat.reads(nbformat.writes(release), as_version=4), solution)
         assert comparable(committed) == comparable(expected), f"run: python scripts/make_sample_class.py ({student})"
+
+
+def test_the_release_teaches_the_tools_not_the_derivation():
+    """Part A asks for the backward message: the release shows the forward pass only, and no
+    sentence of the model answer, the rubric or the explanation the feedback adds."""
+    release = nbformat.read(RELEASE_NOTEBOOK, as_version=4)
+    text = "\n".join(cell.source for cell in release.cells)
+    for passage in (MODEL_ANSWER, RUBRIC, EXPLANATION):
+        for line in passage.splitlines():
+            if len(line.strip()) > 25:
+                assert line.strip() not in text, f"leaked into the release: {line.strip()}"
+    for phrase in ("add up", "sum of their", "gradient goes to", "gets 0", "subgradient", "partial derivative is"):
+        assert phrase not in text.lower(), phrase
+    figures = [base64.b64decode(image["image/png"]) for cell in release.cells
+               for image in cell.get("attachments", {}).values()]
+    assert figures == [figure_png()] and figure_png(backward=True) not in figures

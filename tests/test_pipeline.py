@@ -98,7 +98,7 @@ def test_feedback_is_generated_for_every_student(graded):
     course, _ = graded
     for student in EXPECTED:
         html = (course / "feedback" / student / "max_pool_backward" / "max_pool_backward.html").read_text()
-        assert "Hidden test: Overlapping windows add up their gradients" in html
+        assert "Hidden test: Overlapping windows (stride smaller than the pool)" in html
 
 
 def test_noisy_correct_solution_leaves_no_stderr_in_test_cells(graded):
@@ -160,7 +160,7 @@ def test_feedback_shows_hidden_titles_and_points_but_never_their_code_or_a_trace
 def test_forum_made_to_compile_feedback_names_overlapping_windows(graded):
     course, _ = graded
     text = feedback_text(course, "forum_compiles")
-    assert "Hidden test failed: Overlapping windows add up their gradients (0 of 2 points)." in text
+    assert "Hidden test failed: Overlapping windows (stride smaller than the pool) (0 of 2 points)." in text
     assert "it has no stride parameter" in text
     assert "Without a stride it cannot pool overlapping windows (stride < pool_size)" in text
     # where its results are graded, the reproducer and the named mistake are shown

@@ -1,0 +1,128 @@
+"""Part A's answer: the model answer, the rubric and Figure 1's backward panel.
+
+They exist only here, never in the release notebook: the derivation is what Part A asks
+for, and the hidden tests check what it implies. The grader's view (the autograded
+notebook that formgrader shows) gets the rubric next to the student's answer
+(``autograde.ShowRubric``); the feedback, released after grading, gets the rubric, the
+model answer and the full figure (``feedback.ModelAnswer``). The source notebook holds
+the same text in Part A's solution region, which nbgrader strips from the release.
+"""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+
+PART_A_POINTS = 5
+RUBRIC_TAG = "maxpool-part-a-rubric"
+MODEL_ANSWER_TAG = "maxpool-part-a-model-answer"
+
+MODEL_ANSWER = r"""
+**Model answer.** Let $(i^*, j^*) = \mathrm{arg\,max}_{(i,j) \in \Omega(k,l)} x_{ij}$. Near $\boldsymbol{x}$,
+$f_{kl}(\boldsymbol{x}) = x_{i^*j^*}$ (max is locally linear in the element that attains it), so
+
+$$ \frac{\partial f_{kl}}{\partial x_{ij}} = \begin{cases} 1 & (i,j) = (i^*, j^*) \\ 0 & \text{otherwise.} \end{cases} $$
+
+Inputs outside $\Omega(k,l)$ and non-maximal inputs do not affect $f_{kl}$. If several inputs tie
+for the maximum, $f_{kl}$ is not differentiable; any convex combination of the tied indicator
+vectors is a subgradient (split it, or give it all to one maximum, e.g. the first, as PyTorch does).
+Chain rule: $\frac{\partial L}{\partial x_{ij}} = \sum_{(k,l):\,(i,j) \in \Omega(k,l)}
+\frac{\partial L}{\partial f_{kl}}\,[(i,j) = (i^*,j^*)(k,l)]$. With stride = window size each
+$(i,j)$ is in one window only, so it receives $\partial L/\partial f_{kl}$ if it was its window's
+maximum and 0 otherwise; with a smaller stride windows overlap, and an input that is the maximum
+of several windows receives the sum of their gradients.
+""".strip()
+
+RUBRIC = r"""
+**Rubric (5 points).**
+- 2 p: $\partial f_{kl}/\partial x_{ij} = 1$ for the arg-max of $\Omega(k,l)$, 0 for every other $(i,j)$,
+  including inputs outside the window. 1 p if only "gradient goes to the max" without the case formula.
+- 1 p: justification: max is locally the identity in its arg-max (or a limit argument).
+- 1 p: ties handled: not differentiable; a subgradient (split or one of the maxima) named.
+- 1 p: chain rule to $\partial L/\partial x_{ij}$, with the sum over windows that contain $(i,j)$
+  (or the remark that with stride 2 each input lies in exactly one window).
+""".strip()
+
+EXPLANATION = r"""
+**Why only the arg-max gets gradient.** Nudging a non-maximal element by a small amount does not
+change the window's maximum, so its partial derivative is 0; nudging the maximum changes the
+output by the same amount, so its partial derivative is 1. The backward pass sends each window's
+upstream gradient `d_output[..., i, j]` to the position of that window's maximum, and nothing
+anywhere else (Figure 1, right).
+
+**Ties.** When several elements share the maximum, max is not differentiable there. Any way of
+distributing the window's gradient over the tied maxima with non-negative weights summing to 1 is
+a valid subgradient; giving *every* tied maximum the full gradient is not (it creates gradient
+mass). PyTorch, and this assignment, give it all to the first maximum in row-major order.
+
+**Overlapping windows.** With a stride smaller than the pool size, one element can be the maximum
+of several windows; it receives the **sum** of their gradients (`+=`, or `np.add.at`, never `=`).
+""".strip()
+
+# Figure 1's example: 2x2 max pooling with stride 2
+X = np.array([[1, 3, 2, 1],
+              [4, 2, 0, 1],
+              [5, 1, 7, 8],
+              [2, 6, 3, 0]])
+D_OUTPUT = np.array([[0.1, 0.2],
+                     [0.3, 0.4]])
+WINDOW_COLOURS = ["#8ecae6", "#ffb703", "#90be6d", "#f4a6c6"]
+
+
+def _grid(ax, values, colours, title, highlight=None, fmt="{}"):
+    import matplotlib.pyplot as plt
+    rows, cols = values.shape
+    for r in range(rows):
+        for c in range(cols):
+            bold = highlight is not None and highlight[r, c]
+            ax.add_patch(plt.Rectangle((c, rows - 1 - r), 1, 1, facecolor=colours[r][c],
+                                       edgecolor="black", linewidth=2.5 if bold else 0.8))
+            ax.text(c + 0.5, rows - 0.5 - r, fmt.format(values[r, c]), ha="center", va="center",
+                    fontsize=13, fontweight="bold" if bold else "normal")
+    ax.set_xlim(-0.1, cols + 0.1)
+    ax.set_ylim(-0.1, rows + 0.1)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    ax.set_title(title, fontsize=12)
+
+
+def figure_png(backward: bool = False) -> bytes:
+    """Figure 1 as PNG bytes: the forward pass (the notebook's), or with ``backward`` the
+    forward and backward passes (the feedback's)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    window_of = lambda r, c: 2 * (r // 2) + c // 2  # noqa: E731
+    in_colours = [[WINDOW_COLOURS[window_of(r, c)] for c in range(4)] for r in range(4)]
+    out_colours = [[WINDOW_COLOURS[2 * r + c] for c in range(2)] for r in range(2)]
+    output = X.reshape(2, 2, 2, 2).max(axis=(1, 3))
+    if not backward:
+        fig, axes = plt.subplots(1, 2, figsize=(6.4, 3.8), gridspec_kw={"width_ratios": [4, 2]})
+        _grid(axes[0], X, in_colours, r"input $x_{ij}$")
+        _grid(axes[1], output, out_colours, r"output $f_{kl}$")
+        fig.suptitle("Figure 1: 2x2 max pooling, stride 2. Each output $f_{kl}$ is the\n"
+                     r"maximum of its receptive field $\Omega(k, l)$ (same colour).", fontsize=11)
+    else:
+        is_max = np.zeros_like(X, dtype=bool)
+        dx = np.zeros(X.shape)
+        for r in range(2):
+            for c in range(2):
+                window = X[2 * r:2 * r + 2, 2 * c:2 * c + 2]
+                i, j = np.unravel_index(np.argmax(window), window.shape)
+                is_max[2 * r + i, 2 * c + j] = True
+                dx[2 * r + i, 2 * c + j] = D_OUTPUT[r, c]
+        fig, axes = plt.subplots(1, 4, figsize=(12, 3.8), gridspec_kw={"width_ratios": [4, 2, 2, 4]})
+        _grid(axes[0], X, in_colours, r"forward: input $x_{ij}$", is_max)
+        _grid(axes[1], output, out_colours, r"output $f_{kl}$")
+        _grid(axes[2], D_OUTPUT, out_colours, r"backward: $\partial L/\partial f_{kl}$")
+        _grid(axes[3], dx, in_colours, r"$\partial L/\partial x_{ij}$", is_max, fmt="{:g}")
+        fig.suptitle("Figure 1: 2x2 max pooling, stride 2. Each output is the maximum of its window (bold).\n"
+                     "Backward, each window's gradient goes to that maximum; every other input gets 0.",
+                     fontsize=11)
+    fig.tight_layout()
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=80, metadata={"Software": None})
+    plt.close(fig)
+    return buffer.getvalue()

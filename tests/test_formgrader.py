@@ -1,0 +1,181 @@
+"""The hand-graded part through nbgrader's formgrader, and what a browser shows offline.
+
+A real `jupyter server` serves the graded sample class (names from the committed
+roster). Part A is graded through formgrader's own HTTP API, then the class is regraded
+with `--force`: the hand grade and its graded state stay in the gradebook, the score
+table and the report. A real headless Chromium, every request off this machine refused,
+opens formgrader's grading page and a feedback page: the formulas are rendered MathML
+(no raw `$\\partial`), the rubric is on the grading page, the model answer in the
+feedback, and the figures fit their column.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from conftest import ASSIGNMENT, BIN, ROOT, copy_course
+from test_parallel import grade_command
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+STUDENT = "loop_correct"
+
+
+class Server:
+    """`jupyter server` in the course, with formgrader, on a free loopback port."""
+
+    def __init__(self, course: Path):
+        self.token = secrets.token_hex(12)
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.log = course.parent / "server.log"
+        env = dict(os.environ, PATH=os.pathsep.join([str(BIN), os.environ.get("PATH", "")]))
+        self.process = subprocess.Popen(
+            [str(BIN / "jupyter"), "server", f"--port={self.port}", "--ip=127.0.0.1", "--no-browser",
+             f"--IdentityProvider.token={self.token}", f"--ServerApp.root_dir={course}", "--allow-root"],
+            cwd=course, env=env, stdout=open(self.log, "w"), stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                self.call("GET", "/api/status")
+                return
+            except OSError:
+                if time.monotonic() > deadline or self.process.poll() is not None:
+                    raise AssertionError("jupyter server did not start:\n" + self.log.read_text()[-3000:])
+                time.sleep(0.3)
+
+    def call(self, method: str, path: str, body=None):
+        request = urllib.request.Request(
+            self.base + path, method=method, data=None if body is None else json.dumps(body).encode(),
+            headers={"Authorization": f"token {self.token}", "Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=60) as response:
+            text = response.read().decode()
+        return json.loads(text) if path.startswith("/formgrader/api") or path.startswith("/api") else text
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    course = copy_course(tmp_path_factory.mktemp("formgrader") / "course")
+    shutil.copy(ROOT / "roster.csv", course)
+    first = grade_command(course)
+    assert first.returncode == 0, first.stderr[-3000:]
+    server = Server(course)
+    yield course, server, first
+    server.stop()
+
+
+def _submission(server: Server) -> dict:
+    found = server.call("GET", f"/formgrader/api/submitted_notebooks/{ASSIGNMENT}/{ASSIGNMENT}")
+    return next(item for item in found if item["student"] == STUDENT)
+
+
+def test_formgrader_lists_the_roster_s_names(served):
+    course, server, _ = served
+    students = {student["id"]: student for student in server.call("GET", "/formgrader/api/students")}
+    assert (students[STUDENT]["first_name"], students[STUDENT]["last_name"]) == ("Lina", "Haddad")
+    assert "Haddad,Lina" in (course / "grades.csv").read_text()
+    report = json.loads((course / "report" / "report.json").read_text())
+    assert report["names"][STUDENT] == f"Lina Haddad ({STUDENT})"
+
+
+def test_the_course_as_shipped_has_a_working_exchange(served):
+    _, server, _ = served
+    page = server.call("GET", f"/formgrader/manage_assignments?token={server.token}")
+    assert "Manage Assignments" in page and "does not exist and could not be created" not in page
+
+
+def test_a_grade_entered_in_formgrader_survives_a_forced_regrade(served):
+    course, server, _ = served
+    submission = _submission(server)
+    grades = server.call("GET", f"/formgrader/api/grades?submission_id={submission['id']}")
+    part_a = next(grade for grade in grades if grade["name"] == "part_a_derivation")
+    saved = server.call("PUT", f"/formgrader/api/grade/{part_a['id']}", {"manual_score": 4})
+    assert (saved["manual_score"], saved["needs_manual_grade"]) == (4, False)
+
+    regraded = grade_command(course, "--force")
+    assert regraded.returncode == 0, regraded.stderr[-3000:]
+    again = next(grade for grade in server.call("GET", f"/formgrader/api/grades?submission_id={submission['id']}")
+                 if grade["name"] == "part_a_derivation")
+    assert (again["manual_score"], again["needs_manual_grade"]) == (4, False)
+    row = next(line for line in regraded.stdout.splitlines() if line.startswith(STUDENT))
+    assert row.split()[1] == "4"  # the score table's column A
+    report = json.loads((course / "report" / "report.json").read_text())
+    assert report["manual"]["pending"] == 6  # the six other students
+    assert "still have parts to grade by hand" in (course / "report" / "index.html").read_text()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+    assert Path(CHROMIUM).exists(), "apt-get install chromium (the README's test command does)"
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"])
+        yield launched
+        launched.close()
+
+
+def _offline_page(browser):
+    """A page that may reach this machine only: like a campus lab with no internet."""
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.route("**/*", lambda request_route: request_route.continue_()
+               if request_route.request.url.startswith(("file:", "http://127.0.0.1", "data:"))
+               else request_route.abort())
+    return page
+
+
+def _check_rendered_math(page) -> None:
+    assert page.locator("math").count() >= 10
+    box = page.locator("math").first.bounding_box()
+    assert box and box["width"] > 5 and box["height"] > 5  # laid out, not an unknown tag
+    text = page.inner_text("body")
+    assert "$\\partial" not in text and "\\frac" not in text and "$$" not in text
+
+
+def _check_figures_fit(page) -> None:
+    too_wide = page.evaluate("""() => [...document.querySelectorAll('img')]
+        .filter(img => img.getBoundingClientRect().right > img.parentElement.getBoundingClientRect().right + 1)
+        .map(img => img.alt || img.src.slice(0, 40))""")
+    assert too_wide == []
+
+
+def test_the_grading_page_renders_formulas_offline_and_shows_the_rubric(served, browser):
+    _, server, _ = served
+    page = _offline_page(browser)
+    page.goto(f"{server.base}/formgrader/submissions/{_submission(server)['id']}/?token={server.token}")
+    page.wait_for_load_state("networkidle")
+    _check_rendered_math(page)
+    assert page.get_by_text("For the grader: Part A's rubric").is_visible()
+    assert page.get_by_text("chain rule to", exact=False).first.is_visible()
+    _check_figures_fit(page)
+    page.close()
+
+
+def test_a_feedback_page_renders_formulas_offline_with_the_model_answer(served, browser):
+    course, _, _ = served
+    page = _offline_page(browser)
+    page.goto((course / "feedback" / STUDENT / ASSIGNMENT / f"{ASSIGNMENT}.html").as_uri())
+    page.wait_for_load_state("load")
+    _check_rendered_math(page)
+    assert page.get_by_text("Part A: the model answer").is_visible()
+    assert page.get_by_text("receives the sum of their gradients", exact=False).first.is_visible()
+    _check_figures_fit(page)
+    page.close()
