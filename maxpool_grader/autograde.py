@@ -241,9 +241,11 @@ class ShowRubric(NbGraderPreprocessor):
     def preprocess(self, nb, resources):
         at = next((index for index, cell in enumerate(nb.cells) if _grade_id(cell) == PART_A_CELL), None)
         if at is not None and not any(RUBRIC_TAG in cell.get("metadata", {}).get("tags", []) for cell in nb.cells):
-            nb.cells.insert(at + 1, new_markdown_cell(
+            rubric = new_markdown_cell(
                 "**For the grader: Part A's rubric** (students see it with their feedback)\n\n" + RUBRIC,
-                metadata={"tags": [RUBRIC_TAG]}))
+                metadata={"tags": [RUBRIC_TAG]})
+            rubric.id = RUBRIC_TAG  # a fixed id: regrading writes the same notebook
+            nb.cells.insert(at + 1, rubric)
         return nb, resources
 
 
@@ -466,6 +468,9 @@ class SafeExecute(Execute):
                 if output.get("output_type") == "stream" and output.get("name") == "stderr":
                     output["name"] = "stdout"  # nbgrader gives 0 for any stderr output
         _show_notes(nb)
+        # the kernel's Python version depends on the grading machine: without it, grading the
+        # same notebook anywhere writes the same file
+        nb.metadata.get("language_info", {}).pop("version", None)
         return nb, resources
 
     def output(self, outs, msg, display_id, cell_index):
@@ -587,4 +592,6 @@ def _show_notes(nb: NotebookNode) -> None:
     notes = nb.metadata.get(NOTES_KEY, [])  # stays in the metadata too, for the class report
     if notes:
         text = "**Notes from the grader**\n\n" + "\n".join(f"- {note}" for note in notes)
-        nb.cells.insert(0, new_markdown_cell(text, metadata={"tags": ["grader-notes"]}))
+        notes_cell = new_markdown_cell(text, metadata={"tags": ["grader-notes"]})
+        notes_cell.id = "grader-notes"  # a fixed id: regrading writes the same notebook
+        nb.cells.insert(0, notes_cell)

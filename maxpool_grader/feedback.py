@@ -44,6 +44,7 @@ class ModelAnswer(Preprocessor):
             "### Part A: the model answer\n\n" + MODEL_ANSWER + "\n\n![Figure 1, forward and backward]"
             "(attachment:figure1-backward.png)\n\n" + EXPLANATION,
             metadata={"tags": [MODEL_ANSWER_TAG]})
+        cell.id = MODEL_ANSWER_TAG
         cell.attachments = {"figure1-backward.png": {"image/png": base64.b64encode(_backward_png()).decode()}}
         nb.cells.insert(at + 1, cell)
         return nb, resources
