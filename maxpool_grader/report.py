@@ -152,7 +152,7 @@ def _plots(data: dict, folder: Path) -> dict[str, str]:
     plt.close(figure)
 
     cells = data["cells"]
-    figure, axes = plt.subplots(figsize=(6, 0.42 * len(cells) + 0.9), dpi=110)
+    figure, axes = plt.subplots(figsize=(10, 0.42 * len(cells) + 1.1), dpi=110)  # room for the labels
     rates = [100 * (cell["pass_rate"] or 0) for cell in cells]
     labels = [legend(cell["label"], cell["title"], cell["points"]) for cell in cells]
     bars = axes.barh(range(len(cells)), rates, color=["#55a868" if r >= 80 else "#dd8452" if r >= 50
@@ -202,14 +202,15 @@ body {{ font-family: system-ui, sans-serif; margin: 24px auto; max-width: 1100px
 h1 {{ font-size: 1.5em; margin-bottom: 4px; }} h2 {{ font-size: 1.15em; margin-top: 28px; }}
 .summary {{ background: #f3f6fa; border-left: 4px solid #4c72b0; padding: 10px 16px; line-height: 1.6; }}
 .plots {{ display: flex; gap: 16px; flex-wrap: wrap; align-items: flex-start; margin-top: 16px; }}
-.plots img {{ width: 540px; height: auto; border: 1px solid #ddd; }}
+.plots img {{ max-width: 100%; height: auto; border: 1px solid #ddd; }}
+.plots img.scores {{ width: 540px; }}
 table {{ border-collapse: collapse; width: 100%; font-size: 0.92em; }}
 td, th {{ border-bottom: 1px solid #e4e4e4; padding: 5px 8px; text-align: left; vertical-align: top; }}
 td.n {{ text-align: right; width: 5em; }} td.who {{ color: #555; font-size: 0.9em; }}
 </style></head><body>
 <h1>Class report: {e(data['assignment'])}</h1>
 <div class="summary">{'<br>'.join(summary)}</div>
-<div class="plots"><img src="{plots['scores']}" alt="score histogram">
+<div class="plots"><img class="scores" src="{plots['scores']}" alt="score histogram">
 <img src="{plots['pass_rates']}" alt="pass rate of each test"></div>
 <h2>Mistakes recognised from the bug catalogue</h2>
 <table><tr><th>mistake</th><th class=n>students</th><th>who</th></tr>{bugs}</table>
