@@ -51,6 +51,10 @@ c.Execute.timeout = 15
 c.SafeExecute.notebook_seconds = 60
 c.SafeExecute.memory_mib = 4096
 c.SafeExecute.sandbox = "auto"
+# The late policy (maxpool-grader collect-lms stores the due date and each submission's
+# time): 10% of the autograded points per started day late, up to all of them.
+c.AssignLatePenalties.plugin_class = "maxpool_grader.lms.LatePolicy"
+c.LatePolicy.percent_per_day = 10
 # nbgrader skips a submission folder without a notebook; grade it (0, with the reason).
 from maxpool_grader.autograde import (grade_folders_without_notebooks, quiet_known_nbgrader_warnings,  # noqa: E402
                                       skip_symbolic_links)

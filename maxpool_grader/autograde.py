@@ -131,9 +131,9 @@ class TolerantNotebookExporter(NotebookExporter):
     def _stand_in(self, nb_name: str, assignment: str, reason: str) -> NotebookNode:
         self.log.warning("%s/%s: %s", assignment, nb_name, reason)
         nb = _release_notebook(nb_name, assignment) or nbformat.v4.new_notebook()
-        for cell in nb.cells:
-            if cell.get("metadata", {}).get("nbgrader", {}).get("solution"):
-                cell.source = "" if cell.cell_type == "code" else "(not submitted)"
+        for cell in nb.cells:  # an empty solution; written answers stay as released ("no response": 0)
+            if cell.get("metadata", {}).get("nbgrader", {}).get("solution") and cell.cell_type == "code":
+                cell.source = ""
         add_note(nb, reason)
         return nb
 

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from .checks import GRADED_CHECKS
+from .lms import LmsError
 from .roster import RosterError, import_roster
 
 ASSIGNMENT = "max_pool_backward"
@@ -87,7 +88,7 @@ def configured_db_url(course: Path) -> str:
 
 
 def grade(course: Path, *, workers: int | None = None, force: bool = False, db_url: str | None = None,
-          assignment: str = ASSIGNMENT) -> int:
+          assignment: str = ASSIGNMENT, similarity_threshold: float = 0.8) -> int:
     """Grade the class; 0 unless grading itself broke (a student's code never makes it fail)."""
     from . import parallel, report
     from .isolation import cgroups, sandbox
@@ -156,7 +157,7 @@ def grade(course: Path, *, workers: int | None = None, force: bool = False, db_u
     export = run_nbgrader(course, "export", "--to", str(course / "grades.csv"), db_option)
     if export.returncode != 0:
         print(export.stdout[-4000:], file=sys.stderr)
-    paths = report.write_report(course, db_url, assignment)
+    paths = report.write_report(course, db_url, assignment, similarity_threshold)
     timings["total_seconds"] = time.monotonic() - started
     parallel.save_timings(course, timings)
 
@@ -166,6 +167,54 @@ def grade(course: Path, *, workers: int | None = None, force: bool = False, db_u
     print(f"\nClass report: {paths['html']}\nGrades: {course / 'grades.csv'}")
     broke = batch.failed or feedback_batch.failed or export.returncode != 0
     return 1 if broke else 0
+
+
+def collect_lms(args, db_url: str) -> int:
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+    from . import lms
+    try:
+        zone = ZoneInfo(args.zip_timezone)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise lms.LmsError(f"--zip-timezone {args.zip_timezone!r} is not a time zone (e.g. UTC, Europe/Berlin)") from None
+    due = lms.parse_due(args.due) if args.due else None
+    if due is not None:  # the gradebook needs the assignment before its due date can be set
+        result = run_nbgrader(args.course_dir, "generate_assignment", ASSIGNMENT, "--force",
+                              f"--CourseDirectory.db_url={db_url}")
+        if result.returncode != 0:
+            print(result.stdout[-4000:], file=sys.stderr)
+            return 1
+    found = lms.collect(args.zip, args.course_dir, db_url, due=due, zip_timezone=zone)
+    late = sorted(student for student, info in found.students.items() if info["late"])
+    print(f"{len(found.students)} students' submissions put in submitted/ from {args.zip.name}"
+          + (f"; late: {', '.join(late)}" if late else ""))
+    for message in found.messages:
+        print(f"  {message}")
+    if found.unmatched:
+        print(f"{len(found.unmatched)} file(s) match no student (copied to {lms.UNMATCHED}/{args.zip.stem}/; add the "
+              "student to roster.csv, or an lms_id column, and run collect-lms again):")
+        for line in found.unmatched:
+            print(f"  {line}")
+    if late and due is None:
+        print("Late submissions were found but no --due was given: no late penalty is applied.")
+    print("Next: maxpool-grader grade")
+    return 0
+
+
+def export_lms(args, db_url: str) -> int:
+    from . import lms
+    out_dir = args.out_dir or args.course_dir
+    result = lms.export(args.course_dir, db_url, out_dir, canvas_column=args.canvas_column)
+    print(f"{result['rows']} students: {out_dir / 'canvas_grades.csv'} (Canvas gradebook import), "
+          f"{out_dir / 'lms_grades.csv'} (every number)")
+    if result["ungraded"]:
+        print(f"Part A is not graded yet for {len(result['ungraded'])} student(s): {', '.join(result['ungraded'])}. "
+              "Their grade is left empty in canvas_grades.csv (part_a_graded = no in lms_grades.csv), so an "
+              "upload does not give them half a grade.")
+    if result["missing_lms_id"]:
+        print(f"No LMS id for {len(result['missing_lms_id'])} student(s) ({', '.join(result['missing_lms_id'][:10])}"
+              f"{' ...' if len(result['missing_lms_id']) > 10 else ''}): Canvas matches them by SIS User ID "
+              "(the student id) only. Add an lms_id column to roster.csv, or collect their work with collect-lms.")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -189,6 +238,28 @@ def main(argv: list[str] | None = None) -> int:
     roster_parser.add_argument("--course-dir", type=Path, default=Path.cwd(),
                                help="the nbgrader course directory (default: the current directory)")
     roster_parser.add_argument("--db", metavar="URL", default=None, help="gradebook URL (as for grade)")
+    collect_parser = commands.add_parser(
+        "collect-lms", help="put a Canvas or Moodle 'download all submissions' zip into submitted/ "
+                            "(students from roster.csv; late flags and times become nbgrader timestamps)")
+    collect_parser.add_argument("zip", type=Path, help="the zip the LMS gave")
+    collect_parser.add_argument("--due", default=None,
+                                help="the due date, e.g. '2026-11-20 23:59' (UTC) or 2026-11-20T23:59+01:00; "
+                                     "stored in the gradebook for the late penalty")
+    collect_parser.add_argument("--zip-timezone", default="UTC",
+                                help="the time zone of the zip's file times (default UTC), e.g. Europe/Berlin")
+    export_parser = commands.add_parser(
+        "export-lms", help="write canvas_grades.csv (Canvas gradebook import) and lms_grades.csv (every number)")
+    export_parser.add_argument("--out-dir", type=Path, default=None, help="where to write them (default: the course)")
+    export_parser.add_argument("--canvas-column", default=None,
+                               help="the Canvas assignment column, as Canvas exports it: 'Name (assignment id)'")
+    for extra in (roster_parser, collect_parser, export_parser):
+        if extra is not roster_parser:
+            extra.add_argument("--course-dir", type=Path, default=Path.cwd(),
+                               help="the nbgrader course directory (default: the current directory)")
+            extra.add_argument("--db", metavar="URL", default=None, help="gradebook URL (as for grade)")
+    grade_parser.add_argument("--similarity-threshold", type=float, default=0.8, metavar="SHARE",
+                              help="list pairs of submissions in the report when at least this share (0-1) of one "
+                                   "side's own code is also in the other (default 0.8)")
     args = parser.parse_args(argv)
     if not (args.course_dir / "nbgrader_config.py").is_file():
         parser.error(f"{args.course_dir.resolve()} has no nbgrader_config.py: "
@@ -202,9 +273,19 @@ def main(argv: list[str] | None = None) -> int:
             parser.exit(2, f"maxpool-grader roster: {problem}\n")
         print(f"{count} students imported from {args.csv} into {db_url}")
         return 0
+    if args.command in ("collect-lms", "export-lms"):
+        os.environ["PATH"] = nbgrader_environment()["PATH"]  # a new gradebook runs alembic
+        db_url = args.db or configured_db_url(args.course_dir)
+        try:
+            return collect_lms(args, db_url) if args.command == "collect-lms" else export_lms(args, db_url)
+        except (LmsError, RosterError) as problem:
+            parser.exit(2, f"maxpool-grader {args.command}: {problem}\n")
     if args.workers is not None and args.workers < 1:
         parser.error("--workers must be at least 1")
-    return grade(args.course_dir, workers=args.workers, force=args.force, db_url=args.db)
+    if not 0 < args.similarity_threshold <= 1:
+        parser.error("--similarity-threshold must be a share between 0 and 1, e.g. 0.8")
+    return grade(args.course_dir, workers=args.workers, force=args.force, db_url=args.db,
+                 similarity_threshold=args.similarity_threshold)
 
 
 if __name__ == "__main__":

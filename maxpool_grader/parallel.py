@@ -46,10 +46,20 @@ def grader_digest(course: Path, db_url: str, assignment: str = ASSIGNMENT) -> st
     decisive = [course / "nbgrader_config.py", *sorted((course / "source" / assignment).rglob("*")),
                 *sorted(PACKAGE_DIR.rglob("*.py"))]
     digest = hashlib.sha256(db_url.encode())
+    digest.update(str(_due_date(db_url, assignment)).encode())  # a new due date changes late penalties
     for path in decisive:
         if path.is_file():
             digest.update(path.name.encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()
+
+
+def _due_date(db_url: str, assignment: str):
+    from nbgrader.api import Gradebook, MissingEntry
+    try:
+        with Gradebook(db_url) as gradebook:
+            return gradebook.find_assignment(assignment).duedate
+    except MissingEntry:
+        return None
 
 
 def folder_digest(folder: Path) -> str:

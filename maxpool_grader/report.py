@@ -20,6 +20,7 @@ from nbgrader.api import Gradebook, MissingEntry
 
 from .autograde import NOTES_KEY, REPORT_KEY
 from .catalogue import BUGS
+from . import similarity
 from .roster import display_names
 from .checks import GRADED_CHECKS
 
@@ -170,7 +171,7 @@ def _plots(data: dict, folder: Path) -> dict[str, str]:
     return names
 
 
-def _html(data: dict, plots: dict[str, str]) -> str:
+def _html(data: dict, plots: dict[str, str], pairs: list = ()) -> str:
     e = html.escape
     mean = "–" if data["mean"] is None else f"{data['mean']:.1f}"
     median = "–" if data["median"] is None else f"{data['median']:g}"
@@ -207,6 +208,10 @@ h1 {{ font-size: 1.5em; margin-bottom: 4px; }} h2 {{ font-size: 1.15em; margin-t
 table {{ border-collapse: collapse; width: 100%; font-size: 0.92em; }}
 td, th {{ border-bottom: 1px solid #e4e4e4; padding: 5px 8px; text-align: left; vertical-align: top; }}
 td.n {{ text-align: right; width: 5em; }} td.who {{ color: #555; font-size: 0.9em; }}
+.note {{ color: #444; }} details {{ margin: 8px 0; }} summary {{ cursor: pointer; }}
+.pair {{ display: flex; gap: 12px; }} .side {{ flex: 1; min-width: 0; }}
+.side pre {{ background: #f7f7f7; padding: 8px; overflow-x: auto; font-size: 0.8em; }}
+mark {{ background: #ffe08a; }}
 </style></head><body>
 <h1>Class report: {e(data['assignment'])}</h1>
 <div class="summary">{'<br>'.join(summary)}</div>
@@ -214,6 +219,8 @@ td.n {{ text-align: right; width: 5em; }} td.who {{ color: #555; font-size: 0.9e
 <img src="{plots['pass_rates']}" alt="pass rate of each test"></div>
 <h2>Mistakes recognised from the bug catalogue</h2>
 <table><tr><th>mistake</th><th class=n>students</th><th>who</th></tr>{bugs}</table>
+<h2>Similar submissions</h2>
+{_similarity_html(data, list(pairs))}
 <h2>Submissions that need a person</h2>
 <table><tr><th>student</th><th>reason</th></tr>{attention}</table>
 <p style="color:#666;font-size:0.85em">Part A ({', '.join(e(c) for c in data['manual']['cells'])}) is graded by
@@ -222,11 +229,41 @@ hand in formgrader. The numbers of this page are in report.json.</p>
 """
 
 
-def write_report(course: Path, db_url: str, assignment: str = ASSIGNMENT) -> dict[str, Path]:
+def write_report(course: Path, db_url: str, assignment: str = ASSIGNMENT,
+                 similarity_threshold: float = similarity.THRESHOLD) -> dict[str, Path]:
     folder = course / "report"
     folder.mkdir(exist_ok=True)
     data = collect(course, db_url, assignment)
+    codes, release = similarity.class_codes(course, sorted(data["totals"]), assignment)
+    pairs = similarity.similar_pairs(codes, release, similarity_threshold)
+    data["similarity"] = {"threshold": similarity_threshold, "compared": len(codes),
+                          "pairs": [pair.summary() for pair in pairs]}
     (folder / "report.json").write_text(json.dumps(data, indent=1))
     plots = _plots(data, folder)
-    (folder / "index.html").write_text(_html(data, plots))
+    (folder / "index.html").write_text(_html(data, plots, pairs))
     return {"html": folder / "index.html", "json": folder / "report.json"}
+
+
+SHOWN_PAIRS = 50  # side by side in the page; report.json lists them all
+
+
+def _similarity_html(data: dict, pairs: list) -> str:
+    e = html.escape
+    names = data.get("names", {})
+    found = data["similarity"]
+    note = (f"<p class=note>Pairs whose own code (the release's code left out) is near-identical: at least "
+            f"{100 * found['threshold']:.0f}% of one side's code is also in the other, after renaming variables, "
+            "reordering functions and changing comments and whitespace are undone. <b>This is a reason to look, "
+            "not a verdict:</b> students may share a lecture example, and a short exercise leaves little room to "
+            f"differ. Threshold: <code>--similarity-threshold</code>. {found['compared']} submissions compared.</p>")
+    if not pairs:
+        return note + "<p>No pair reaches the threshold.</p>"
+    rows = "".join(f"<tr><td>{e(names.get(p.first, p.first))}</td><td>{e(names.get(p.second, p.second))}</td>"
+                   f"<td class=n>{100 * p.score:.0f}%</td><td class=n>{100 * p.shares[0]:.0f}% / "
+                   f"{100 * p.shares[1]:.0f}%</td></tr>" for p in pairs)
+    views = "".join(f"<details><summary>{e(names.get(p.first, p.first))} and {e(names.get(p.second, p.second))}: "
+                    f"{100 * p.score:.0f}%</summary>{similarity.side_by_side(p, names)}</details>"
+                    for p in pairs[:SHOWN_PAIRS])
+    more = f"<p>{len(pairs) - SHOWN_PAIRS} more pairs in report.json.</p>" if len(pairs) > SHOWN_PAIRS else ""
+    return (note + "<table><tr><th>student</th><th>student</th><th class=n>similarity</th>"
+            f"<th class=n>share of each</th></tr>{rows}</table>{views}{more}")

@@ -3,7 +3,8 @@
 Without it formgrader lists every student as "None, None" and grades.csv and the class
 report show ids only. ``maxpool-grader roster FILE.csv`` imports a CSV with a header
 row and the columns id, first name, last name and email (``first_name`` or ``first
-name``, any case; email may be missing); ``maxpool-grader grade`` imports the course's
+name``, any case; email may be missing), and optionally lms_id (the Canvas user id or Moodle
+participant id, for ``collect-lms`` and ``export-lms``); ``maxpool-grader grade`` imports the course's
 ``roster.csv`` by itself when there is one. Importing again updates the names.
 """
 
@@ -17,7 +18,10 @@ from nbgrader.api import Gradebook
 COLUMNS = {"id": ("id", "student_id", "student id", "student"),
            "first_name": ("first_name", "first name", "firstname", "given name"),
            "last_name": ("last_name", "last name", "lastname", "surname", "family name"),
-           "email": ("email", "e-mail", "mail")}
+           "email": ("email", "e-mail", "mail"),
+           # the student's id in the LMS (Canvas user id, Moodle participant id): optional
+           "lms_id": ("lms_id", "lms id", "canvas id", "canvas user id", "moodle id", "participant id")}
+OPTIONAL = ("email", "lms_id")
 
 
 class RosterError(ValueError):
@@ -40,7 +44,7 @@ def read_roster(path: Path) -> list[dict[str, str | None]]:
         found = [index for index, cell in enumerate(header) if cell in names]
         if found:
             where[field] = found[0]
-        elif field != "email":
+        elif field not in OPTIONAL:
             raise RosterError(f"{path}: no '{names[0]}' column in the header row {rows[0]} "
                               "(expected: id, first name, last name, email)")
     students, seen = [], {}
@@ -54,7 +58,7 @@ def read_roster(path: Path) -> list[dict[str, str | None]]:
             raise RosterError(f"{path}, line {number}: student id {value['id']!r} is already on line "
                               f"{seen[value['id']]}")
         seen[value["id"]] = number
-        students.append({"email": None, **value})
+        students.append({"email": None, "lms_id": None, **value})
     return students
 
 

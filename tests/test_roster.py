@@ -15,8 +15,8 @@ def test_a_roster_is_read_whatever_its_header_spelling(tmp_path):
     roster = tmp_path / "roster.csv"
     roster.write_text("Student ID,First Name,Last Name,E-mail\ns1,Ada,Lovelace,ada@example.edu\n\ns2,Alan,Turing,\n")
     assert read_roster(roster) == [
-        {"id": "s1", "first_name": "Ada", "last_name": "Lovelace", "email": "ada@example.edu"},
-        {"id": "s2", "first_name": "Alan", "last_name": "Turing", "email": None}]
+        {"id": "s1", "first_name": "Ada", "last_name": "Lovelace", "email": "ada@example.edu", "lms_id": None},
+        {"id": "s2", "first_name": "Alan", "last_name": "Turing", "email": None, "lms_id": None}]
 
 
 @pytest.mark.parametrize("text, says", [

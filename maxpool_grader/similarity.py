@@ -1,0 +1,130 @@
+"""Pairs of submissions whose student-written code is near-identical.
+
+A reason for a person to look, never a verdict: two students may have worked from the
+same lecture example, and short exercises leave little room to differ.
+
+Built on copydetect (winnowing, as MOSS does): each submission's own code (its
+solution cell and the cells the student added) is tokenized with variable, function
+and class names made alike and comments and whitespace dropped, so renamed variables,
+changed comments and reformatting do not hide a copy; k-gram fingerprints are kept by
+winnowing, so reordered functions still match piece by piece. Fingerprints of the
+release notebook's own code are removed first (boilerplate): code every student got
+does not count, and code too short to tell (a one-line stub) is not compared. Candidate
+pairs come from an index of fingerprints (only pairs that
+share some), then copydetect scores each pair: the share of each side's code that also
+appears in the other. A pair is listed when the larger share reaches the threshold.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from dataclasses import dataclass
+from itertools import combinations
+from pathlib import Path
+
+import nbformat
+import numpy as np
+from copydetect import CodeFingerprint, compare_files
+from copydetect.utils import highlight_overlap
+
+NOISE_TOKENS = 25  # copydetect's noise threshold k: matches shorter than this are ignored
+GUARANTEE_TOKENS = 30  # matches at least this long are always found (window = guarantee - noise + 1)
+THRESHOLD = 0.8  # default: a pair is listed when this share of one side's code is in the other
+MIN_OWN_TOKENS = 60  # less code of one's own (a one-line stub) is too short to tell a copy
+
+
+@dataclass
+class Pair:
+    first: str
+    second: str
+    score: float  # the larger of the two shares
+    shares: tuple[float, float]
+    code: tuple[str, str]
+    slices: tuple[np.ndarray, np.ndarray]
+
+    def summary(self) -> dict:
+        return {"students": [self.first, self.second], "score": round(self.score, 3),
+                "shares": [round(share, 3) for share in self.shares]}
+
+
+def _grade_id(cell) -> str | None:
+    return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+
+
+def student_code(notebook: nbformat.NotebookNode, release: set[str]) -> str:
+    """The code the student wrote: the solution cell and every cell they added (no nbgrader
+    metadata), without cells that are exactly as released."""
+    cells = [cell.source for cell in notebook.cells if cell.cell_type == "code"
+             and (cell.get("metadata", {}).get("nbgrader", {}).get("solution") or not _grade_id(cell))
+             and cell.source.strip() not in release]
+    return "\n\n".join(cells)
+
+
+def release_code(release: nbformat.NotebookNode) -> list[str]:
+    return [cell.source.strip() for cell in release.cells if cell.cell_type == "code" and cell.source.strip()]
+
+
+def _fingerprint(code: str, boilerplate=None) -> CodeFingerprint:
+    return CodeFingerprint("solution.py", NOISE_TOKENS, GUARANTEE_TOKENS - NOISE_TOKENS + 1,
+                           boilerplate=boilerplate, fp=io.StringIO(code))
+
+
+def similar_pairs(codes: dict[str, str], boilerplate_code: list[str], threshold: float = THRESHOLD) -> list[Pair]:
+    """The pairs of ``codes`` (student -> code) at or above ``threshold``, most similar first."""
+    boilerplate = np.unique(np.array([hash_ for code in boilerplate_code
+                                      for hash_ in CodeFingerprint("release.py", NOISE_TOKENS, 1,
+                                                                   fp=io.StringIO(code)).hashes], dtype=np.int64))
+    prints = {student: found for student, code in sorted(codes.items()) if code.strip()
+              if (found := _fingerprint(code, boilerplate)).token_coverage >= MIN_OWN_TOKENS}
+    owners: dict[int, list[str]] = {}
+    for student, found in prints.items():
+        for hash_ in found.hashes:
+            owners.setdefault(hash_, []).append(student)
+    shared: dict[tuple[str, str], int] = {}
+    for students in owners.values():
+        if len(students) > 60:  # an idiom half the class writes says nothing about a pair
+            continue
+        for pair in combinations(students, 2):
+            shared[pair] = shared.get(pair, 0) + 1
+    pairs = []
+    for (first, second), count in shared.items():
+        # a cheap bound first: the pair cannot reach the threshold with so few shared fingerprints
+        if count < threshold * min(len(prints[first].hashes), len(prints[second].hashes)) * 0.5:
+            continue
+        _, shares, slices = compare_files(prints[first], prints[second])
+        score = float(max(shares))
+        if score >= threshold:
+            pairs.append(Pair(first, second, score, (float(shares[0]), float(shares[1])),
+                              (prints[first].raw_code, prints[second].raw_code), slices))
+    return sorted(pairs, key=lambda pair: (-pair.score, pair.first, pair.second))
+
+
+def class_codes(course: Path, students: list[str], assignment: str) -> tuple[dict[str, str], list[str]]:
+    """Each student's own code (from submitted/) and the release's code (the boilerplate)."""
+    release_path = course / "release" / assignment / f"{assignment}.ipynb"
+    release = release_code(nbformat.read(release_path, as_version=4)) if release_path.exists() else []
+    codes = {}
+    for student in students:
+        path = course / "submitted" / student / assignment / f"{assignment}.ipynb"
+        try:
+            codes[student] = student_code(nbformat.read(path, as_version=4), set(release))
+        except Exception:  # noqa: BLE001  unreadable or missing: nothing to compare (the grade says why)
+            continue
+    return codes, release
+
+
+def side_by_side(pair: Pair, names: dict[str, str]) -> str:
+    """HTML: the two codes next to each other, the matching regions marked."""
+    from html import escape
+    columns = []
+    for student, code, slices in zip((pair.first, pair.second), pair.code, pair.slices):
+        marked, _ = highlight_overlap(code, slices, "<mark>", "</mark>", escape_html=True) \
+            if slices.shape[-1] else (escape(code), 0)
+        columns.append(f"<div class=side><b>{escape(names.get(student, student))}</b><pre>{marked}</pre></div>")
+    return "<div class=pair>" + "".join(columns) + "</div>"
+
+
+def save(pairs: list[Pair], folder: Path, threshold: float) -> None:
+    (folder / "similarity.json").write_text(json.dumps(
+        {"threshold": threshold, "pairs": [pair.summary() for pair in pairs]}, indent=1))

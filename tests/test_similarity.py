@@ -1,0 +1,106 @@
+"""The similarity report: near-identical student code is found however it was disguised
+(renamed variables, reordered functions, other comments and spacing), the release's own
+code does not count, and independent solutions are not flagged."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import nbformat
+
+from conftest import ASSIGNMENT, copy_course
+from corpus import notebook_with
+from make_sample_class import LOOP_CORRECT
+from maxpool_grader.similarity import release_code, similar_pairs, student_code
+from test_parallel import grade_command
+
+ORIGINAL = '''
+def _as_pair(value):
+    """pool_size or stride as (rows, cols)"""
+    return (value, value) if isinstance(value, int) else tuple(value)
+
+
+def _first_max(window):
+    # position of the first maximum, row-major
+    k = int(np.argmax(window))
+    return divmod(k, window.shape[1])
+
+
+def max_pool_backward(d_output, x, pool_size, stride=None):
+    x, d_output = np.asarray(x), np.asarray(d_output)
+    ph, pw = _as_pair(pool_size)
+    sh, sw = (ph, pw) if stride is None else _as_pair(stride)
+    dx = np.zeros(x.shape)
+    for lead in np.ndindex(x.shape[:-2]):
+        for i in range(d_output.shape[-2]):
+            for j in range(d_output.shape[-1]):
+                r, c = _first_max(x[lead][i * sh:i * sh + ph, j * sw:j * sw + pw])
+                dx[lead + (i * sh + r, j * sw + c)] += d_output[lead + (i, j)]
+    return dx
+'''
+
+DISGUISED = '''
+def max_pool_backward(d_output, x, pool_size, stride=None):
+    inp,   grad_out = np.asarray(x), np.asarray(d_output)   # inputs as arrays
+    win_h, win_w = to_rc(pool_size)
+    step_h, step_w = (win_h, win_w) if stride is None else to_rc(stride)
+    result = np.zeros(inp.shape)
+    # walk every window of every plane
+    for plane in np.ndindex(inp.shape[:-2]):
+        for a in range(grad_out.shape[-2]):
+            for b in range(grad_out.shape[-1]):
+                rr, cc = argmax_in(inp[plane][a * step_h:a * step_h + win_h, b * step_w:b * step_w + win_w])
+                result[plane + (a * step_h + rr, b * step_w + cc)] += grad_out[plane + (a, b)]
+    return result
+
+
+def argmax_in(block):
+    idx = int(np.argmax(block))
+    return divmod(idx, block.shape[1])
+
+
+def to_rc(v):
+    return (v, v) if isinstance(v, int) else tuple(v)
+'''
+
+
+def test_a_disguised_copy_is_found_and_an_independent_solution_is_not():
+    codes = {"original": ORIGINAL, "disguised": DISGUISED, "independent": LOOP_CORRECT}
+    pairs = similar_pairs(codes, [], 0.8)
+    assert [(pair.first, pair.second) for pair in pairs] == [("disguised", "original")]
+    assert min(pairs[0].shares) >= 0.8
+
+
+def test_the_release_s_own_code_does_not_count(tmp_path):
+    course = copy_course(tmp_path / "course", with_submissions=False)
+    from conftest import nbgrader
+    nbgrader(course, "generate_assignment", ASSIGNMENT)
+    release = nbformat.read(course / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", as_version=4)
+    untouched = student_code(release, set(release_code(release)))
+    assert untouched == ""  # a student who changed nothing wrote no code
+    stub_only = {name: student_code(notebook_with(release, "def max_pool_backward(d_output, x, pool_size, "
+                                                           "stride=None):\n    return np.zeros(x.shape)\n"),
+                                    set(release_code(release))) for name in ("a", "b")}
+    assert similar_pairs(stub_only, release_code(release), 0.8) == []  # the signature is the release's
+
+
+def test_the_class_report_lists_the_pair_side_by_side(tmp_path):
+    course = copy_course(tmp_path / "course")
+    assert grade_command(course).returncode == 0  # the sample class: makes the release
+    release = nbformat.read(course / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", as_version=4)
+    for student, code in (("copy_original", ORIGINAL), ("copy_disguised", DISGUISED)):
+        folder = course / "submitted" / student / ASSIGNMENT
+        folder.mkdir(parents=True)
+        nbformat.write(notebook_with(release, code), folder / f"{ASSIGNMENT}.ipynb")
+    result = grade_command(course, "--similarity-threshold", "0.75")
+    assert result.returncode == 0, result.stderr[-3000:]
+    found = json.loads((course / "report" / "report.json").read_text())["similarity"]
+    pairs = {tuple(pair["students"]): pair["score"] for pair in found["pairs"]}
+    assert found["threshold"] == 0.75 and found["compared"] == 9
+    assert pairs[("copy_disguised", "copy_original")] >= 0.8
+    assert not any("copy_original" in pair and "vectorized_correct" in pair for pair in pairs)
+    page = (course / "report" / "index.html").read_text()
+    assert "a reason to look, not a verdict" in page
+    view = re.search(r"<summary>copy_disguised and copy_original.*?</details>", page, re.S)
+    assert view and view[0].count("<mark>") >= 2
