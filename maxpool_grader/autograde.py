@@ -467,6 +467,9 @@ class SafeExecute(Execute):
             for output in cell.get("outputs", []):
                 if output.get("output_type") == "stream" and output.get("name") == "stderr":
                     output["name"] = "stdout"  # nbgrader gives 0 for any stderr output
+        for cell in nb.cells:
+            if cell.cell_type == "code":
+                cell.outputs = _coalesced(cell.get("outputs", []))
         _show_notes(nb)
         # the kernel's Python version depends on the grading machine: without it, grading the
         # same notebook anywhere writes the same file
@@ -579,6 +582,20 @@ def _shortened_error(content: dict) -> dict:
     traceback = [str(line)[:2000] for line in content.get("traceback", []) or []][-20:]
     return dict(content, ename=str(content.get("ename", ""))[:200], evalue=str(content.get("evalue", ""))[:4000],
                 traceback=traceback)
+
+
+def _coalesced(outputs: list) -> list:
+    """Consecutive outputs of one stream made one: how the kernel cut a print into messages
+    depends on timing, and the same notebook must always give the same file."""
+    merged: list = []
+    for output in outputs:
+        last = merged[-1] if merged else None
+        if (output.get("output_type") == "stream" and last is not None and last.get("output_type") == "stream"
+                and last.get("name") == output.get("name")):
+            last["text"] = "".join(last["text"]) + "".join(output["text"])
+        else:
+            merged.append(output)
+    return merged
 
 
 def _not_run_output(reason: str, verdict: Verdict | None) -> NotebookNode:

@@ -88,7 +88,7 @@ def configured_db_url(course: Path) -> str:
 
 
 def grade(course: Path, *, workers: int | None = None, force: bool = False, db_url: str | None = None,
-          assignment: str = ASSIGNMENT, similarity_threshold: float = 0.8) -> int:
+          assignment: str = ASSIGNMENT, similarity_threshold: float = 0.8, cluster: str | None = None) -> int:
     """Grade the class; 0 unless grading itself broke (a student's code never makes it fail)."""
     from . import parallel, report
     from .isolation import cgroups, sandbox
@@ -138,8 +138,20 @@ def grade(course: Path, *, workers: int | None = None, force: bool = False, db_u
             parallel.save_state(course, state)
 
     graded_at = time.monotonic()
-    batch = parallel.run_batch(course, db_url, todo, workers, parallel.autograde_job, "autograde", record, assignment)
+    if cluster:
+        from . import cluster as dask_cluster
+        try:
+            batch = dask_cluster.run_batch(course, db_url, todo, cluster, record, assignment)
+        except dask_cluster.WorkerRefused as problem:
+            print(f"\nNot graded: {problem}", file=sys.stderr)
+            return 1
+    else:
+        batch = parallel.run_batch(course, db_url, todo, workers, parallel.autograde_job, "autograde", record,
+                                   assignment)
     timings = {"autograde_seconds": time.monotonic() - graded_at, "graded": len(batch.finished)}
+    recorded = [item["record_seconds"] for item in batch.finished if "record_seconds" in item]
+    if recorded:  # --cluster: the coordinator's gradebook writes
+        timings["record_seconds_mean"] = sum(recorded) / len(recorded)
     cgroups.sweep_all()  # the workers have ended: their submissions' cgroups go too
     for item in batch.failed:
         print(f"\nGrading {item['student']} broke:\n{item['log']}", file=sys.stderr)
@@ -257,6 +269,9 @@ def main(argv: list[str] | None = None) -> int:
             extra.add_argument("--course-dir", type=Path, default=Path.cwd(),
                                help="the nbgrader course directory (default: the current directory)")
             extra.add_argument("--db", metavar="URL", default=None, help="gradebook URL (as for grade)")
+    grade_parser.add_argument("--cluster", metavar="ADDRESS", default=None,
+                              help="grade on the workers of a Dask scheduler, e.g. tcp://host:8786 (README: "
+                                   "grading past one machine); feedback, CSV and report stay here")
     grade_parser.add_argument("--similarity-threshold", type=float, default=0.8, metavar="SHARE",
                               help="list pairs of submissions in the report when at least this share (0-1) of one "
                                    "side's own code is also in the other (default 0.8)")
@@ -285,7 +300,7 @@ def main(argv: list[str] | None = None) -> int:
     if not 0 < args.similarity_threshold <= 1:
         parser.error("--similarity-threshold must be a share between 0 and 1, e.g. 0.8")
     return grade(args.course_dir, workers=args.workers, force=args.force, db_url=args.db,
-                 similarity_threshold=args.similarity_threshold)
+                 similarity_threshold=args.similarity_threshold, cluster=args.cluster)
 
 
 if __name__ == "__main__":

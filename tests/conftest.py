@@ -28,20 +28,107 @@ def nbgrader(cwd: Path, *args: str, check: bool = True, env: dict | None = None)
     return result
 
 
-def copy_course(target: Path, *, with_submissions: bool = True) -> Path:
-    """The course as an instructor clones it: config, source notebook, sample class."""
+def copy_course(target: Path, *, with_submissions: bool = True, students: list[str] | None = None) -> Path:
+    """The course as an instructor clones it: config, source notebook, sample class (or only
+    ``students`` of it: a small class grades in seconds)."""
     target.mkdir(parents=True, exist_ok=True)
     shutil.copy(ROOT / "nbgrader_config.py", target)
     shutil.copytree(ROOT / "source", target / "source")
     (target / "exchange").mkdir(exist_ok=True)  # the course-local exchange (exchange/.gitkeep in git)
     if with_submissions:
-        shutil.copytree(ROOT / "submitted", target / "submitted")
+        for student in students or sorted(p.name for p in (ROOT / "submitted").iterdir() if p.is_dir()):
+            shutil.copytree(ROOT / "submitted" / student, target / "submitted" / student)
     return target
 
 
 @pytest.fixture
 def course(tmp_path) -> Path:
     return copy_course(tmp_path / "course", with_submissions=False)
+
+
+# ------------------------------------------------------------------ grading a class
+STUDENTS = sorted(p.name for p in (ROOT / "submitted").iterdir() if p.is_dir())  # the sample class
+EXTRA = ["fault_infinite_loop", "fault_os_exit", "attack_imports_torch", "fault_missing_notebook"]  # from corpus
+
+
+def grade_command(course: Path, *args: str, env: dict | None = None, **kwargs) -> subprocess.CompletedProcess:
+    """`maxpool-grader grade` on ``course``, as an instructor runs it."""
+    env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"} | (env or {})
+    return subprocess.run([str(BIN / "maxpool-grader"), "grade", "--course-dir", str(course), *args],
+                          env=env, text=True, capture_output=True, timeout=1200, **kwargs)
+
+
+def all_grades(db_url: str) -> dict[tuple[str, str], float | None]:
+    """(student, grade id) -> score (None: needs a manual grade), every cell of every submission."""
+    from nbgrader.api import Gradebook
+    with Gradebook(db_url) as gradebook:
+        grades = {}
+        for student in gradebook.students:
+            submission = gradebook.find_submission(ASSIGNMENT, student.id)
+            for notebook in submission.notebooks:
+                for grade in notebook.grades:
+                    grades[student.id, grade.name] = None if grade.needs_manual_grade else grade.score
+        return grades
+
+
+def sqlite(course: Path) -> str:
+    return f"sqlite:///{course / 'gradebook.db'}"
+
+
+@pytest.fixture(scope="session")
+def serial_class(tmp_path_factory) -> Path:
+    """The sample class and EXTRA graded by plain serial `nbgrader autograde`: the reference
+    every other way of grading must equal cell for cell. Read it, never change it."""
+    from corpus import build as build_corpus
+    serial = copy_course(tmp_path_factory.mktemp("serial") / "serial")
+    nbgrader(serial, "generate_assignment", ASSIGNMENT)
+    build_corpus(serial, serial / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", EXTRA)
+    nbgrader(serial, "autograde", ASSIGNMENT)
+    return serial
+
+
+# ------------------------------------------------------------------ a PostgreSQL server
+POSTGRES_HELP = "these tests need Debian's PostgreSQL server: apt-get install postgresql"
+
+
+def _as_postgres(*command: str) -> None:
+    prefix = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+    subprocess.run(prefix + list(command), check=True, capture_output=True, timeout=120)
+
+
+def free_port() -> int:
+    import socket
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """A real PostgreSQL server on loopback, started here; yields ``new_database(name) -> URL``."""
+    import pwd
+    import tempfile
+    binaries = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"))
+    assert binaries, POSTGRES_HELP
+    bin_dir = binaries[-1].parent
+    home = Path(tempfile.mkdtemp(prefix="maxpool-pg-"))
+    if os.geteuid() == 0:  # initdb refuses to run as root
+        user = pwd.getpwnam("postgres")
+        os.chown(home, user.pw_uid, user.pw_gid)
+    port = free_port()
+    data = home / "data"
+    _as_postgres(str(bin_dir / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres")
+    _as_postgres(str(bin_dir / "pg_ctl"), "-D", str(data), "-l", str(home / "log"), "-w", "-o",
+                 f"-p {port} -c listen_addresses=127.0.0.1 -k {home}", "start")
+
+    def new_database(name: str) -> str:
+        _as_postgres(str(bin_dir / "createdb"), "-h", "127.0.0.1", "-p", str(port), "-U", "postgres", name)
+        return f"postgresql://postgres@127.0.0.1:{port}/{name}"
+    try:
+        yield new_database
+    finally:
+        _as_postgres(str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop")
+        shutil.rmtree(home, ignore_errors=True)
 
 
 KILL_MATRIX = pytest.StashKey[str]()

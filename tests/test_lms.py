@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
-import io
 import subprocess
 import zipfile
 from pathlib import Path
@@ -135,7 +134,7 @@ def test_a_moodle_zip_in_folders_or_flat(course, tmp_path):
         add(archive, f"Tomás Alvarez_55502_assignsubmission_file_{ASSIGNMENT}.ipynb",  # flat, with an accent
             notebook(release, TIES_ALL_MAXIMA), TWO_DAYS_LATE)
         add(archive, f"Lina Haddad_55503_assignsubmission_file_/{ASSIGNMENT}.ipynb", notebook(release, ZEROS))
-        add(archive, f"Lina Haddad_55503_assignsubmission_file_/notes.ipynb", notebook(release, LOOP_CORRECT))
+        add(archive, "Lina Haddad_55503_assignsubmission_file_/notes.ipynb", notebook(release, LOOP_CORRECT))
         add(archive, f"Ghost Person_55599_assignsubmission_file/{ASSIGNMENT}.ipynb", notebook(release, LOOP_CORRECT))
     collected = run(course, "collect-lms", str(zip_path), "--due", "2026-11-20T23:59+00:00")
     assert "3 students' submissions" in collected.stdout and "late: s_tomas" in collected.stdout

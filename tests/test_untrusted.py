@@ -27,7 +27,7 @@ from nbgrader.api import Gradebook
 
 from conftest import ASSIGNMENT, BIN, RELEASE_NOTEBOOK, ROOT, cmdline, copy_course, flat, nbgrader
 from corpus import ATTACKS, CORPUS, FAULTS, FULL, LAYOUTS
-from test_parallel import all_grades, grade_command, sqlite
+from conftest import all_grades, grade_command, sqlite
 from maxpool_grader.isolation import sandbox
 from maxpool_grader.checks import GRADED_CHECKS
 
