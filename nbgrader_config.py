@@ -17,48 +17,51 @@ c.Exchange.root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "exch
 
 # ---------------------------------------------------------------- grading untrusted code
 # See README.md, "Grading: what is guaranteed". Every graded test is decided out of the
-# student's process (maxpool_grader/isolation/runner.py): the solution cell runs in a separate,
-# sandboxed process with these limits, and the notebook's own test cell can only lower
-# that verdict. The tests of a correct solution take milliseconds.
-c.Autograde.exporter_class = "maxpool_grader.autograde.TolerantNotebookExporter"
+# student's process (maxpool_grader/isolation/verdicts.py): the code cells before the tests
+# run in a separate, sandboxed process with these limits, and the notebook's own test cell
+# can only lower that verdict. The tests of a correct solution take milliseconds.
+c.Autograde.exporter_class = "maxpool_grader.glue.submission.TolerantNotebookExporter"
 c.Autograde.autograde_preprocessors = [
-    "maxpool_grader.autograde.RestoreCellOrder",
-    "maxpool_grader.autograde.OutOfProcessVerdicts",
-    "maxpool_grader.autograde.SafeExecute",  # nbgrader's Execute, made safe
+    "maxpool_grader.glue.submission.RestoreCellOrder",
+    "maxpool_grader.glue.verdicts.OutOfProcessVerdicts",
+    "maxpool_grader.glue.execute.SafeExecute",  # nbgrader's Execute, made safe
     "nbgrader.preprocessors.IgnorePattern",
     "nbconvert.preprocessors.ClearMetadataPreprocessor",
-    "maxpool_grader.autograde.ShowRubric",  # Part A's rubric under the answer, for formgrader
+    "maxpool_grader.glue.grades.ShowRubric",  # Part A's rubric under the answer, for formgrader
     "nbgrader.preprocessors.LimitOutput",
-    "maxpool_grader.autograde.KeepHandGrades",  # nbgrader's SaveAutoGrades, keeping hand grades
+    "maxpool_grader.glue.grades.KeepHandGrades",  # nbgrader's SaveAutoGrades, keeping hand grades
     "nbgrader.preprocessors.AssignLatePenalties",
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
 c.OutOfProcessVerdicts.check_seconds = 5  # per test: its graded inputs
 c.OutOfProcessVerdicts.search_seconds = 5  # per failed test: the search for a small reproducer
-c.OutOfProcessVerdicts.load_seconds = 10  # running the solution cell
+c.OutOfProcessVerdicts.load_seconds = 10  # running the code cells before the tests
 c.OutOfProcessVerdicts.total_seconds = 40  # all tests of one notebook
-c.OutOfProcessVerdicts.memory_mib = 2048
-c.OutOfProcessVerdicts.sandbox = "auto"  # "required": refuse to grade without bubblewrap and a cgroup
-# The sealed box of one submission (maxpool_grader/isolation/sandbox.py): its kernel, its verdict
+# The sealed box of one submission (maxpool_grader/isolation/box.py): its kernel, its verdict
 # processes and everything they start share these caps; each sandbox sees only the system,
 # Python and (the kernel) the grader package, read-only, and writes only its own /scratch.
+c.SealedBox.sandbox = "auto"  # "required": refuse to grade without bubblewrap and a cgroup
 c.SealedBox.memory_mib = 2048  # all processes together, no swap (a cgroup; see README.md)
 c.SealedBox.processes = 256  # at once, all processes together
 c.SealedBox.scratch_mib = 256  # /scratch of each sandbox (a tmpfs; /dev/shm has 16 MiB more)
 c.SealedBox.output_kib = 1024  # what one cell may print; the rest is cut
+c.SealedBox.verdict_memory_mib = 2048  # address space of one verdict process
+c.SealedBox.kernel_memory_mib = 4096  # address space of the kernel
 # The notebook itself, in nbgrader's kernel: per cell, and for the whole notebook.
 c.Execute.timeout = 15
 c.SafeExecute.notebook_seconds = 60
-c.SafeExecute.memory_mib = 4096
-c.SafeExecute.sandbox = "auto"
 # The late policy (maxpool-grader collect-lms stores the due date and each submission's
 # time): 10% of the autograded points per started day late, up to all of them.
-c.AssignLatePenalties.plugin_class = "maxpool_grader.lms.LatePolicy"
+c.AssignLatePenalties.plugin_class = "maxpool_grader.operations.lms.LatePolicy"
 c.LatePolicy.percent_per_day = 10
 # nbgrader skips a submission folder without a notebook; grade it (0, with the reason).
-from maxpool_grader.autograde import (grade_folders_without_notebooks, quiet_known_nbgrader_warnings,  # noqa: E402
-                                      skip_symbolic_links)
 from nbgrader.converters import Autograde  # noqa: E402
+
+from maxpool_grader.glue.submission import (  # noqa: E402
+    grade_folders_without_notebooks,
+    quiet_known_nbgrader_warnings,
+    skip_symbolic_links,
+)
 
 grade_folders_without_notebooks(Autograde)
 quiet_known_nbgrader_warnings()  # one SQLAlchemy warning of nbgrader's about new submissions
@@ -74,14 +77,14 @@ c.OverwriteCells.add_missing_cells = True
 
 # Feedback shows each hidden test cell's title, points and failure message, never its
 # code: the hidden region is stripped again before rendering (nbgrader issue 917), and a
-# failed check renders only its message, no traceback (see maxpool_grader/student_call.py).
+# failed check renders only its message, no traceback (see maxpool_grader/exercise/student_call.py).
 c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
     "nbgrader.preprocessors.ClearHiddenTests",
-    "maxpool_grader.feedback.ModelAnswer",  # Part A's model answer, released with the feedback only
-    "maxpool_grader.feedback.MathToMathML",
+    "maxpool_grader.glue.feedback.ModelAnswer",  # Part A's model answer, released with the feedback only
+    "maxpool_grader.glue.feedback.MathToMathML",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
 # Formulas as MathML in every HTML page nbgrader makes here (feedback, formgrader's grading
 # page): they render without a network, where nbconvert's MathJax comes from a CDN.
-c.HTMLExporter.preprocessors = ["maxpool_grader.feedback.MathToMathML"]
+c.HTMLExporter.preprocessors = ["maxpool_grader.glue.feedback.MathToMathML"]

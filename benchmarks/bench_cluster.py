@@ -25,9 +25,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_grading import ASSIGNMENT, BIN, ENV, build_class  # noqa: E402
+from bench_grading import BIN, ENV, build_class  # noqa: E402
 
-from maxpool_grader.report import gradebook_table  # noqa: E402
+from maxpool_grader.operations.report import gradebook_table  # noqa: E402
 
 
 def free_port() -> int:

@@ -97,7 +97,7 @@ def main() -> None:
             run(course, str(BIN / "nbgrader"), "generate_assignment", ASSIGNMENT)
         serial_seconds = run(serial, str(BIN / "nbgrader"), "autograde", ASSIGNMENT)
         warm_seconds = run(warm, str(BIN / "nbgrader"), "autograde", ASSIGNMENT,
-                           "--SafeExecute.warm_start=True", "--OutOfProcessVerdicts.warm_start=True")
+                           "--SealedBox.warm_start=True")
         workers = ["--workers", str(args.workers)] if args.workers else []
         ours_total = run(ours, str(BIN / "maxpool-grader"), "grade", *workers)
         ours_seconds = json.loads((ours / ".maxpool-grader" / "last_run.json").read_text())["autograde_seconds"]

@@ -19,8 +19,8 @@ import random
 import re
 import time
 
-from maxpool_grader import catalogue
-from maxpool_grader.similarity import THRESHOLD, similar_pairs
+from maxpool_grader.exercise import catalogue
+from maxpool_grader.operations.similarity import THRESHOLD, similar_pairs
 
 NAMES = ["a", "b", "g", "h", "k", "m", "n", "p", "q", "s", "t", "u", "w", "z"]
 
@@ -35,9 +35,10 @@ def variants() -> list[str]:
 def own_helpers(rng: random.Random) -> str:
     """A student's own helper functions and checks: code no one else wrote the same way."""
     blocks = []
-    for number in range(rng.randint(2, 4)):
+    for _ in range(rng.randint(2, 4)):
         terms = " + ".join(f"{rng.choice(['x', 'y', 'z'])} * {rng.randint(2, 99)}" for _ in range(rng.randint(3, 6)))
-        body = "\n".join(f"    {rng.choice(NAMES)}{i} = {terms} - {rng.randint(1, 9)}" for i in range(rng.randint(2, 5)))
+        body = "\n".join(f"    {rng.choice(NAMES)}{i} = {terms} - {rng.randint(1, 9)}"
+                          for i in range(rng.randint(2, 5)))
         blocks.append(f"def helper_{rng.randrange(10**6)}(x, y, z):\n{body}\n    return x\n")
     return "\n\n".join(blocks)
 

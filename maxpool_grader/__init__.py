@@ -1,8 +1,23 @@
 """Grading package of the max_pool_backward nbgrader course.
 
-Students never receive it: it is installed in the grading environment only.
+Students never receive it: it is installed in the grading environment only. Four layers,
+each importing only from the ones above it in this list (tests/test_layout.py checks):
+
+* ``names``: the course's names and metadata keys, imported by everything.
+* ``exercise``: what max pooling's backward pass is and how an answer is judged: the
+  output-grid rule, the reference, the checks, the bug catalogue, the smallest failing
+  input and the words a student reads. Pure NumPy; knows nothing of processes or nbgrader.
+* ``isolation``: where a student's code runs and what it can reach: the sealed box
+  (bubblewrap, cgroups), the kernel, the out-of-process verdict, the warm-start zygotes.
+* ``glue``: nbgrader's side: the preprocessors ``nbgrader_config.py`` plugs into
+  autograde and feedback, and their one settings class (``c.SealedBox``).
+* ``operations``: the instructor's commands (``maxpool-grader``): grading a class in
+  parallel or on a cluster, its incremental state, the report, roster and LMS files.
+
+``maxpool_grader.checks.run_check`` stays importable under that name: the hidden test
+cells of committed and submitted notebooks call it.
 """
 
-from .reference import max_pool_backward, max_pool_forward
+from .exercise.reference import max_pool_backward, max_pool_forward
 
 __all__ = ["max_pool_backward", "max_pool_forward"]

@@ -1,8 +1,8 @@
 """Write source/max_pool_backward/max_pool_backward.ipynb, the instructor notebook.
 
 The notebook's text lives here so that its hidden test cells are generated from
-maxpool_grader.checks.HIDDEN_CHECKS (grade ids, titles, points in one place) and its
-figure (the forward pass only) is drawn by maxpool_grader.part_a. Edit this script, then run
+maxpool_grader.exercise.checks.HIDDEN_CHECKS (grade ids, titles, points in one place) and its
+figure (the forward pass only) is drawn by maxpool_grader.exercise.part_a. Edit this script, then run
 
     python scripts/build_source_notebook.py && nbgrader generate_assignment max_pool_backward --force
 
@@ -13,18 +13,17 @@ that the committed notebook is what this script writes.
 from __future__ import annotations
 
 import base64
-import sys
 from pathlib import Path
 
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from maxpool_grader.checks import HIDDEN_CHECKS  # noqa: E402
-from maxpool_grader.part_a import MODEL_ANSWER, PART_A_POINTS, RUBRIC, figure_png  # noqa: E402
+from maxpool_grader.exercise.checks import HIDDEN_CHECKS, VISIBLE_CHECKS
+from maxpool_grader.exercise.part_a import MODEL_ANSWER, PART_A_POINTS, RUBRIC, figure_png
+from maxpool_grader.names import grade_id
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = ROOT / "source" / "max_pool_backward" / "max_pool_backward.ipynb"
-VISIBLE_POINTS = {"visible_2x2_stride_2": 1, "visible_forum_example": 1}
 
 
 def nbgrader(grade_id, *, grade=False, solution=False, locked=False, points=None):
@@ -50,7 +49,7 @@ A max-pooling layer keeps the largest value of each window of its input. In this
 assignment you derive its backward message (Part A, on paper, {PART_A_POINTS} points, graded by
 hand) and implement it in NumPy (Part B, graded automatically).
 
-**Points.** Part A: {PART_A_POINTS}. Part B: {sum(VISIBLE_POINTS.values())} for the visible tests below the
+**Points.** Part A: {PART_A_POINTS}. Part B: {sum(c.points for c in VISIBLE_CHECKS.values())} for the visible tests below the
 solution cell and {sum(c.points for c in HIDDEN_CHECKS.values())} for hidden tests that run when your notebook is graded.
 Each hidden test's title is shown where it will run, so you know what is checked.
 
@@ -262,7 +261,7 @@ when your notebook is graded; each shows its title and points here.
 """
 
 VISIBLE_2X2 = '''
-# Visible test: 2x2 windows, stride 2 (1 point)
+# Visible test: 2x2 windows, stride 2 ({points})
 x = np.array([[1, 3, 2, 1],
               [4, 2, 0, 1],
               [5, 1, 7, 8],
@@ -281,7 +280,7 @@ print("Passed: 2x2 windows, stride 2 (Figure 1).")
 '''
 
 VISIBLE_FORUM = '''
-# Visible test: the forum example, a 3x3 input with pool 2 (1 point)
+# Visible test: the forum example, a 3x3 input with pool 2 ({points})
 # d_output is 2x2, so the grid has border windows: rows/columns 2..3 are clipped to row/column 2.
 x = np.array([[1, 2, 3],
               [4, 5, 6],
@@ -299,9 +298,17 @@ print("Passed: the forum example.")
 '''
 
 
+def points_label(check) -> str:
+    return f"{check.points} point" + ("s" if check.points != 1 else "")
+
+
+def visible_test_source(check, template: str) -> str:
+    # The template's header names the test in words; the points come from VISIBLE_CHECKS.
+    return template.replace("{points}", points_label(check))
+
+
 def hidden_test_source(check) -> str:
-    plural = "s" if check.points != 1 else ""
-    return (f"# Hidden test: {check.title} ({check.points} point{plural})\n"
+    return (f"# Hidden test: {check.title} ({points_label(check)})\n"
             "### BEGIN HIDDEN TESTS\n"
             "from maxpool_grader.checks import run_check\n"
             f"run_check({check.grade_id!r}, globals())\n"
@@ -322,9 +329,11 @@ def build() -> nbformat.NotebookNode:
         new_markdown_cell(TRY_IT.strip()),
         new_code_cell(TRY_IT_CODE.strip()),
         md("tests_header", VISIBLE_TESTS),
-        code("visible_2x2_stride_2", VISIBLE_2X2, grade=True, points=VISIBLE_POINTS["visible_2x2_stride_2"]),
-        code("visible_forum_example", VISIBLE_FORUM, grade=True, points=VISIBLE_POINTS["visible_forum_example"]),
     ]
+    cells += [code(check_id, visible_test_source(VISIBLE_CHECKS[check_id], template), grade=True,
+                   points=VISIBLE_CHECKS[check_id].points)
+              for check_id, template in [("visible_2x2_stride_2", VISIBLE_2X2),
+                                         ("visible_forum_example", VISIBLE_FORUM)]]
     cells += [code(check.grade_id, hidden_test_source(check), grade=True, points=check.points)
               for check in HIDDEN_CHECKS.values()]
     notebook = new_notebook(cells=cells, metadata={
@@ -332,7 +341,7 @@ def build() -> nbformat.NotebookNode:
         "language_info": {"name": "python"},
     })
     for number, cell in enumerate(notebook.cells):  # stable ids: the committed file never churns
-        cell.id = cell.metadata.get("nbgrader", {}).get("grade_id", f"cell-{number}").replace("_", "-")
+        cell.id = (grade_id(cell) or f"cell-{number}").replace("_", "-")
     return notebook
 
 

@@ -13,9 +13,10 @@ from pathlib import Path
 
 import nbformat
 
+from maxpool_grader.names import ASSIGNMENT, PART_A_CELL, grade_id
+
 ROOT = Path(__file__).resolve().parent.parent
 HERE = Path(__file__).resolve().parent / "sample_class"
-ASSIGNMENT = "max_pool_backward"
 RELEASE = ROOT / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
 
 # The last answer of the course forum's thread on this exercise, as printed: an
@@ -120,10 +121,9 @@ STUDENTS = {
 
 def fill(notebook: nbformat.NotebookNode, solution: str) -> nbformat.NotebookNode:
     for cell in notebook.cells:
-        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
-        if grade_id == ASSIGNMENT:
+        if grade_id(cell) == ASSIGNMENT:
             cell.source = solution.strip("\n")
-        elif grade_id == "part_a_derivation":
+        elif grade_id(cell) == PART_A_CELL:
             cell.source = PART_A
     return notebook
 

@@ -1,78 +1,19 @@
-"""Shared helpers: a throw-away copy of the course and real nbgrader commands run in it."""
+"""Fixtures of the tests (a course, the serial reference class, a PostgreSQL server), the
+markers, and the kill matrix printed after the run. Helpers are in helpers.py."""
 
 from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parent.parent
-ASSIGNMENT = "max_pool_backward"
-SOURCE_NOTEBOOK = ROOT / "source" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
-RELEASE_NOTEBOOK = ROOT / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
-BIN = Path(sys.executable).parent
-
-
-def nbgrader(cwd: Path, *args: str, check: bool = True, env: dict | None = None) -> subprocess.CompletedProcess:
-    """Run a real ``nbgrader`` command with the test interpreter's bin/ on PATH (for alembic);
-    ``env`` adds variables (a TMPDIR of the test's own, say)."""
-    env = dict(os.environ, PATH=os.pathsep.join([str(BIN), os.environ.get("PATH", "")]), **(env or {}))
-    result = subprocess.run([str(BIN / "nbgrader"), *args], cwd=cwd, env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=900)
-    if check and result.returncode != 0:
-        raise AssertionError(f"nbgrader {' '.join(args)} failed ({result.returncode}):\n{result.stdout}")
-    return result
-
-
-def copy_course(target: Path, *, with_submissions: bool = True, students: list[str] | None = None) -> Path:
-    """The course as an instructor clones it: config, source notebook, sample class (or only
-    ``students`` of it: a small class grades in seconds)."""
-    target.mkdir(parents=True, exist_ok=True)
-    shutil.copy(ROOT / "nbgrader_config.py", target)
-    shutil.copytree(ROOT / "source", target / "source")
-    (target / "exchange").mkdir(exist_ok=True)  # the course-local exchange (exchange/.gitkeep in git)
-    if with_submissions:
-        for student in students or sorted(p.name for p in (ROOT / "submitted").iterdir() if p.is_dir()):
-            shutil.copytree(ROOT / "submitted" / student, target / "submitted" / student)
-    return target
+from helpers import ASSIGNMENT, EXTRA, KILL_MATRIX, POSTGRES_HELP, as_postgres, copy_course, free_port, nbgrader
 
 
 @pytest.fixture
 def course(tmp_path) -> Path:
     return copy_course(tmp_path / "course", with_submissions=False)
-
-
-# ------------------------------------------------------------------ grading a class
-STUDENTS = sorted(p.name for p in (ROOT / "submitted").iterdir() if p.is_dir())  # the sample class
-EXTRA = ["fault_infinite_loop", "fault_os_exit", "attack_imports_torch", "fault_missing_notebook"]  # from corpus
-
-
-def grade_command(course: Path, *args: str, env: dict | None = None, **kwargs) -> subprocess.CompletedProcess:
-    """`maxpool-grader grade` on ``course``, as an instructor runs it."""
-    env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"} | (env or {})
-    return subprocess.run([str(BIN / "maxpool-grader"), "grade", "--course-dir", str(course), *args],
-                          env=env, text=True, capture_output=True, timeout=1200, **kwargs)
-
-
-def all_grades(db_url: str) -> dict[tuple[str, str], float | None]:
-    """(student, grade id) -> score (None: needs a manual grade), every cell of every submission."""
-    from nbgrader.api import Gradebook
-    with Gradebook(db_url) as gradebook:
-        grades = {}
-        for student in gradebook.students:
-            submission = gradebook.find_submission(ASSIGNMENT, student.id)
-            for notebook in submission.notebooks:
-                for grade in notebook.grades:
-                    grades[student.id, grade.name] = None if grade.needs_manual_grade else grade.score
-        return grades
-
-
-def sqlite(course: Path) -> str:
-    return f"sqlite:///{course / 'gradebook.db'}"
 
 
 @pytest.fixture(scope="session")
@@ -85,22 +26,6 @@ def serial_class(tmp_path_factory) -> Path:
     build_corpus(serial, serial / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", EXTRA)
     nbgrader(serial, "autograde", ASSIGNMENT)
     return serial
-
-
-# ------------------------------------------------------------------ a PostgreSQL server
-POSTGRES_HELP = "these tests need Debian's PostgreSQL server: apt-get install postgresql"
-
-
-def _as_postgres(*command: str) -> None:
-    prefix = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
-    subprocess.run(prefix + list(command), check=True, capture_output=True, timeout=120)
-
-
-def free_port() -> int:
-    import socket
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @pytest.fixture(scope="session")
@@ -117,21 +42,26 @@ def postgres_server():
         os.chown(home, user.pw_uid, user.pw_gid)
     port = free_port()
     data = home / "data"
-    _as_postgres(str(bin_dir / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres")
-    _as_postgres(str(bin_dir / "pg_ctl"), "-D", str(data), "-l", str(home / "log"), "-w", "-o",
+    as_postgres(str(bin_dir / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres")
+    as_postgres(str(bin_dir / "pg_ctl"), "-D", str(data), "-l", str(home / "log"), "-w", "-o",
                  f"-p {port} -c listen_addresses=127.0.0.1 -k {home}", "start")
 
     def new_database(name: str) -> str:
-        _as_postgres(str(bin_dir / "createdb"), "-h", "127.0.0.1", "-p", str(port), "-U", "postgres", name)
+        as_postgres(str(bin_dir / "createdb"), "-h", "127.0.0.1", "-p", str(port), "-U", "postgres", name)
         return f"postgresql://postgres@127.0.0.1:{port}/{name}"
     try:
         yield new_database
     finally:
-        _as_postgres(str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop")
+        as_postgres(str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop")
         shutil.rmtree(home, ignore_errors=True)
 
 
-KILL_MATRIX = pytest.StashKey[str]()
+def pytest_collection_modifyitems(items):
+    """Every test not marked ``integration`` is a ``unit`` test: ``pytest -m unit`` runs the
+    fast ones alone (no kernel, sandbox, nbgrader command or server)."""
+    for item in items:
+        if item.get_closest_marker("integration") is None:
+            item.add_marker(pytest.mark.unit)
 
 
 def pytest_terminal_summary(terminalreporter, config):
@@ -140,16 +70,3 @@ def pytest_terminal_summary(terminalreporter, config):
     if matrix:
         terminalreporter.write_sep("=", "kill matrix (tests/test_mutation.py)")
         terminalreporter.write_line(matrix)
-
-
-def flat(text: str) -> str:
-    """``text`` with every run of whitespace made one space: feedback wraps its prose lines."""
-    return " ".join(text.split())
-
-
-def cmdline(pid: str) -> str:
-    """A process's command line, arguments joined by spaces ("" once it is gone)."""
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return ""

@@ -19,7 +19,8 @@ import nbformat
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 from make_sample_class import LOOP_CORRECT  # noqa: E402
 
-ASSIGNMENT = "max_pool_backward"
+from maxpool_grader.names import ASSIGNMENT, grade_id  # noqa: E402
+
 FULL, ZERO = 15, 0
 SIGNATURE = "def max_pool_backward(d_output, x, pool_size, stride=None):\n"
 ZEROS = SIGNATURE + "    return np.zeros(x.shape)\n"
@@ -38,8 +39,7 @@ class Submission:
     reason: str  # shown in the feedback (whitespace-insensitive)
 
 
-def _grade_id(cell) -> str | None:
-    return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+_grade_id = grade_id
 
 
 def notebook_with(release: nbformat.NotebookNode, solution: str) -> nbformat.NotebookNode:
@@ -133,7 +133,8 @@ import os
 import sqlite3
 
 COURSE = os.path.abspath("%s")
-for target in [os.path.join(COURSE, "nbgrader_config.py")] + glob.glob(os.path.join(COURSE, "submitted", "*", "*", "*.ipynb")) \\
+for target in [os.path.join(COURSE, "nbgrader_config.py")] \\
+        + glob.glob(os.path.join(COURSE, "submitted", "*", "*", "*.ipynb")) \\
         + glob.glob(os.path.join(COURSE, "autograded", "*", "*", "*.ipynb")):
     try:
         with open(target, "a") as handle:

@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import Sequence
 
 import nbformat
-
 from corpus import ASSIGNMENT, FULL, LOOP_CORRECT, ZERO, ZEROS, Submission, notebook_with, solution
 
 REPORT_PREFIX = "HOSTILE-REPORT "

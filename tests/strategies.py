@@ -3,7 +3,7 @@
 import numpy as np
 from hypothesis import strategies as st
 
-from maxpool_grader.geometry import ceil_output_size, floor_output_size
+from maxpool_grader.exercise.geometry import ceil_output_size, floor_output_size
 
 
 @st.composite

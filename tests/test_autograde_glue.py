@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from helpers import RELEASE_NOTEBOOK
 from nbconvert.preprocessors import Preprocessor
 
-from conftest import RELEASE_NOTEBOOK
-from maxpool_grader.autograde import NOTES_KEY, TolerantNotebookExporter
+from maxpool_grader.glue.submission import TolerantNotebookExporter
+from maxpool_grader.names import NOTES_KEY
 
 
 class Broken(Preprocessor):

@@ -8,11 +8,12 @@ import warnings
 
 import numpy as np
 import pytest
+from helpers import ROOT, flat
 
-from conftest import ROOT, flat
 from maxpool_grader import max_pool_backward
-from maxpool_grader.checks import HIDDEN_CHECKS, evaluate, run_check
-from maxpool_grader.student_call import CheckFailed, call_student
+from maxpool_grader.exercise.checks import HIDDEN_CHECKS
+from maxpool_grader.exercise.grading import evaluate, run_check
+from maxpool_grader.exercise.student_call import CheckFailed, call_student
 
 
 @pytest.mark.parametrize("grade_id", HIDDEN_CHECKS)

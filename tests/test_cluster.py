@@ -19,10 +19,10 @@ import time
 from pathlib import Path
 
 import pytest
-
-from conftest import (ASSIGNMENT, BIN, EXTRA, ROOT, STUDENTS, all_grades, copy_course, free_port, nbgrader,
-                      sqlite)
 from corpus import build as build_corpus
+from helpers import ASSIGNMENT, BIN, EXTRA, ROOT, STUDENTS, all_grades, copy_course, free_port, nbgrader, sqlite
+
+pytestmark = pytest.mark.integration  # real kernels, sandboxes, nbgrader or servers
 
 
 class Cluster:
@@ -58,7 +58,7 @@ class Cluster:
                 return
             except OSError:
                 if time.monotonic() > deadline:
-                    raise AssertionError("the Dask scheduler did not start:\n" + self.log("scheduler"))
+                    raise AssertionError("the Dask scheduler did not start:\n" + self.log("scheduler")) from None
                 time.sleep(0.5)
 
     def add_worker(self, name: str, env: dict | None = None, python: Path | None = None) -> None:

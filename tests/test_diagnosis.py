@@ -5,11 +5,11 @@ from __future__ import annotations
 import sys
 
 import pytest
+from helpers import ROOT, flat
 
-from conftest import ROOT, flat
-from maxpool_grader.checks import evaluate, run_check
-from maxpool_grader.diagnosis import accepts_stride, compile_problems, why_missing
-from maxpool_grader.student_call import CheckFailed
+from maxpool_grader.exercise.diagnosis import accepts_stride, compile_problems, why_missing
+from maxpool_grader.exercise.grading import evaluate, run_check
+from maxpool_grader.exercise.student_call import CheckFailed
 
 sys.path.insert(0, str(ROOT / "scripts"))
 from make_sample_class import FORUM_VERBATIM, LOOP_CORRECT, forum_made_to_compile  # noqa: E402
@@ -51,7 +51,7 @@ def test_a_compiling_solution_has_no_problems():
 def test_missing_function_is_explained_from_the_cells_that_ran():
     history = ["import numpy as np", FORUM_VERBATIM, "run_check('hidden_gradient_check', globals())"]
     message = why_missing({"In": history})
-    assert flat("does not compile") in flat(message) and flat("line 15") in flat(message) and flat("line 27") in flat(message)
+    assert all(flat(part) in flat(message) for part in ("does not compile", "line 15", "line 27"))
 
 
 def test_a_renamed_function_is_named():

@@ -8,12 +8,14 @@ import getpass
 import sys
 
 import nbformat
+import pytest
+from helpers import ROOT, copy_course, nbgrader
 from nbgrader.api import Gradebook
-
-from conftest import ROOT, copy_course, nbgrader
 
 sys.path.insert(0, str(ROOT / "scripts"))
 from make_sample_class import VECTORIZED_CORRECT, fill  # noqa: E402
+
+pytestmark = pytest.mark.integration  # real kernels, sandboxes, nbgrader or servers
 
 
 def test_student_round_trip_through_a_local_exchange(tmp_path):

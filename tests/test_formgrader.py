@@ -22,9 +22,9 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from helpers import ASSIGNMENT, BIN, ROOT, copy_course, grade_command
 
-from conftest import ASSIGNMENT, BIN, ROOT, copy_course
-from conftest import grade_command
+pytestmark = pytest.mark.integration  # real kernels, sandboxes, nbgrader or servers
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 STUDENT = "loop_correct"
@@ -52,7 +52,7 @@ class Server:
                 return
             except OSError:
                 if time.monotonic() > deadline or self.process.poll() is not None:
-                    raise AssertionError("jupyter server did not start:\n" + self.log.read_text()[-3000:])
+                    raise AssertionError("jupyter server did not start:\n" + self.log.read_text()[-3000:]) from None
                 time.sleep(0.3)
 
     def call(self, method: str, path: str, body=None):

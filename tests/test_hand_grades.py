@@ -10,10 +10,13 @@ import json
 import shutil
 
 import nbformat
+import pytest
+from helpers import ASSIGNMENT, copy_course, grade_command, nbgrader, sqlite
 from nbgrader.api import Gradebook
 
-from conftest import ASSIGNMENT, copy_course, nbgrader
-from conftest import grade_command, sqlite
+from maxpool_grader.names import grade_id
+
+pytestmark = pytest.mark.integration  # real kernels, sandboxes, nbgrader or servers
 
 PART_A = "part_a_derivation"
 
@@ -75,7 +78,7 @@ def test_a_changed_answer_goes_back_to_the_grader_with_the_reason(tmp_path):
     enter_hand_grade(url, "loop_correct", 4)
     submitted = course / "submitted" / "loop_correct" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
     notebook = nbformat.read(submitted, as_version=4)
-    answer = next(cell for cell in notebook.cells if cell.metadata.get("nbgrader", {}).get("grade_id") == PART_A)
+    answer = next(cell for cell in notebook.cells if grade_id(cell) == PART_A)
     answer.source += "\n\nA second thought, added after the deadline."
     nbformat.write(notebook, submitted)
     assert grade_command(course).returncode == 0

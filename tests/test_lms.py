@@ -13,11 +13,14 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from corpus import FULL, ZEROS, notebook_with
+from helpers import ASSIGNMENT, BIN, copy_course, nbgrader
+from make_sample_class import LOOP_CORRECT, TIES_ALL_MAXIMA, VECTORIZED_CORRECT
 from nbgrader.api import Gradebook
 
-from conftest import ASSIGNMENT, BIN, copy_course, nbgrader
-from corpus import FULL, ZEROS, notebook_with
-from make_sample_class import LOOP_CORRECT, TIES_ALL_MAXIMA, VECTORIZED_CORRECT
+from maxpool_grader.names import PART_A_CELL, grade_id
+
+pytestmark = pytest.mark.integration  # real kernels, sandboxes, nbgrader or servers
 
 DUE = dt.datetime(2026, 11, 20, 23, 59)
 ON_TIME = (2026, 11, 20, 18, 0, 0)
@@ -43,7 +46,7 @@ def run(course: Path, *args: str) -> subprocess.CompletedProcess:
 def notebook(release, code: str, part_a: str | None = None) -> bytes:
     filled = notebook_with(release, code)
     for cell in filled.cells:
-        if part_a and cell.metadata.get("nbgrader", {}).get("grade_id") == "part_a_derivation":
+        if part_a and grade_id(cell) == PART_A_CELL:
             cell.source = part_a
     return nbformat.writes(filled).encode()
 
@@ -95,8 +98,8 @@ def test_a_canvas_zip_graded_and_exported(course, tmp_path):
 
     run(course, "grade")
     scores = code_scores(course)
-    assert scores == {"s_lina": (FULL, 0), "s_farah": (12, 0), "s_tara": (FULL, pytest.approx(0.2 * FULL)), "s_vera": (FULL, 0),
-                      "s_felix": (0, 0)}
+    assert scores == {"s_lina": (FULL, 0), "s_farah": (12, 0), "s_tara": (FULL, pytest.approx(0.2 * FULL)),
+                      "s_vera": (FULL, 0), "s_felix": (0, 0)}
     feedback = (course / "feedback" / "s_felix" / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text()
     assert "No notebook named max_pool_backward.ipynb was submitted" in feedback
 

@@ -15,12 +15,14 @@ import re
 
 import numpy as np
 import pytest
+from helpers import KILL_MATRIX, ROOT, flat
 
-from conftest import KILL_MATRIX, ROOT, flat
 from maxpool_grader import max_pool_backward
-from maxpool_grader.catalogue import BUGS, CONTROLS
-from maxpool_grader.checks import GRADED_CHECKS, HIDDEN_CHECKS, SMALL, evaluate
-from maxpool_grader.student_call import quiet_student_code
+from maxpool_grader.exercise.catalogue import BUGS, CONTROLS
+from maxpool_grader.exercise.checks import GRADED_CHECKS, HIDDEN_CHECKS
+from maxpool_grader.exercise.grading import evaluate
+from maxpool_grader.exercise.rules import SMALL
+from maxpool_grader.exercise.student_call import quiet_student_code
 
 VARIANTS = {**{name: bug.function for name, bug in BUGS.items()},
             **{name: control.function for name, control in CONTROLS.items()}}

@@ -8,10 +8,11 @@ import re
 import sys
 
 import nbformat
+import pytest
+from helpers import RELEASE_NOTEBOOK, ROOT, SOURCE_NOTEBOOK, nbgrader
 
-from conftest import RELEASE_NOTEBOOK, ROOT, SOURCE_NOTEBOOK, nbgrader
-from maxpool_grader.checks import HIDDEN_CHECKS
-from maxpool_grader.part_a import EXPLANATION, MODEL_ANSWER, RUBRIC, figure_png
+from maxpool_grader.exercise.checks import HIDDEN_CHECKS
+from maxpool_grader.exercise.part_a import EXPLANATION, MODEL_ANSWER, RUBRIC, figure_png
 
 sys.path.insert(0, str(ROOT / "scripts"))
 import build_source_notebook  # noqa: E402
@@ -63,6 +64,7 @@ def test_the_figure_is_an_embedded_png():
     assert png.startswith(b"\x89PNG") and "attachment:figure1.png" in part_a.source
 
 
+@pytest.mark.integration
 def test_committed_release_is_current(course):
     nbgrader(course, "generate_assignment", "max_pool_backward", "--force")
     fresh = nbformat.read(course / "release" / "max_pool_backward" / "max_pool_backward.ipynb", as_version=4)
@@ -94,11 +96,13 @@ def test_release_has_no_solution_hidden_test_or_rubric():
         assert len(release[grade_id].source.splitlines()) == 1
 
 
+@pytest.mark.integration
 def test_validate_gives_the_source_notebook_full_marks():
     result = nbgrader(ROOT, "validate", str(SOURCE_NOTEBOOK))
     assert "Success! Your notebook passes all the tests." in result.stdout
 
 
+@pytest.mark.integration
 def test_validate_reports_the_unimplemented_release_without_crashing():
     result = nbgrader(ROOT, "validate", str(RELEASE_NOTEBOOK), check=False)
     assert "VALIDATION FAILED" in result.stdout

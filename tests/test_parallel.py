@@ -13,11 +13,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from corpus import build as build_corpus
+from helpers import ASSIGNMENT, BIN, EXTRA, STUDENTS, all_grades, copy_course, grade_command, nbgrader, sqlite
 from nbgrader.api import Gradebook
 
-from conftest import ASSIGNMENT, BIN, EXTRA, STUDENTS, all_grades, copy_course, grade_command, nbgrader, sqlite
-from corpus import build as build_corpus
-from maxpool_grader.isolation import sandbox
+from maxpool_grader.isolation import box as sealed_box
+
+pytestmark = pytest.mark.integration  # real kernels, sandboxes, nbgrader or servers
+
 
 @pytest.fixture(scope="module")
 def classes(tmp_path_factory, serial_class):
@@ -117,10 +120,10 @@ def test_an_interrupted_run_resumes_and_completes(tmp_path):
     assert 2 <= graded_before < len(STUDENTS)
 
     # what a worker killed inside a submission leaves: its kernel's private directory
-    ended = Path(subprocess.run([sys.executable, "-c", "from maxpool_grader.isolation import sandbox; "
-                                 "print(sandbox.private_directory('kernel-'))"],
+    ended = Path(subprocess.run([sys.executable, "-c", "from maxpool_grader.isolation import box as sealed_box; "
+                                 "print(sealed_box.private_directory('kernel-'))"],
                                 capture_output=True, text=True, check=True).stdout.strip())
-    running = sandbox.private_directory("test-")  # this process's: in use, must stay
+    running = sealed_box.private_directory("test-")  # this process's: in use, must stay
     resumed = grade_command(course)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert not ended.exists() and running.exists()
@@ -129,7 +132,7 @@ def test_an_interrupted_run_resumes_and_completes(tmp_path):
     left = int(re.search(r"(\d+) submission\(s\) to grade", resumed.stdout).group(1))
     assert 1 <= left <= len(STUDENTS) - graded_before
     assert_every_autograded_cell_recorded(course)
-    assert sandbox.abandoned_private_directories() == []  # what the killed workers left: swept
+    assert sealed_box.abandoned_private_directories() == []  # what the killed workers left: swept
 
 
 def test_a_killed_worker_is_replaced_and_the_run_completes(tmp_path):

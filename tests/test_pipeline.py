@@ -16,10 +16,13 @@ import subprocess
 
 import nbformat
 import pytest
+from helpers import BIN, RELEASE_NOTEBOOK, ROOT, SOURCE_NOTEBOOK, copy_course, flat
 from nbgrader.api import Gradebook
+from nbgrader.utils import is_grade
 
-from conftest import BIN, RELEASE_NOTEBOOK, ROOT, SOURCE_NOTEBOOK, copy_course, flat
-from maxpool_grader.checks import HIDDEN_CHECKS
+from maxpool_grader.exercise.checks import HIDDEN_CHECKS
+
+pytestmark = pytest.mark.integration  # real kernels, sandboxes, nbgrader or servers
 
 V = ["visible_2x2_stride_2", "visible_forum_example"]
 H = ["hidden_rectangular_leading_axes", "hidden_overlapping_windows", "hidden_ties_valid_subgradient",
@@ -105,7 +108,7 @@ def test_noisy_correct_solution_leaves_no_stderr_in_test_cells(graded):
     course, _ = graded
     notebook = nbformat.read(course / "autograded" / "noisy_correct" / "max_pool_backward" /
                              "max_pool_backward.ipynb", as_version=4)
-    test_cells = [c for c in notebook.cells if c.metadata.get("nbgrader", {}).get("grade") and c.cell_type == "code"]
+    test_cells = [c for c in notebook.cells if is_grade(c) and c.cell_type == "code"]
     assert len(test_cells) == 10
     for cell in test_cells:
         assert all(out.get("name") != "stderr" for out in cell.outputs), cell.source.splitlines()[0]

@@ -4,7 +4,10 @@ the grades equal plain serial nbgrader's on SQLite."""
 
 from __future__ import annotations
 
-from conftest import STUDENTS, all_grades, copy_course, grade_command, sqlite
+import pytest
+from helpers import STUDENTS, all_grades, copy_course, grade_command, sqlite
+
+pytestmark = pytest.mark.integration  # real kernels, sandboxes, nbgrader or servers
 
 
 def test_parallel_grading_on_postgresql_records_every_cell(postgres_server, serial_class, tmp_path):

@@ -3,11 +3,11 @@
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from strategies import pooling_configs
 
 from maxpool_grader import max_pool_backward, max_pool_forward
-from maxpool_grader.reference import windows
-from maxpool_grader.geometry import backward_geometry
-from strategies import pooling_configs
+from maxpool_grader.exercise.geometry import backward_geometry
+from maxpool_grader.exercise.reference import windows
 
 settings.register_profile("course", max_examples=150, deadline=None, derandomize=True)
 settings.load_profile("course")
@@ -113,7 +113,8 @@ def test_border_windows_of_a_ceil_grid_are_clipped():
 def test_reference_is_vectorised_without_python_loops_over_windows():
     import ast
     import inspect
-    import maxpool_grader.reference as reference
+
+    import maxpool_grader.exercise.reference as reference
     loops = [node for node in ast.walk(ast.parse(inspect.getsource(reference)))
              if isinstance(node, (ast.For, ast.While))]
     assert loops == []

@@ -5,9 +5,9 @@ import os
 import numpy as np
 import pytest
 from hypothesis import given, settings
+from strategies import pooling_configs
 
 from maxpool_grader import max_pool_backward, max_pool_forward
-from strategies import pooling_configs
 
 if os.environ.get("CI"):  # .ci/run installs torch==2.13.0: a missing torch there is a failure
     import torch

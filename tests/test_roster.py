@@ -5,10 +5,10 @@ from __future__ import annotations
 import subprocess
 
 import pytest
+from helpers import BIN, copy_course
 from nbgrader.api import Gradebook
 
-from conftest import BIN, copy_course
-from maxpool_grader.roster import RosterError, read_roster
+from maxpool_grader.operations.roster import RosterError, read_roster
 
 
 def test_a_roster_is_read_whatever_its_header_spelling(tmp_path):
@@ -32,6 +32,7 @@ def test_a_bad_roster_is_refused_with_the_reason(tmp_path, text, says):
         read_roster(roster)
 
 
+@pytest.mark.integration
 def test_the_roster_command_fills_the_gradebook_and_updates_names(tmp_path):
     course = copy_course(tmp_path / "course", with_submissions=False)
     roster = tmp_path / "class.csv"

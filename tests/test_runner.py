@@ -9,14 +9,20 @@ import re
 
 import numpy as np
 import pytest
-
-from conftest import flat
 from corpus import AGREEABLE_ARRAY, ZEROS
+from helpers import flat
 from make_sample_class import LOOP_CORRECT, NOISY_CORRECT
-from maxpool_grader.isolation import runner, untrusted
-from maxpool_grader.checks import GRADED_CHECKS, evaluate
-from maxpool_grader.isolation.runner import Cell, Limits, verdicts
+
+from maxpool_grader.exercise.checks import GRADED_CHECKS
+from maxpool_grader.exercise.grading import evaluate
+from maxpool_grader.isolation import process as solution_process
+from maxpool_grader.isolation import untrusted
+from maxpool_grader.isolation.process import Limits
+from maxpool_grader.isolation.remote import Cell
 from maxpool_grader.isolation.shortcuts import find_shortcuts
+from maxpool_grader.isolation.verdicts import verdicts
+
+pytestmark = pytest.mark.integration  # real kernels, sandboxes, nbgrader or servers
 
 QUICK = Limits(check_seconds=1.5, search_seconds=1.5, load_seconds=3, total_seconds=6)
 SIGNATURE = "def max_pool_backward(d_output, x, pool_size, stride=None):\n"
@@ -104,7 +110,8 @@ def test_changes_to_the_inputs_are_seen_across_processes():
 
 
 def test_a_function_without_stride_is_named_as_such():
-    no_stride = LOOP_CORRECT.replace("stride=None", "").replace("(d_output, x, pool_size, )", "(d_output, x, pool_size)")
+    no_stride = LOOP_CORRECT.replace("stride=None", "").replace("(d_output, x, pool_size, )",
+                                                                "(d_output, x, pool_size)")
     found = verdicts("import numpy as np\n" + no_stride, grade_ids=["hidden_overlapping_windows"])
     assert "it has no stride parameter" in flat(found["hidden_overlapping_windows"].message)
 
@@ -140,10 +147,10 @@ def test_nothing_is_unpickled_from_the_untrusted_side():
 
 
 def test_a_malformed_reply_ends_the_process_not_the_grader():
-    process = runner.SolutionProcess(QUICK)
+    process = solution_process.SolutionProcess(QUICK)
     try:
         os.write(process._request, b"\xff\xff\xff\xff")  # the child reads a huge header length
-        with pytest.raises((runner.ProcessEnded, runner.Timeout)):
+        with pytest.raises((solution_process.ProcessEnded, solution_process.Timeout)):
             process.request({"op": "load", "solution": ""})
     finally:
         process.close()

@@ -28,21 +28,23 @@ import tempfile
 import time
 from pathlib import Path
 
+import hostile
+import nbformat
 import pytest
+from corpus import FULL, notebook_with
+from helpers import ASSIGNMENT, BIN, ROOT, cmdline, copy_course
+from make_sample_class import LOOP_CORRECT, VECTORIZED_CORRECT
 from nbgrader.api import Gradebook
 
-import hostile
-from conftest import ASSIGNMENT, BIN, ROOT, cmdline, copy_course
-from corpus import FULL, notebook_with
-from make_sample_class import LOOP_CORRECT, VECTORIZED_CORRECT
-from maxpool_grader.isolation import cgroups, sandbox
+from maxpool_grader.isolation import box as sealed_box
+from maxpool_grader.isolation import cgroups
 
-import nbformat
+pytestmark = pytest.mark.integration  # real kernels, sandboxes, nbgrader or servers
 
 INSTRUCTOR = "maxpool-instructor"  # the normal user the non-root runs are graded as
 CLASSMATES = {"aaa_first_correct": LOOP_CORRECT, "mmm_middle_correct": VECTORIZED_CORRECT,
               "zzz_last_correct": LOOP_CORRECT}
-CAPS = sandbox.Caps()
+CAPS = sealed_box.Caps()
 ATTACK_SECONDS = 4.0
 
 
@@ -70,7 +72,8 @@ def _reachable_python_script() -> str:
             stash += 1
         lines.append(f"mount -t tmpfs -o mode=755 tmpfs '{closed}'")
         for offset, tree in enumerate(inside):
-            lines.append(f"mkdir -p '{tree}' && mount --bind /run/maxpool-stash/{stash - len(inside) + offset} '{tree}'")
+            stashed = stash - len(inside) + offset
+            lines.append(f"mkdir -p '{tree}' && mount --bind /run/maxpool-stash/{stashed} '{tree}'")
     return " && ".join(lines) or "true"
 
 
@@ -114,6 +117,7 @@ import atexit, os, re, sys
 atexit.register(lambda: open(os.environ["MAXPOOL_PEAK_FILE"], "w").write(
     str(int(re.search(r"VmHWM:\\s*(\\d+)", open("/proc/self/status").read())[1]) >> 10)))
 from nbgrader.apps.nbgraderapp import main
+
 sys.argv[0] = "nbgrader"
 sys.exit(main())
 """
@@ -370,8 +374,7 @@ def test_a_required_sandbox_refuses_to_grade_without_the_caps():
         release = nbformat.read(course / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", as_version=4)
         nbformat.write(notebook_with(release, LOOP_CORRECT), folder / f"{ASSIGNMENT}.ipynb")
         os.lchown(folder / f"{ASSIGNMENT}.ipynb", user.pw_uid, user.pw_gid)
-        refused = run("autograde", ASSIGNMENT, "--SafeExecute.sandbox=required",
-                      "--OutOfProcessVerdicts.sandbox=required")
+        refused = run("autograde", ASSIGNMENT, "--SealedBox.sandbox=required")
         assert refused.returncode != 0 and "no cgroup can be made here" in refused.stdout, refused.stdout[-3000:]
         assert not (course / "autograded" / "a_student" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").exists()
     finally:

@@ -8,12 +8,12 @@ import json
 import re
 
 import nbformat
-
-from conftest import ASSIGNMENT, copy_course
+import pytest
 from corpus import notebook_with
+from helpers import ASSIGNMENT, copy_course, grade_command
 from make_sample_class import LOOP_CORRECT
-from maxpool_grader.similarity import release_code, similar_pairs, student_code
-from conftest import grade_command
+
+from maxpool_grader.operations.similarity import release_code, similar_pairs, student_code
 
 ORIGINAL = '''
 def _as_pair(value):
@@ -72,9 +72,10 @@ def test_a_disguised_copy_is_found_and_an_independent_solution_is_not():
     assert min(pairs[0].shares) >= 0.8
 
 
+@pytest.mark.integration
 def test_the_release_s_own_code_does_not_count(tmp_path):
     course = copy_course(tmp_path / "course", with_submissions=False)
-    from conftest import nbgrader
+    from helpers import nbgrader
     nbgrader(course, "generate_assignment", ASSIGNMENT)
     release = nbformat.read(course / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", as_version=4)
     untouched = student_code(release, set(release_code(release)))
@@ -85,6 +86,7 @@ def test_the_release_s_own_code_does_not_count(tmp_path):
     assert similar_pairs(stub_only, release_code(release), 0.8) == []  # the signature is the release's
 
 
+@pytest.mark.integration
 def test_the_class_report_lists_the_pair_side_by_side(tmp_path):
     course = copy_course(tmp_path / "course", students=["vectorized_correct"])
     assert grade_command(course).returncode == 0  # makes the release
@@ -104,3 +106,4 @@ def test_the_class_report_lists_the_pair_side_by_side(tmp_path):
     assert "a reason to look, not a verdict" in page
     view = re.search(r"<summary>copy_disguised and copy_original.*?</details>", page, re.S)
     assert view and view[0].count("<mark>") >= 2
+

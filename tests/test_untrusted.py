@@ -23,13 +23,27 @@ import time
 from pathlib import Path
 
 import pytest
+from corpus import ATTACKS, CORPUS, FAULTS, FULL, LAYOUTS
+from helpers import (
+    ASSIGNMENT,
+    BIN,
+    RELEASE_NOTEBOOK,
+    ROOT,
+    all_grades,
+    cmdline,
+    copy_course,
+    flat,
+    grade_command,
+    nbgrader,
+    sqlite,
+)
 from nbgrader.api import Gradebook
 
-from conftest import ASSIGNMENT, BIN, RELEASE_NOTEBOOK, ROOT, cmdline, copy_course, flat, nbgrader
-from corpus import ATTACKS, CORPUS, FAULTS, FULL, LAYOUTS
-from conftest import all_grades, grade_command, sqlite
-from maxpool_grader.isolation import sandbox
-from maxpool_grader.checks import GRADED_CHECKS
+from maxpool_grader import names
+from maxpool_grader.exercise.checks import GRADED_CHECKS
+from maxpool_grader.isolation import box as sealed_box
+
+pytestmark = pytest.mark.integration  # real kernels, sandboxes, nbgrader or servers
 
 CORRECT_SAMPLES = ["loop_correct", "vectorized_correct", "noisy_correct"]
 
@@ -45,7 +59,7 @@ def _grade_batch(root: Path, command: str) -> dict:
     ``nbgrader autograde`` (cold kernels) or ``maxpool-grader grade`` (2 workers, kernels
     and verdict processes forked warm, see maxpool_grader/isolation/zygote.py). The run has a
     TMPDIR of its own: its private directories are told apart from any other run's."""
-    assert sandbox.bwrap_works(), "these tests need the sandbox: apt-get install bubblewrap"
+    assert sealed_box.bwrap_works(), "these tests need the sandbox: apt-get install bubblewrap"
     course = copy_course(root / "course", with_submissions=False)
     tmpdir = root / "tmp"
     tmpdir.mkdir()
@@ -178,7 +192,7 @@ def test_warm_workers_grade_the_corpus_exactly_as_serial_nbgrader(serial_batch, 
         cells = {}
         for notebook in sorted((course / "autograded").glob(f"*/{ASSIGNMENT}/{ASSIGNMENT}.ipynb")):
             for cell in json.loads(notebook.read_text())["cells"]:
-                grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+                grade_id = names.grade_id(cell)
                 if cell.get("metadata", {}).get("maxpool_grader") is not None:
                     text = "".join(_output_text(output) for output in cell.get("outputs", []))
                     cells[notebook.parts[-3], grade_id] = (cell["metadata"]["maxpool_grader"], text)

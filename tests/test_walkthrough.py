@@ -11,9 +11,10 @@ import sys
 from pathlib import Path
 
 import numpy as np
+from helpers import ROOT, flat
 
-from conftest import ROOT, flat
-from maxpool_grader.checks import HIDDEN_CHECKS, evaluate
+from maxpool_grader.exercise.checks import HIDDEN_CHECKS
+from maxpool_grader.exercise.grading import evaluate
 
 sys.path.insert(0, str(ROOT / "scripts"))
 from make_sample_class import FORUM_VERBATIM, TIES_ALL_MAXIMA, forum_made_to_compile  # noqa: E402

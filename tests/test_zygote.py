@@ -19,13 +19,18 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from corpus import SIGNATURE, ZEROS
+from helpers import ROOT, cmdline, flat
+from make_sample_class import LOOP_CORRECT
 from nbclient import NotebookClient
 
-from conftest import ROOT, cmdline, flat
-from corpus import SIGNATURE, ZEROS
-from make_sample_class import LOOP_CORRECT
-from maxpool_grader.isolation import runner, sandbox, zygote
-from maxpool_grader.isolation.runner import Limits, verdicts
+from maxpool_grader.isolation import box as sealed_box
+from maxpool_grader.isolation import filesystem, kernels, zygote
+from maxpool_grader.isolation import process as solution_process
+from maxpool_grader.isolation.process import Limits
+from maxpool_grader.isolation.verdicts import verdicts
+
+pytestmark = pytest.mark.integration  # real kernels, sandboxes, nbgrader or servers
 
 LOG = logging.getLogger("test_zygote")
 QUICK = Limits(check_seconds=1.5, search_seconds=1.5, load_seconds=3, total_seconds=8)
@@ -77,7 +82,7 @@ zygote.serve(socket.socket(fileno=int(sys.argv[1])), run)"""]
 
 @pytest.fixture(scope="module")
 def bare_zygote():
-    assert sandbox.bwrap_works(), "these tests need the sandbox: apt-get install bubblewrap"
+    assert sealed_box.bwrap_works(), "these tests need the sandbox: apt-get install bubblewrap"
     warm = zygote.Zygote(BARE)
     yield warm
     warm.close()
@@ -90,16 +95,16 @@ def box(tmp_path):
     submission.mkdir()
     (submission / "data.txt").write_text("the student's file")
     (submission / "secret").symlink_to("/etc/hostname")
-    made = sandbox.Box(files_from=submission, log=LOG)
+    made = sealed_box.Box(files_from=submission, log=LOG)
     yield made
     made.close()
 
 
 @pytest.fixture
 def private_directory():
-    """sandbox.private_directory for a test, removed afterwards."""
+    """sealed_box.private_directory for a test, removed afterwards."""
     made = []
-    yield lambda prefix: made.append(sandbox.private_directory(prefix)) or made[-1]
+    yield lambda prefix: made.append(sealed_box.private_directory(prefix)) or made[-1]
     for directory in made:
         shutil.rmtree(directory, ignore_errors=True)
 
@@ -113,8 +118,8 @@ def _run(how: str, zygote_process, box, private: Path, code: str, env: dict, lim
             argv = launch.argv + box.command(limits) + [sys.executable, "-c", f"REPORT_FD = {report_write}\n" + code]
             process = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, pass_fds=(report_write, *launch.fds))
         else:
-            process = zygote_process.spawn(launch.argv, dict(box.warm_request(limits), code=code, cwd=sandbox.WORKDIR,
-                                                             env=env), fds=(report_write,), bwrap_fds=tuple(launch.fds))
+            request = dict(box.warm_request(limits), code=code, cwd=filesystem.WORKDIR, env=env)
+            process = zygote_process.spawn(launch.argv, request, fds=(report_write,), bwrap_fds=tuple(launch.fds))
     finally:
         launch.close()
         os.close(report_write)
@@ -131,30 +136,31 @@ def _report_of(raw: bytes) -> dict:
 
 
 def test_a_warm_process_is_confined_exactly_like_a_cold_one(bare_zygote, box, private_directory):
-    env = sandbox.environment()
+    env = filesystem.environment()
     code = f"COURSE = {str(ROOT)!r}\n" + REPORT
     reports = {}
     for how in ("cold", "warm"):
-        assert _run(how, bare_zygote, box, private_directory(f"test-{how}-"), code, env, sandbox.rlimits(1 << 30)) == 0
+        limits = sealed_box.rlimits(1 << 30)
+        assert _run(how, bare_zygote, box, private_directory(f"test-{how}-"), code, env, limits) == 0
         reports[how] = _report_of(_run.report)
     cold, warm = reports["cold"], reports["warm"]
     # apart from its file descriptors, and the sandbox's holder it can see (sh -c read)
     assert warm == dict(cold, fds=warm["fds"], processes_seen=cold["processes_seen"] + 1)
     assert set(warm["caps"].values()) == {"0000000000000000"} and warm["no_new_privs"] == "1"
-    assert warm["uid"] == (sandbox.STUDENT_UID if os.geteuid() == 0 else os.getuid())
+    assert warm["uid"] == (filesystem.STUDENT_UID if os.geteuid() == 0 else os.getuid())
     assert warm["namespaces"] == ["ipc", "mnt", "net", "pid", "uts"] + ([] if os.geteuid() == 0 else ["user"])
-    assert warm["cwd"] == sandbox.WORKDIR and warm["files"] == ["data.txt"]  # the link is not copied
+    assert warm["cwd"] == filesystem.WORKDIR and warm["files"] == ["data.txt"]  # the link is not copied
     # of the course only what the grading environment is (a virtualenv, the grader's package
     # for the kernel): never source/, submitted/ or the gradebook
     assert set(warm["course"]) <= {".venv", "maxpool_grader"} and set(warm["root"]) <= {
         "bin", "dev", "etc", "lib", "lib32", "lib64", "libx32", "proc", "root", "run", "sbin", "scratch", "tmp",
         "usr", "opt", "home", "work", "srv"}.union({Path(sys.prefix).parts[1], Path(sys.base_prefix).parts[1]})
     # /tmp is a link into /scratch, unless Python itself lives under /tmp (a clone in /tmp)
-    tmp_is_scratch = not any(tree.startswith("/tmp/") for tree in sandbox._read_only_trees(False))
+    tmp_is_scratch = not any(tree.startswith("/tmp/") for tree in filesystem.read_only_trees(False))
     assert (warm["writes_cwd"], warm["writes_tmp"], warm["writes_root"]) == (True, tmp_is_scratch, False)
     assert warm["network_interfaces"] == ["lo"] and warm["limits"] == {"RLIMIT_AS": 1 << 30, "RLIMIT_CORE": 0}
     assert warm["fds"] == [0, 1, 2, 3, 4]  # the report's pipe and the one listdir opened
-    assert warm["env"] == dict(env, PWD=sandbox.WORKDIR)  # exactly what bwrap passes on
+    assert warm["env"] == dict(env, PWD=filesystem.WORKDIR)  # exactly what bwrap passes on
     assert warm["processes_seen"] == 3  # the sandbox's init, its holder, itself
     if box.cgroup is not None:  # in the submission's cgroup, cold and warm
         assert all(Path(path).parent.name in warm["cgroup"] for path in box.cgroup.enter_files())
@@ -163,7 +169,7 @@ def test_a_warm_process_is_confined_exactly_like_a_cold_one(bare_zygote, box, pr
 def test_exit_status_passes_through_and_killing_the_sandbox_ends_everything_in_it(bare_zygote, box,
                                                                                   private_directory):
     private = private_directory("test-exit-")
-    env = sandbox.environment()
+    env = filesystem.environment()
     assert _run("warm", bare_zygote, box, private, "import os\nos._exit(7)", env, {}) == 7
     crash = "import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)"
     cold = _run("cold", bare_zygote, box, private, crash, env, {})
@@ -172,7 +178,7 @@ def test_exit_status_passes_through_and_killing_the_sandbox_ends_everything_in_i
     daemon = ("import subprocess, sys, time\nsubprocess.Popen([sys.executable, '-c', 'import time; "
               f"time.sleep(300)', {marker!r}], start_new_session=True)\ntime.sleep(300)")
     launch = box.sandbox(private)
-    process = bare_zygote.spawn(launch.argv, dict(box.warm_request({}), code=daemon, cwd=sandbox.WORKDIR, env=env),
+    process = bare_zygote.spawn(launch.argv, dict(box.warm_request({}), code=daemon, cwd=filesystem.WORKDIR, env=env),
                                 bwrap_fds=tuple(launch.fds))
     launch.close()
     deadline = time.monotonic() + 20
@@ -195,13 +201,13 @@ def test_a_dead_zygote_fails_the_spawn_and_leaves_no_sandbox(box, private_direct
     dying.process.wait()
     launch = box.sandbox(private_directory("test-dead-"))
     with pytest.raises(zygote.SpawnError):
-        dying.spawn(launch.argv, {"code": "pass", "cwd": sandbox.WORKDIR, "env": {}}, bwrap_fds=tuple(launch.fds))
+        dying.spawn(launch.argv, {"code": "pass", "cwd": filesystem.WORKDIR, "env": {}}, bwrap_fds=tuple(launch.fds))
     launch.close()
     assert not dying.alive()
 
 
 def test_the_zygote_ends_and_removes_its_directory_when_its_worker_lets_go():
-    directory = sandbox.private_directory("test-zygote-")
+    directory = sealed_box.private_directory("test-zygote-")
     code = (f"import socket, sys\nsys.path.insert(0, {str(Path(zygote.__file__).parent)!r})\nimport zygote\n"
             f"zygote.serve(socket.socket(fileno=int(sys.argv[1])), None, directory={str(directory)!r})")
     warm = zygote.Zygote([sys.executable, "-c", code], cwd=str(directory))
@@ -223,13 +229,13 @@ print(json.dumps({"path": sys.path, "argv": [os.path.basename(sys.argv[0])] + sy
 def test_a_warm_kernel_is_the_kernel_a_cold_start_gives(box):
     seen = {}
     for warm in (False, True):
-        manager = sandbox.kernel_manager("required", 4096 << 20, LOG, box, warm)
+        manager = kernels.kernel_manager("required", 4096 << 20, LOG, box, warm)
         notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(CELL)])
         client = NotebookClient(notebook, timeout=60, kernel_name="python3", kernel_manager_class=manager)
         client.execute()
         report = json.loads(notebook.cells[0].outputs[0]["text"])
-        assert report["cwd"] == sandbox.WORKDIR
-        assert (report["tmp"], report["home"]) == (sandbox.TMPDIR, sandbox.HOME)
+        assert report["cwd"] == filesystem.WORKDIR
+        assert (report["tmp"], report["home"]) == (filesystem.TMPDIR, filesystem.HOME)
         seen[warm] = report
     assert seen[True] == seen[False]
 
@@ -251,7 +257,7 @@ def test_warm_verdicts_are_the_cold_verdicts(name):
     grade_ids = ["hidden_overlapping_windows", "hidden_ties_first_maximum"]
     found = {}
     for warm in (False, True):
-        wrap = sandbox.untrusted_process_wrapper("required", LOG, warm=warm)
+        wrap = sealed_box.untrusted_process_wrapper("required", LOG, warm=warm)
         found[warm] = verdicts("import numpy as np\n" + SOLUTIONS[name], grade_ids=grade_ids,
                                limits=QUICK, wrap=wrap)
     assert {key: (v.passed, v.kind, v.message) for key, v in found[True].items()} == \
@@ -263,22 +269,22 @@ def test_warm_verdicts_are_the_cold_verdicts(name):
 
 
 def test_a_killed_verdict_zygote_is_started_again():
-    wrap = sandbox.untrusted_process_wrapper("required", LOG, warm=True)
+    wrap = sealed_box.untrusted_process_wrapper("required", LOG, warm=True)
     verdicts("import numpy as np\n" + ZEROS, grade_ids=["hidden_gradient_check"], limits=QUICK, wrap=wrap)
-    first = runner._verdict_zygote()
+    first = solution_process._verdict_zygote()
     first.process.kill()
     first.process.wait()
     found = verdicts("import numpy as np\n" + LOOP_CORRECT, grade_ids=["hidden_gradient_check"],
                      limits=QUICK, wrap=wrap)
-    assert found["hidden_gradient_check"].passed and runner._verdict_zygote() is not first
+    assert found["hidden_gradient_check"].passed and solution_process._verdict_zygote() is not first
 
 
 HUGE_MESSAGE = """
 import logging, re, sys
 import nbformat
 from nbclient import NotebookClient
-from maxpool_grader.isolation import sandbox
-box = sandbox.Box(log=logging.getLogger("huge"))
+from maxpool_grader.isolation import box as sealed_box, kernels
+box = sealed_box.Box(log=logging.getLogger("huge"))
 cells = ["k = get_ipython().kernel\\n"
          "k.session.send(k.iopub_socket, 'stream', {'name': 'stdout', 'text': 'x' * 200_000_000}, "
          "parent=k.get_parent())",
@@ -286,7 +292,7 @@ cells = ["k = get_ipython().kernel\\n"
          "ident=k._parent_ident['shell'])",
          "print('still connected')"]
 notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(cell) for cell in cells])
-manager = sandbox.kernel_manager("required", 4096 << 20, logging.getLogger("huge"), box, False)
+manager = kernels.kernel_manager("required", 4096 << 20, logging.getLogger("huge"), box, False)
 client = NotebookClient(notebook, timeout=10, iopub_timeout=1, kernel_name="python3", kernel_manager_class=manager)
 dropped = []
 try:
@@ -304,7 +310,7 @@ print(peak_kib >> 10, len(str(notebook.cells[0].outputs)),
 
 def test_one_huge_message_from_the_kernel_never_reaches_the_grader_s_memory():
     """A kernel can send one 200 MB message on iopub, or 50 MB on shell, past any output cap:
-    the grader's client drops the connection at sandbox.MAX_MESSAGE_BYTES instead of reading
+    the grader's client drops the connection at kernels.MAX_MESSAGE_BYTES instead of reading
     it in, and connects again, so the next cell's output still arrives. (The peak is the
     process's VmHWM: its ru_maxrss would start at pytest's own peak, which vfork and exec
     hand down.)"""
@@ -320,15 +326,16 @@ NAMED_WITH_DOTS = """
 import logging, sys
 import nbformat
 from nbclient import NotebookClient
-from maxpool_grader.isolation import sandbox
-from maxpool_grader.isolation.runner import verdicts
-box, log = sandbox.Box(log=logging.getLogger("dots")), logging.getLogger("dots")
+from maxpool_grader.isolation import box as sealed_box, kernels
+from maxpool_grader.isolation.verdicts import verdicts
+
+box, log = sealed_box.Box(log=logging.getLogger("dots")), logging.getLogger("dots")
 try:
     found = verdicts(sys.argv[1], grade_ids=["hidden_gradient_check"],
-                     wrap=sandbox.untrusted_process_wrapper("required", log, box))
+                     wrap=sealed_box.untrusted_process_wrapper("required", log, box))
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print(6 * 7)")])
     NotebookClient(notebook, timeout=30, kernel_name="python3",
-                   kernel_manager_class=sandbox.kernel_manager("required", 4096 << 20, log, box)).execute()
+                   kernel_manager_class=kernels.kernel_manager("required", 4096 << 20, log, box)).execute()
 finally:
     box.close()
 print(found["hidden_gradient_check"].passed, notebook.cells[0].outputs[0]["text"].strip())

@@ -15,13 +15,17 @@ Two kinds of machine are supported:
   needs write access there (root, or a subtree an administrator gave to the user).
 
 Where neither works, ``open_cgroup`` returns None and the sandbox falls back to
-per-process limits (see sandbox.py), which the grading run says loudly.
+per-process limits (see box.py), which the grading run says loudly.
 
 A process enters the cgroup by writing its pid to ``cgroup.procs`` files (``enter_files``)
 before it starts anything: ``enter_argv`` does that for a command line, and the warm
 start's zygote does it in the child it forks. The names of the directories made here
 hold the pid of the grading process, so a later run can remove those of a process that
 was killed (``sweep``).
+
+The module runs past 300 lines because v1 and v2 share ``Cgroup``, the kill and the
+sweep, and differ only in where the directories go; split, each half would reach into
+the other's private helpers.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 This file is both a module (the grader imports its framing functions) and the program
 of the untrusted process: ``python -I untrusted.py <request fd> <reply fd>``, started by
-``maxpool_grader.runner`` from a copy in a private temporary directory; or, with
+``maxpool_grader.isolation.process`` from a copy in a private temporary directory; or, with
 ``--zygote <socket fd>``, the verdict zygote that forks such processes warm (zygote.py). It imports
 only the standard library and NumPy, never the grader package (which the sandbox hides
 and the import guard below refuses), and it holds no expected result: it receives
@@ -171,7 +171,7 @@ def _load(request: dict, running) -> tuple[dict, object]:
         except BaseException as exc:  # noqa: BLE001  anything a cell raises is the student's
             errors.append(dict(_error(exc), ran=index))
     found = {"cell_errors": errors[:20]}
-    function = namespace.get("max_pool_backward")
+    function = namespace.get("max_pool_backward")  # names.FUNCTION: this program imports nothing of the grader
     if function is None:
         return dict(found, missing=True), None
     if not callable(function):
@@ -209,8 +209,8 @@ def main(request_fd: int, reply_fd: int) -> None:
         except EOFError:
             return
         if request["op"] == "load":
-            reply, function = _load(request, lambda index: write_frame(
-                reply_fd, {"id": request["id"], "running": index}))
+            reply, function = _load(request, lambda index, asked=request["id"]: write_frame(
+                reply_fd, {"id": asked, "running": index}))
             write_frame(reply_fd, dict(reply, id=request["id"]))
         else:
             reply, out = _call(function, request, arrays)

@@ -1,5 +1,6 @@
 import numpy as np
 
+
 def max_pool_backward(d_output, input, pool_size, stride=None):
     """
     Perform back-propagation through a max-pooling layer.

@@ -27,6 +27,9 @@ import nbformat
 import numpy as np
 from copydetect import CodeFingerprint, compare_files
 from copydetect.utils import highlight_overlap
+from nbgrader.utils import is_solution
+
+from ..names import grade_id
 
 NOISE_TOKENS = 25  # copydetect's noise threshold k: matches shorter than this are ignored
 GUARANTEE_TOKENS = 30  # matches at least this long are always found (window = guarantee - noise + 1)
@@ -48,15 +51,11 @@ class Pair:
                 "shares": [round(share, 3) for share in self.shares]}
 
 
-def _grade_id(cell) -> str | None:
-    return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
-
-
 def student_code(notebook: nbformat.NotebookNode, release: set[str]) -> str:
     """The code the student wrote: the solution cell and every cell they added (no nbgrader
     metadata), without cells that are exactly as released."""
     cells = [cell.source for cell in notebook.cells if cell.cell_type == "code"
-             and (cell.get("metadata", {}).get("nbgrader", {}).get("solution") or not _grade_id(cell))
+             and (is_solution(cell) or not grade_id(cell))
              and cell.source.strip() not in release]
     return "\n\n".join(cells)
 
@@ -65,16 +64,15 @@ def release_code(release: nbformat.NotebookNode) -> list[str]:
     return [cell.source.strip() for cell in release.cells if cell.cell_type == "code" and cell.source.strip()]
 
 
-def _fingerprint(code: str, boilerplate=None) -> CodeFingerprint:
-    return CodeFingerprint("solution.py", NOISE_TOKENS, GUARANTEE_TOKENS - NOISE_TOKENS + 1,
-                           boilerplate=boilerplate, fp=io.StringIO(code))
+def _fingerprint(code: str, boilerplate=None, k: int = NOISE_TOKENS,
+                 window: int = GUARANTEE_TOKENS - NOISE_TOKENS + 1) -> CodeFingerprint:
+    return CodeFingerprint("solution.py", k, window, boilerplate=boilerplate, fp=io.StringIO(code))
 
 
 def similar_pairs(codes: dict[str, str], boilerplate_code: list[str], threshold: float = THRESHOLD) -> list[Pair]:
     """The pairs of ``codes`` (student -> code) at or above ``threshold``, most similar first."""
     boilerplate = np.unique(np.array([hash_ for code in boilerplate_code
-                                      for hash_ in CodeFingerprint("release.py", NOISE_TOKENS, 1,
-                                                                   fp=io.StringIO(code)).hashes], dtype=np.int64))
+                                      for hash_ in _fingerprint(code, window=1).hashes], dtype=np.int64))
     prints = {student: found for student, code in sorted(codes.items()) if code.strip()
               if (found := _fingerprint(code, boilerplate)).token_coverage >= MIN_OWN_TOKENS}
     owners: dict[int, list[str]] = {}
@@ -114,15 +112,15 @@ def class_codes(course: Path, students: list[str], assignment: str) -> tuple[dic
     return codes, release
 
 
-def side_by_side(pair: Pair, names: dict[str, str]) -> str:
-    """HTML: the two codes next to each other, the matching regions marked."""
+def sides(pair: Pair) -> list[dict]:
+    """The two codes of a pair, escaped for HTML, the matching regions in ``<mark>``."""
     from html import escape
-    columns = []
-    for student, code, slices in zip((pair.first, pair.second), pair.code, pair.slices):
-        marked, _ = highlight_overlap(code, slices, "<mark>", "</mark>", escape_html=True) \
-            if slices.shape[-1] else (escape(code), 0)
-        columns.append(f"<div class=side><b>{escape(names.get(student, student))}</b><pre>{marked}</pre></div>")
-    return "<div class=pair>" + "".join(columns) + "</div>"
+    found = []
+    for student, code, slices in zip((pair.first, pair.second), pair.code, pair.slices, strict=True):
+        marked = highlight_overlap(code, slices, "<mark>", "</mark>", escape_html=True)[0] \
+            if slices.shape[-1] else escape(code)
+        found.append({"student": student, "marked": marked})
+    return found
 
 
 def save(pairs: list[Pair], folder: Path, threshold: float) -> None:

@@ -15,7 +15,8 @@ import re
 import tokenize
 from dataclasses import dataclass
 
-FUNCTION = "max_pool_backward"
+from ..names import FUNCTION
+
 SIGNATURE = "max_pool_backward(d_output, x, pool_size, stride=None)"
 MAX_PROBLEMS = 10
 

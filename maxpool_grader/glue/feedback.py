@@ -20,9 +20,8 @@ from nbconvert.preprocessors import Preprocessor
 from nbformat.v4 import new_markdown_cell
 from traitlets import Bool
 
-from .part_a import EXPLANATION, MODEL_ANSWER, MODEL_ANSWER_TAG, RUBRIC_TAG, figure_png
-
-PART_A_ANSWER = "part_a_derivation"
+from ..exercise.part_a import EXPLANATION, MODEL_ANSWER, figure_png
+from ..names import MODEL_ANSWER_TAG, PART_A_CELL, RUBRIC_TAG, grade_id
 
 
 class ModelAnswer(Preprocessor):
@@ -35,7 +34,7 @@ class ModelAnswer(Preprocessor):
         if any(MODEL_ANSWER_TAG in cell.get("metadata", {}).get("tags", []) for cell in nb.cells):
             return nb, resources
         at = next((index for index, cell in enumerate(nb.cells)
-                   if cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") == PART_A_ANSWER), None)
+                   if grade_id(cell) == PART_A_CELL), None)
         if at is None:
             return nb, resources
         while at + 1 < len(nb.cells) and RUBRIC_TAG in nb.cells[at + 1].get("metadata", {}).get("tags", []):

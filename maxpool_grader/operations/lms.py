@@ -43,9 +43,9 @@ from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.plugins import LateSubmissionPlugin
 from traitlets import Float
 
+from ..names import ASSIGNMENT
 from .roster import read_roster
 
-ASSIGNMENT = "max_pool_backward"
 STATE = Path(".maxpool-grader") / "lms.json"  # who is who in the LMS, for export-lms
 UNMATCHED = "lms-unmatched"
 
@@ -306,4 +306,5 @@ def export(course: Path, db_url: str, out_dir: Path, *, canvas_column: str | Non
             name = ", ".join(part for part in (row["last_name"], row["first_name"]) if part) or row["student_id"]
             grade = f"{row['total']:g}" if row["part_a_graded"] == "yes" else ""
             writer.writerow([name, row["lms_id"], row["student_id"], "", "", grade])
-    return {"rows": len(rows), "ungraded": ungraded, "missing_lms_id": [r["student_id"] for r in rows if not r["lms_id"]]}
+    return {"rows": len(rows), "ungraded": ungraded,
+            "missing_lms_id": [row["student_id"] for row in rows if not row["lms_id"]]}

@@ -19,7 +19,9 @@ import warnings
 
 import numpy as np
 
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+from ..names import PACKAGE_DIR
+
+_PACKAGE_DIR = str(PACKAGE_DIR)  # the grader, all of it
 _NUMPY_DIR = os.path.dirname(os.path.abspath(np.__file__))
 
 

@@ -9,7 +9,6 @@ notes (unreadable, missing or renamed notebook, moved cells).
 
 from __future__ import annotations
 
-import html
 import json
 import statistics
 from collections import Counter
@@ -18,17 +17,18 @@ from pathlib import Path
 import nbformat
 from nbgrader.api import Gradebook, MissingEntry
 
-from .autograde import NOTES_KEY, REPORT_KEY
-from .catalogue import BUGS
+from ..exercise.catalogue import BUGS
+from ..exercise.checks import GRADED_CHECKS
+from ..isolation.verdicts import VerdictKind
+from ..names import ASSIGNMENT, NOTES_KEY, REPORT_KEY
+from ..names import grade_id as cell_grade_id
 from . import similarity
 from .roster import display_names
-from .checks import GRADED_CHECKS
 
-ASSIGNMENT = "max_pool_backward"
-ATTENTION_KINDS = {"timeout": "timed out", "crash": "crashed the process",
-                   "shortcut": "used a shortcut (autograd library or the grader's code)",
-                   "grader error": "the grader could not evaluate a result",
-                   "not defined": "the solution cell does not compile or defines no max_pool_backward"}
+ATTENTION_KINDS = {VerdictKind.TIMEOUT: "timed out", VerdictKind.CRASH: "crashed the process",
+                   VerdictKind.SHORTCUT: "used a shortcut (autograd library or the grader's code)",
+                   VerdictKind.GRADER_ERROR: "the grader could not evaluate a result",
+                   VerdictKind.NOT_DEFINED: "the solution cell does not compile or defines no max_pool_backward"}
 
 
 def cell_labels(grade_ids) -> dict[str, str]:
@@ -36,7 +36,8 @@ def cell_labels(grade_ids) -> dict[str, str]:
     graded by hand, V1, V2 ... for visible tests and H1, H2 ... for hidden ones."""
     counters, labels = {"V": 0, "H": 0}, {}
     for grade_id in grade_ids:
-        kind = "H" if grade_id.startswith("hidden_") else "V" if grade_id.startswith("visible_") else None
+        check = GRADED_CHECKS.get(grade_id)
+        kind = None if check is None else "H" if check.hidden else "V"
         if kind is None:
             labels[grade_id] = "A"
         else:
@@ -60,9 +61,8 @@ def _verdicts(course: Path, student: str, assignment: str) -> tuple[dict, list[s
         return {}, ["no autograded notebook (grading failed)"]
     found = {}
     for cell in nb.cells:
-        grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
-        if grade_id and REPORT_KEY in cell.metadata:
-            found[grade_id] = cell.metadata[REPORT_KEY]
+        if (check_id := cell_grade_id(cell)) and REPORT_KEY in cell.metadata:
+            found[check_id] = cell.metadata[REPORT_KEY]
     return found, list(nb.metadata.get(NOTES_KEY, []))
 
 
@@ -172,61 +172,26 @@ def _plots(data: dict, folder: Path) -> dict[str, str]:
 
 
 def _html(data: dict, plots: dict[str, str], pairs: list = ()) -> str:
-    e = html.escape
-    mean = "–" if data["mean"] is None else f"{data['mean']:.1f}"
-    median = "–" if data["median"] is None else f"{data['median']:g}"
-    weakest = min(data["cells"], key=lambda c: c["pass_rate"] or 0) if data["cells"] else None
-    bugs_ = data["bugs"]  # the most common mistake, when one stands out: two students or more, ahead of the rest
-    top_bug = bugs_[0] if bugs_ and bugs_[0]["students"] >= 2 and (
-        len(bugs_) == 1 or bugs_[0]["students"] > bugs_[1]["students"]) else None
-    summary = [f"<b>{data['students']}</b> submissions graded; autograded score mean <b>{mean}</b>, "
-               f"median <b>{median}</b> of {data['autograded_max']:g}."]
-    if weakest:
-        summary.append(f"Hardest test: <b>{e(weakest['label'])} {e(weakest['title'])}</b> "
-                       f"({100 * (weakest['pass_rate'] or 0):.0f}% passed).")
-    if top_bug:
-        summary.append(f"Most common mistake: <b>{e(top_bug['title'])}</b> "
-                       f"({top_bug['students']} student{'s' if top_bug['students'] != 1 else ''}).")
-    summary.append(f"<b>{len(data['needs_attention'])}</b> need a look (below); "
-                   f"{data['manual']['pending']} still have parts to grade by hand.")
-    name = lambda student: data.get("names", {}).get(student, student)  # noqa: E731
-    bugs = "".join(f"<tr><td>{e(b['title'])}</td><td class=n>{b['students']}</td>"
-                   f"<td class=who>{e(', '.join(map(name, b['who'])))}</td></tr>" for b in data["bugs"]) \
-        or "<tr><td colspan=3>No catalogue mistake was recognised.</td></tr>"
-    attention = "".join(f"<tr><td>{e(name(a['student']))}</td><td>{'<br>'.join(e(r) for r in a['reasons'])}</td></tr>"
-                        for a in data["needs_attention"]) \
-        or "<tr><td colspan=2>Nobody: no crash, timeout, shortcut or unreadable notebook.</td></tr>"
-    return f"""<!doctype html>
-<html><head><meta charset="utf-8"><title>Class report: {e(data['assignment'])}</title>
-<style>
-body {{ font-family: system-ui, sans-serif; margin: 24px auto; max-width: 1100px; color: #222; }}
-h1 {{ font-size: 1.5em; margin-bottom: 4px; }} h2 {{ font-size: 1.15em; margin-top: 28px; }}
-.summary {{ background: #f3f6fa; border-left: 4px solid #4c72b0; padding: 10px 16px; line-height: 1.6; }}
-.plots {{ display: flex; gap: 16px; flex-wrap: wrap; align-items: flex-start; margin-top: 16px; }}
-.plots img {{ max-width: 100%; height: auto; border: 1px solid #ddd; }}
-.plots img.scores {{ width: 540px; }}
-table {{ border-collapse: collapse; width: 100%; font-size: 0.92em; }}
-td, th {{ border-bottom: 1px solid #e4e4e4; padding: 5px 8px; text-align: left; vertical-align: top; }}
-td.n {{ text-align: right; width: 5em; }} td.who {{ color: #555; font-size: 0.9em; }}
-.note {{ color: #444; }} details {{ margin: 8px 0; }} summary {{ cursor: pointer; }}
-.pair {{ display: flex; gap: 12px; }} .side {{ flex: 1; min-width: 0; }}
-.side pre {{ background: #f7f7f7; padding: 8px; overflow-x: auto; font-size: 0.8em; }}
-mark {{ background: #ffe08a; }}
-</style></head><body>
-<h1>Class report: {e(data['assignment'])}</h1>
-<div class="summary">{'<br>'.join(summary)}</div>
-<div class="plots"><img class="scores" src="{plots['scores']}" alt="score histogram">
-<img src="{plots['pass_rates']}" alt="pass rate of each test"></div>
-<h2>Mistakes recognised from the bug catalogue</h2>
-<table><tr><th>mistake</th><th class=n>students</th><th>who</th></tr>{bugs}</table>
-<h2>Similar submissions</h2>
-{_similarity_html(data, list(pairs))}
-<h2>Submissions that need a person</h2>
-<table><tr><th>student</th><th>reason</th></tr>{attention}</table>
-<p style="color:#666;font-size:0.85em">Part A ({', '.join(e(c) for c in data['manual']['cells'])}) is graded by
-hand in formgrader. The numbers of this page are in report.json.</p>
-</body></html>
-"""
+    """The page, from templates/report.html.j2 (autoescaped; only the marked code of a
+    similar pair is HTML of ours)."""
+    import jinja2
+    environment = jinja2.Environment(loader=jinja2.PackageLoader("maxpool_grader.operations", "templates"),
+                                     autoescape=True, trim_blocks=True)
+    names = data.get("names", {})
+    environment.filters["name"] = lambda student: names.get(student, student)
+    bugs = data["bugs"]  # the most common mistake, when one stands out: two students or more, ahead of the rest
+    top_bug = bugs[0] if bugs and bugs[0]["students"] >= 2 and (
+        len(bugs) == 1 or bugs[0]["students"] > bugs[1]["students"]) else None
+    shown = [{"first": pair.first, "second": pair.second, "score": pair.score, "shares": pair.shares,
+              "sides": similarity.sides(pair)} for pair in pairs]
+    return environment.get_template("report.html.j2").render(
+        data=data, plots=plots, pairs=shown, shown_pairs=SHOWN_PAIRS, top_bug=top_bug,
+        mean="–" if data["mean"] is None else f"{data['mean']:.1f}",
+        median="–" if data["median"] is None else f"{data['median']:g}",
+        weakest=min(data["cells"], key=lambda cell: cell["pass_rate"] or 0) if data["cells"] else None)
+
+
+SHOWN_PAIRS = 50  # side by side in the page; report.json lists them all
 
 
 def write_report(course: Path, db_url: str, assignment: str = ASSIGNMENT,
@@ -245,25 +210,3 @@ def write_report(course: Path, db_url: str, assignment: str = ASSIGNMENT,
 
 
 SHOWN_PAIRS = 50  # side by side in the page; report.json lists them all
-
-
-def _similarity_html(data: dict, pairs: list) -> str:
-    e = html.escape
-    names = data.get("names", {})
-    found = data["similarity"]
-    note = (f"<p class=note>Pairs whose own code (the release's code left out) is near-identical: at least "
-            f"{100 * found['threshold']:.0f}% of one side's code is also in the other, after renaming variables, "
-            "reordering functions and changing comments and whitespace are undone. <b>This is a reason to look, "
-            "not a verdict:</b> students may share a lecture example, and a short exercise leaves little room to "
-            f"differ. Threshold: <code>--similarity-threshold</code>. {found['compared']} submissions compared.</p>")
-    if not pairs:
-        return note + "<p>No pair reaches the threshold.</p>"
-    rows = "".join(f"<tr><td>{e(names.get(p.first, p.first))}</td><td>{e(names.get(p.second, p.second))}</td>"
-                   f"<td class=n>{100 * p.score:.0f}%</td><td class=n>{100 * p.shares[0]:.0f}% / "
-                   f"{100 * p.shares[1]:.0f}%</td></tr>" for p in pairs)
-    views = "".join(f"<details><summary>{e(names.get(p.first, p.first))} and {e(names.get(p.second, p.second))}: "
-                    f"{100 * p.score:.0f}%</summary>{similarity.side_by_side(p, names)}</details>"
-                    for p in pairs[:SHOWN_PAIRS])
-    more = f"<p>{len(pairs) - SHOWN_PAIRS} more pairs in report.json.</p>" if len(pairs) > SHOWN_PAIRS else ""
-    return (note + "<table><tr><th>student</th><th>student</th><th class=n>similarity</th>"
-            f"<th class=n>share of each</th></tr>{rows}</table>{views}{more}")

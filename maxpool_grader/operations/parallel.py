@@ -1,24 +1,15 @@
-"""Grading a whole class: in parallel, incrementally, with progress.
+"""Grading a whole class on this machine: in parallel, with progress.
 
 nbgrader grades submissions one after another (its issue 174). Here worker processes
 each hold one ``NbGraderAPI`` (no per-submission start-up of nbgrader) and autograde
 one submission at a time, each in a fresh kernel, through nbgrader's own ``autograde``
 with the course's ``nbgrader_config.py``: the grades are the ones plain
-``nbgrader autograde`` records (a test compares them cell for cell).
-
-Incremental: ``.maxpool-grader/state.json`` in the course directory records, for each
-graded submission, a digest of its files and of everything that decides a grade (the
-source notebook, the config, the grader package, the gradebook URL). A submission is
-graded again only when that digest changed (``force`` regrades all). The state is
-written after each submission, so after Ctrl-C or a killed worker a re-run grades
-exactly what is left; nbgrader's own ``--force`` semantics replace a half-graded
-submission's rows.
+``nbgrader autograde`` records (a test compares them cell for cell). What needs grading
+is state.py's.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import signal
 import sys
@@ -28,86 +19,8 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 
-ASSIGNMENT = "max_pool_backward"
-STATE = Path(".maxpool-grader") / "state.json"
-PACKAGE_DIR = Path(__file__).resolve().parent
+from ..names import ASSIGNMENT
 
-
-# ------------------------------------------------------------------ what needs grading
-def _digest_files(root: Path, files) -> str:
-    digest = hashlib.sha256()
-    for path in sorted(files):
-        digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
-    return digest.hexdigest()
-
-
-def grader_digest(course: Path, db_url: str, assignment: str = ASSIGNMENT) -> str:
-    """What decides a grade besides the submission: change any of it and all are regraded."""
-    decisive = [course / "nbgrader_config.py", *sorted((course / "source" / assignment).rglob("*")),
-                *sorted(PACKAGE_DIR.rglob("*.py"))]
-    digest = hashlib.sha256(db_url.encode())
-    digest.update(str(_due_date(db_url, assignment)).encode())  # a new due date changes late penalties
-    for path in decisive:
-        if path.is_file():
-            digest.update(path.name.encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()
-
-
-def _due_date(db_url: str, assignment: str):
-    from nbgrader.api import Gradebook, MissingEntry
-    try:
-        with Gradebook(db_url) as gradebook:
-            return gradebook.find_assignment(assignment).duedate
-    except MissingEntry:
-        return None
-
-
-def folder_digest(folder: Path) -> str:
-    return _digest_files(folder, [p for p in folder.rglob("*") if p.is_file()])
-
-
-def submission_digest(course: Path, student: str, assignment: str = ASSIGNMENT) -> str:
-    return folder_digest(course / "submitted" / student / assignment)
-
-
-def load_state(course: Path) -> dict:
-    try:
-        return json.loads((course / STATE).read_text())
-    except (OSError, ValueError):
-        return {}
-
-
-def save_state(course: Path, state: dict) -> None:
-    path = course / STATE
-    path.parent.mkdir(exist_ok=True)
-    temporary = path.with_suffix(".tmp")
-    temporary.write_text(json.dumps(state, indent=1, sort_keys=True))
-    os.replace(temporary, path)  # atomic: an interrupted run never leaves half a state
-
-
-def save_timings(course: Path, timings: dict) -> None:
-    """Seconds of the last run's phases (the benchmark reads them)."""
-    path = course / STATE.parent / "last_run.json"
-    path.parent.mkdir(exist_ok=True)
-    path.write_text(json.dumps(timings, indent=1))
-
-
-def students_to_grade(course: Path, state: dict, grader: str, force: bool,
-                      assignment: str = ASSIGNMENT) -> tuple[list[str], list[str]]:
-    """(to grade, up to date) among the folders of ``submitted/``."""
-    submitted = course / "submitted"
-    students = sorted(p.name for p in submitted.iterdir() if (p / assignment).is_dir()) \
-        if submitted.is_dir() else []
-    graded = state.get("submissions", {}) if state.get("grader") == grader else {}
-    todo, current = [], []
-    for student in students:
-        done = (not force and graded.get(student) == submission_digest(course, student, assignment)
-                and (course / "autograded" / student / assignment).is_dir())
-        (current if done else todo).append(student)
-    return todo, current
-
-
-# ------------------------------------------------------------------ the workers
 _API = None
 
 
@@ -125,7 +38,7 @@ def _start_worker(course: str, db_url: str) -> None:
     config.CourseDirectory.root = course
     config.CourseDirectory.db_url = db_url
     # one worker grades many notebooks: fork kernels and verdict processes warm (zygote.py)
-    config.SafeExecute.warm_start = config.OutOfProcessVerdicts.warm_start = True
+    config.SealedBox.warm_start = True
     _API = NbGraderAPI(CourseDirectory(config=config), config=config)
 
 
@@ -145,7 +58,6 @@ def feedback_job(student: str, assignment: str) -> dict:
             "log": "" if result["success"] else (result.get("log") or "")[-2000:]}
 
 
-# ------------------------------------------------------------------ progress
 class Progress:
     """A live bar (done/total, failures, ETA) on a terminal, plain lines otherwise."""
 
@@ -155,8 +67,8 @@ class Progress:
         self.started = time.monotonic()
         self.live = None
         if self.stream.isatty() and total:
-            from rich.progress import (BarColumn, MofNCompleteColumn, Progress as Bar, TextColumn,
-                                       TimeElapsedColumn, TimeRemainingColumn)
+            from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+            from rich.progress import Progress as Bar
             self.live = Bar(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                             TextColumn("{task.fields[failures]} failed"), TimeElapsedColumn(),
                             TextColumn("ETA"), TimeRemainingColumn())
@@ -181,7 +93,6 @@ class Progress:
             self.live.stop()
 
 
-# ------------------------------------------------------------------ running the batch
 @dataclass
 class BatchResult:
     finished: list[dict] = field(default_factory=list)
@@ -203,7 +114,7 @@ def run_batch(course: Path, db_url: str, students: list[str], workers: int, job,
     progress = Progress(len(students), label)
     remaining = list(students)
     try:
-        for attempt in range(2):
+        for _ in range(2):  # a pool that breaks is made again once
             if not remaining:
                 break
             executor = ProcessPoolExecutor(max_workers=max(1, min(workers, len(remaining))),

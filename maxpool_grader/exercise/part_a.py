@@ -15,8 +15,6 @@ import io
 import numpy as np
 
 PART_A_POINTS = 5
-RUBRIC_TAG = "maxpool-part-a-rubric"
-MODEL_ANSWER_TAG = "maxpool-part-a-model-answer"
 
 MODEL_ANSWER = r"""
 **Model answer.** Let $(i^*, j^*) = \mathrm{arg\,max}_{(i,j) \in \Omega(k,l)} x_{ij}$. Near $\boldsymbol{x}$,

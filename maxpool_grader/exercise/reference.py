@@ -18,8 +18,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from .geometry import (PoolGeometry, as_real_array, backward_geometry,
-                       forward_geometry, gradient_dtype)
+from .geometry import PoolGeometry, as_real_array, backward_geometry, forward_geometry, gradient_dtype
 
 
 def _lowest(dtype: np.dtype):

@@ -1,0 +1,17 @@
+"""The exercise: 2-D max pooling's backward pass, and how an answer to it is judged.
+
+* ``geometry`` (the output-grid rule and input validation) and ``reference`` (forward
+  and backward, identical to PyTorch's ``max_pool2d``) say what is right.
+* ``rules`` (what a right dx satisfies) and ``checks`` (the graded checks: ``HIDDEN_CHECKS``,
+  ``VISIBLE_CHECKS``, with inputs, titles and points) say what is tested; the notebook builder
+  and the hidden cells both come from ``checks``.
+* ``bugs``, ``controls`` and ``catalogue``: realistic wrong and right implementations;
+  ``source_marks`` tells look-alike mistakes apart by the student's code.
+* ``reproducer`` (probe inputs, paste-able literals), ``search`` (the smallest failing
+  input, the matching mistakes) and ``explain`` (the message a student reads).
+* ``grading.run_check`` runs a check in the student's kernel; ``student_call`` calls the
+  student's function so that only its results can cost points; ``diagnosis`` says why a
+  solution cannot be tested at all; ``part_a`` is Part A's model answer and rubric.
+
+Nothing here starts a process or imports nbgrader: the isolation and the glue use it.
+"""

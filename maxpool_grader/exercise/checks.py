@@ -1,0 +1,220 @@
+"""The graded checks: each graded test cell of the notebook is one check.
+
+A check is a named, pointed set of fixed inputs (no randomness at grading time: the
+same notebook always gets the same grade), a rule for the student's dx on each
+(rules.py), and small probe inputs of the same kind for explaining a failure.
+``HIDDEN_CHECKS`` is the single source of truth for grade ids, titles and points; the
+notebook's hidden cells and their nbgrader metadata are generated from it and checked
+against it by tests. ``VISIBLE_CHECKS`` are the visible test cells' inputs, checked
+again outside the student's process."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from .geometry import forward_geometry
+from .reproducer import ProbeConfig, all_configs, upstream, values
+from .rules import (
+    Case,
+    Given,
+    finite_differences,
+    leaves_inputs_and_returns_float,
+    same_as_reference,
+    valid_subgradient,
+)
+
+
+@dataclass(frozen=True)
+class GradedCheck:
+    """A graded test cell: its grade id, title, points and what it verifies."""
+
+    grade_id: str
+    title: str
+    points: int
+    what: str  # one sentence for the student: what was checked
+    cases: Callable[[], list[Case]]
+    verdict: Callable[[Case, np.ndarray, Given], str | None]  # None when dx is right
+    probes: Callable[[], tuple[Case, ...]]  # small inputs of the same kind, smallest first
+    hidden: bool = True  # a hidden test (its code is not in the release), or a visible one
+
+
+def _distinct(shape, seed: int) -> np.ndarray:
+    """Values 1 apart in random order: no ties anywhere, arg-max well defined."""
+    rng = np.random.default_rng(seed)
+    return rng.permutation(np.arange(int(np.prod(shape)), dtype=np.float64)).reshape(shape) - 10.0
+
+
+def _ties(shape, seed: int, values=(0, 1)) -> np.ndarray:
+    return np.random.default_rng(seed).choice(np.array(values, dtype=np.int64), size=shape)
+
+
+def _case(x, pool_size, stride=None, seed=0, ceil_mode=False, d_output=None) -> Case:
+    geometry = forward_geometry(x.shape, pool_size, stride, ceil_mode)
+    if d_output is None:
+        rng = np.random.default_rng(seed + 1000)
+        d_output = rng.integers(1, 9, size=geometry.leading + geometry.out_shape) * 0.5
+        d_output = d_output * rng.choice([-1.0, 1.0], size=d_output.shape)
+    return Case(np.asarray(d_output), x, pool_size, stride)
+
+
+def rectangular_and_leading_axes_cases() -> list[Case]:
+    return [
+        _case(_distinct((4, 6), 1), (2, 3), seed=1),
+        _case(_distinct((3, 6, 4), 2), (3, 2), (3, 2), seed=2),
+        _case(_distinct((2, 3, 4, 6), 3), (2, 3), seed=3),
+        _case(_distinct((2, 5, 4), 4), (1, 2), seed=4),
+    ]
+
+
+def overlapping_cases() -> list[Case]:
+    peak = np.zeros((4, 4))
+    peak[1:3, 1:3] = [[1, 2], [3, 9]]
+    return [
+        _case(peak, 2, 1, seed=10),
+        _case(_distinct((5, 5), 11), 3, 1, seed=11),
+        _case(_distinct((2, 6, 7), 12), (3, 2), (2, 1), seed=12),
+    ]
+
+
+def ties_cases() -> list[Case]:
+    return [
+        _case(np.array([[1, 7], [7, 7]]), 2, seed=20),
+        _case(_ties((2, 4, 6), 21), 2, seed=21),
+        _case(_ties((7, 5), 22, (-1, 0, 1)), (2, 3), seed=22),
+        _case(np.full((4, 4), 3.0), 2, seed=23),
+    ]
+
+
+def first_maximum_cases() -> list[Case]:
+    return ties_cases() + [
+        _case(_ties((2, 5, 6), 30), (2, 3), 1, seed=30),
+        _case(_ties((6, 6), 31, (0, 1, 2)), 3, 2, seed=31, ceil_mode=True),
+    ]
+
+
+def gradient_check_cases() -> list[Case]:
+    return [
+        _case(_distinct((2, 7, 6), 40), 3, 2, seed=40),
+        _case(_distinct((6, 5), 41), 2, 1, seed=41),
+        _case(_distinct((5, 7), 42), (2, 3), (2, 2), seed=42, ceil_mode=True),
+        _case(_distinct((4, 6), 43) - 30, (2, 3), seed=43),  # all negative: a scan from 0 fails
+    ]
+
+
+def forum_integer_cases() -> list[Case]:
+    x = np.arange(1, 10, dtype=np.int64).reshape(3, 3)
+    return [_case(x, 2, d_output=np.array([[0.5, -1.25], [2.5, 0.75]]))]
+
+
+def ceil_border_cases() -> list[Case]:
+    border_heavy = _distinct((5, 7), 50)
+    border_heavy[-1, :] += 100  # the clipped last row holds the maxima
+    border_heavy[:, -1] += 100
+    return [
+        _case(border_heavy, 2, seed=50, ceil_mode=True),
+        _case(_distinct((2, 6, 6), 51), 3, 2, seed=51, ceil_mode=True),
+        _case(_distinct((4, 7), 52), (2, 3), (3, 3), seed=52, ceil_mode=True),
+        _case(_distinct((2, 5, 5), 53) - 60, 2, seed=53, ceil_mode=True),  # all negative: zero padding fails
+    ]
+
+
+def unmodified_and_float_cases() -> list[Case]:
+    return [
+        _case(np.arange(16, dtype=np.int64).reshape(4, 4)[::-1].copy(), 2, seed=60,
+              d_output=np.array([[1, 2], [3, 4]], dtype=np.int64)),
+        _case(_distinct((2, 4, 4), 61).astype(np.float32), 2, 1, seed=61),
+    ]
+
+
+def _probes(where: Callable[[ProbeConfig], bool], patterns=("distinct", "negative"),
+            dtype=np.float64, d_output="whole", limit: int = 300) -> Callable[[], list[Case]]:
+    """Probe inputs from the small configurations ``where`` accepts, smallest first."""
+    @functools.lru_cache(maxsize=1)
+    def build() -> tuple[Case, ...]:
+        cases: list[Case] = []
+        for config in all_configs():
+            if len(cases) >= limit:
+                break
+            if where(config):
+                cases += [Case(_frozen(upstream(config, d_output)), _frozen(values(config, pattern, dtype)),
+                               config.pool_size, config.stride_argument) for pattern in patterns]
+        return tuple(cases)
+    return build
+
+
+def _frozen(array: np.ndarray) -> np.ndarray:
+    array.flags.writeable = False  # shared between calls: students only ever get copies
+    return array
+
+
+def _default_floor(config: ProbeConfig) -> bool:
+    return config.stride is None and not config.ceil
+
+
+TIE_PATTERNS = ("equal", "ties")
+
+
+HIDDEN_CHECKS: dict[str, GradedCheck] = {check.grade_id: check for check in [
+    GradedCheck("hidden_rectangular_leading_axes", "Rectangular windows and leading batch/channel axes", 2,
+                "dx must be right for rectangular pools (ph != pw) and for x with 0, 1 or 2 leading axes.",
+                rectangular_and_leading_axes_cases, same_as_reference,
+                _probes(lambda c: c.rectangular_or_leading and _default_floor(c))),
+    GradedCheck("hidden_overlapping_windows", "Overlapping windows (stride smaller than the pool)", 2,
+                "With stride < pool_size, an element that is the maximum of several windows must "
+                "receive the sum of their gradients.",
+                overlapping_cases, same_as_reference,
+                _probes(lambda c: c.overlapping and not c.ceil)),
+    GradedCheck("hidden_ties_valid_subgradient", "Windows whose maximum is not unique", 2,
+                "When several elements tie for a window's maximum, the window's gradient must go to "
+                "those maxima only, and in total exactly once.",
+                ties_cases, valid_subgradient, _probes(_default_floor, TIE_PATTERNS)),
+    GradedCheck("hidden_ties_first_maximum", "Ties: PyTorch's convention (the first maximum in row-major order)", 1,
+                "On ties, the whole gradient goes to the first maximum in row-major order within the "
+                "window (PyTorch's convention).",
+                first_maximum_cases, same_as_reference,
+                _probes(lambda c: True, TIE_PATTERNS)),
+    GradedCheck("hidden_gradient_check", "Numerical gradient check", 2,
+                "dx must agree with central finite differences of sum(d_output * max_pool_forward(x)).",
+                gradient_check_cases, finite_differences, _probes(lambda c: True)),
+    GradedCheck("hidden_forum_integer_input", "The forum example with integer x and fractional d_output", 1,
+                "For the integer 3x3 input 1..9, pool 2 and a fractional d_output, dx must hold the "
+                "fractions exactly.",
+                forum_integer_cases, same_as_reference,
+                _probes(_default_floor, dtype=np.int64, d_output="halves")),
+    GradedCheck("hidden_ceil_border_windows", "Border windows of a ceil-mode grid", 2,
+                "When d_output's grid includes windows that run past x's border, those clipped windows "
+                "must pass their gradient back too.",
+                ceil_border_cases, same_as_reference, _probes(lambda c: c.ceil)),
+    GradedCheck("hidden_inputs_unmodified_float_result", "Inputs left unmodified, floating result", 1,
+                "x and d_output must be unchanged after the call, and dx must be a floating-point array.",
+                unmodified_and_float_cases, leaves_inputs_and_returns_float,
+                _probes(lambda c: True, dtype=np.int64, d_output="int64")),
+]}
+
+
+def visible_2x2_cases() -> list[Case]:
+    x = np.array([[1, 3, 2, 1], [4, 2, 0, 1], [5, 1, 7, 8], [2, 6, 3, 0]], dtype=float)
+    return [_case(x, 2, d_output=np.array([[0.1, 0.2], [0.3, 0.4]]))]
+
+
+def visible_forum_cases() -> list[Case]:
+    return [_case(np.arange(1, 10).reshape(3, 3), 2, d_output=np.ones((2, 2), dtype=np.int64))]
+
+
+# The visible test cells assert on their own inputs in the student's kernel, where a
+# patched assert could pass them; these are the same tests for the out-of-process verdict.
+VISIBLE_CHECKS: dict[str, GradedCheck] = {check.grade_id: check for check in [
+    GradedCheck("visible_2x2_stride_2", "2x2 windows, stride 2 (Figure 1)", 1,
+                "dx for the visible test's 4x4 input, pool 2, stride 2.",
+                visible_2x2_cases, same_as_reference, _probes(_default_floor), hidden=False),
+    GradedCheck("visible_forum_example", "The forum example", 1,
+                "dx for the visible test's 3x3 input 1..9 with pool 2 and a 2x2 d_output.",
+                visible_forum_cases, same_as_reference, _probes(lambda c: c.ceil), hidden=False),
+]}
+
+
+GRADED_CHECKS: dict[str, GradedCheck] = VISIBLE_CHECKS | HIDDEN_CHECKS

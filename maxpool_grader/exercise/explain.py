@@ -1,0 +1,138 @@
+"""What a student reads when a check fails: the test's title and points, what it checks,
+the smallest input where their function goes wrong with the expected and their dx, and
+the catalogue mistakes that explain it (several that fit are all named; the student's
+code chooses between them where it can)."""
+
+from __future__ import annotations
+
+import textwrap
+
+from .catalogue import BUGS, Bug
+from .checks import GradedCheck
+from .reference import max_pool_backward
+from .reproducer import call_text, literal
+from .rules import SMALL, indented
+from .search import Attempt, likely_mistakes, smallest_failure
+from .student_call import StudentError
+
+
+def describe_failure(student: Attempt, graded: Attempt, witnesses: list[Attempt],
+                     named: list[str] | None = None, source: str = "") -> str:
+    """The reproducer, expected and actual dx, and the likely mistake, for the student.
+
+    ``student`` is the smallest attempt that went wrong, ``graded`` the graded one,
+    ``witnesses`` further small inputs that went wrong the same way, ``source`` the
+    student's code (it tells apart mistakes that give the same dx).
+    """
+    case = student.case
+    if case.x.size <= SMALL:
+        code = "\n".join([f"x = {literal(case.x, 4)}", f"d_output = {literal(case.d_output, 11)}",
+                          call_text(case.pool_size, case.stride)])
+        expected = max_pool_backward(case.d_output, case.x, case.pool_size, case.stride)
+        parts = ["Smallest input where your function goes wrong (paste it into a new cell "
+                 "to try it):", indented(code), "Expected dx:", indented(literal(expected))]
+        if student.dx is not None:
+            parts += ["Your dx:", indented(literal(student.dx))]
+            if student.inputs_changed[0]:
+                parts += ["x after your call (it must not change):", indented(literal(student.given.x))]
+            if student.problem and not student.problem.startswith("dx differs"):
+                parts.append(student.problem)
+        else:
+            parts.append(f"Your function: {student.problem}")
+    else:
+        parts = [f"Input: {case.describe()}", student.problem or ""]
+    if isinstance(student.error, StudentError) and isinstance(student.error.exception, NotImplementedError):
+        return "\n".join(parts)
+    bugs, certain = likely_mistakes(student, graded, witnesses)
+    if bugs:
+        parts += mistakes_text(bugs, certain, source, named)
+    elif student.error is None:
+        parts.append(f"None of the {len(BUGS)} mistakes in our catalogue gives exactly your result on "
+                     "this input, so this one is new to us: compare your dx with the expected one "
+                     "entry by entry, and check which window each entry comes from.")
+    return "\n".join(parts)
+
+
+def mistakes_text(bugs: list[Bug], certain: bool, source: str = "",
+                  named: list[str] | None = None) -> list[str]:
+    """The lines that name the catalogue mistakes that give the student's dx.
+
+    One mistake is "likely". Several that give the same dx (look-alikes) are all named:
+    the student's code decides between them where it can (``Bug.in_source``), else each
+    is a "possible" mistake. A mistake whose construct the code does not contain is named
+    last, with a warning that another mistake may give the same dx. The names of the
+    mistakes called likely go to ``named`` (the class report's fingerprints).
+    """
+    marks = {bug.name: bug.in_source(source) if source else None for bug in bugs}
+    fitting = [bug for bug in bugs if marks[bug.name] is not False]
+    unlike = [bug for bug in bugs if marks[bug.name] is False]
+    decided = [bug for bug in fitting if marks[bug.name]]
+    likely = decided if decided else fitting if len(fitting) == 1 else []
+    lines = []
+    if not certain:
+        lines.append("Your dx on this small input is exactly what the following mistake"
+                     f"{'s give' if len(bugs) > 1 else ' gives'}, though on the graded input your dx "
+                     "differs from it too:")
+    elif len(bugs) > 1:
+        lines.append(f"{len(bugs)} different mistakes give exactly your dx"
+                     + (", and your code tells which:" if likely else "; which one it is depends on your code:"))
+    for bug in likely:
+        lines += [f"{'Likely' if certain else 'Possible'} mistake: {bug.title}.", indented(bug.explanation, 2)]
+    for bug in fitting:
+        if bug not in likely:
+            if likely:
+                lines.append(f"(The same dx also comes from: {bug.title}; your code does not look like that.)")
+            else:
+                lines += [f"Possible mistake: {bug.title}.", indented(bug.explanation, 2)]
+    for bug in unlike:
+        lines.append(f"(The same dx also comes from: {bug.title}; your code does not do that.)" if likely else
+                     f"(The same dx comes from this mistake: {bug.title}; but your code does not do that, so "
+                     "yours is probably another mistake with the same effect.)")
+    if not fitting:
+        lines.append("Compare your dx with the expected one entry by entry, and check which window each "
+                     "entry comes from.")
+    if named is not None and certain:
+        named += [bug.name for bug in (likely or fitting)]
+    return lines
+
+
+WIDTH = 92  # notebook outputs and nbgrader's feedback scroll sideways instead of wrapping
+
+
+def wrap_prose(text: str) -> str:
+    """Wrap the prose lines of a report; code and arrays (indented 4 or more) stay as they are."""
+    lines = []
+    for line in text.split("\n"):
+        indent = len(line) - len(line.lstrip(" "))
+        if indent >= 4 or len(line) <= WIDTH:
+            lines.append(line)
+        else:
+            lines += textwrap.wrap(line, WIDTH, subsequent_indent=" " * indent,
+                                   break_long_words=False, break_on_hyphens=False)
+    return "\n".join(lines)
+
+
+def report(check: GradedCheck, body: str) -> str:
+    points = f"{check.points} point{'s' if check.points != 1 else ''}"
+    kind = "Hidden test" if check.hidden else "Test"
+    return wrap_prose(f"{kind} failed: {check.title} (0 of {points}).\n"
+                    f"What it checks: {check.what}\n\n{body}")
+
+
+def explain(check: GradedCheck, function, failed: Attempt, named: list[str] | None = None,
+            after: str = "", source: str = "") -> str:
+    """The report for a failed graded attempt: reproducer, expected and actual dx, likely
+    mistake (whose catalogue names are added to ``named``), then ``after``. ``function``
+    None: no search for a smaller input (the graded one is shown). ``source``: the
+    student's code, which tells apart mistakes that give the same dx."""
+    after = f"\n\n{after}" if after else ""
+    if isinstance(failed.error, StudentError) and isinstance(failed.error.exception, NotImplementedError):
+        return report(check, failed.problem + after)
+    if function is None:
+        return report(check, describe_failure(failed, failed, [], named, source) + after)
+    reproducer, witnesses = smallest_failure(check, function, failed)
+    return report(check, describe_failure(reproducer, failed, witnesses, named, source) + after)
+
+
+def passed_message(check: GradedCheck) -> str:
+    return f"Passed: {check.title} ({check.points} point{'s' if check.points != 1 else ''})."

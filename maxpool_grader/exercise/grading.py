@@ -1,0 +1,54 @@
+"""The checks run in the student's kernel: ``run_check`` is what each hidden test cell
+calls (through maxpool_grader.checks), ``evaluate`` what it and the tests use."""
+
+from __future__ import annotations
+
+import inspect
+
+from ..names import FUNCTION
+from .checks import GRADED_CHECKS, HIDDEN_CHECKS
+from .diagnosis import why_missing
+from .explain import explain, passed_message, report
+from .search import graded_failure
+from .student_call import CheckFailed, show_captured
+
+
+def evaluate(grade_id: str, student_function, source: str = "") -> str | None:
+    """Run one check; return None when it passes, else the message for the student
+    (``source``: the student's code, see ``explain``)."""
+    check = GRADED_CHECKS[grade_id]
+    if not callable(student_function):
+        return report(check, f"max_pool_backward is not a function (it is "
+                              f"{type(student_function).__name__}).")
+    output: list[str] = []
+    try:
+        failed = graded_failure(check, student_function, output)
+    finally:
+        show_captured(output)
+    if failed is None:
+        return None
+    if isinstance(failed, str):
+        return report(check, failed)
+    return explain(check, student_function, failed, source=source)
+
+
+def run_check(grade_id: str, namespace) -> None:
+    """Entry point of a hidden test cell: ``run_check('<grade id>', globals())``.
+
+    Passes quietly or raises CheckFailed, whose message (and nothing else) the student
+    sees. ``namespace`` is the notebook's globals (or the function itself).
+    """
+    if isinstance(namespace, dict):
+        if FUNCTION not in namespace:
+            raise CheckFailed(report(HIDDEN_CHECKS[grade_id], why_missing(namespace)))
+        function = namespace[FUNCTION]
+    else:
+        function = namespace
+    try:  # the function's own code (the notebook's other cells hold the provided helpers too)
+        source = inspect.getsource(function)
+    except (TypeError, OSError):
+        source = ""
+    problem = evaluate(grade_id, function, source)
+    if problem:
+        raise CheckFailed(problem)
+    print(passed_message(HIDDEN_CHECKS[grade_id]))

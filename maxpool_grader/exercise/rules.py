@@ -1,0 +1,132 @@
+"""What a right dx is: the inputs of a test (``Case``), the arrays the student's function
+was given (``Given``), and the rules a dx must satisfy (the reference's gradient, a valid
+subgradient at ties, finite differences, inputs left alone and a floating result). Each
+rule returns None for a right dx, else a sentence for the student."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .geometry import forward_geometry
+from .reference import max_pool_backward, max_pool_forward
+
+
+@dataclass(frozen=True)
+class Case:
+    """One input to the student's function."""
+
+    d_output: np.ndarray
+    x: np.ndarray
+    pool_size: object
+    stride: object = None
+
+    def describe(self) -> str:
+        lines = [f"pool_size={self.pool_size!r}, stride={self.stride!r}, "
+                 f"x of shape {self.x.shape} ({self.x.dtype}), d_output of shape {self.d_output.shape}"]
+        if self.x.size <= SMALL:
+            lines += [f"x =\n{_show(self.x)}", f"d_output =\n{_show(self.d_output)}"]
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Given:
+    """The arrays actually handed to the student's function (copies of the case's)."""
+
+    d_output: np.ndarray
+    x: np.ndarray
+
+
+SMALL = 48  # inputs up to this size are printed in full, as a paste-able reproducer
+
+
+def indented(text: str, by: int = 4) -> str:
+    return "\n".join(" " * by + line for line in text.split("\n"))
+
+
+def _show(array: np.ndarray) -> str:
+    return np.array2string(np.asarray(array), precision=4, suppress_small=True, separator=", ")
+
+
+def same_as_reference(case: Case, dx: np.ndarray, given: Given | None = None) -> str | None:
+    expected = max_pool_backward(case.d_output, case.x, case.pool_size, case.stride)
+    if dx.shape != expected.shape:
+        return f"dx has shape {dx.shape}, but it must have x's shape {expected.shape}."
+    if np.allclose(dx, expected, rtol=1e-9, atol=1e-12, equal_nan=True):
+        return None
+    text = "dx differs from the expected gradient."
+    if dx.size > SMALL:
+        wrong = np.argwhere(~np.isclose(dx, expected, rtol=1e-9, atol=1e-12, equal_nan=True))
+        where = tuple(int(i) for i in wrong[0])
+        text += (f" {len(wrong)} of {dx.size} entries are wrong; the first at index {where}: "
+                 f"expected {expected[where]:g}, yours {dx[where]:g}.")
+    return text
+
+
+def valid_subgradient(case: Case, dx: np.ndarray, given: Given | None = None) -> str | None:
+    """Non-overlapping windows: each window's gradient is spread over its maxima only,
+    with weights in [0, 1] summing to 1 (any valid subgradient, ties may be split)."""
+    geometry = forward_geometry(case.x.shape, case.pool_size, case.stride)
+    if dx.shape != case.x.shape:
+        return f"dx has shape {dx.shape}, but it must have x's shape {case.x.shape}."
+    maxima = max_pool_forward(case.x, case.pool_size, case.stride)
+    (ph, pw), (sh, sw) = geometry.pool, geometry.stride
+    covered = np.zeros(case.x.shape, dtype=bool)
+    for index in np.ndindex(case.d_output.shape):
+        *lead, i, j = index
+        rows, cols = slice(i * sh, i * sh + ph), slice(j * sw, j * sw + pw)
+        window_x, window_dx = case.x[(*lead, rows, cols)], dx[(*lead, rows, cols)]
+        covered[(*lead, rows, cols)] = True
+        upstream = case.d_output[index]
+        if not np.isclose(window_dx.sum(), upstream, rtol=1e-9, atol=1e-12):
+            return (f"The window at output position {index} passes back {upstream:g} in total, "
+                    f"but your dx holds {window_dx.sum():g} in that window:\n"
+                    f"window of x:\n{indented(_show(window_x))}\nyour dx there:\n{indented(_show(window_dx))}")
+        weights = window_dx / upstream
+        off_max = (window_x != maxima[index]) & ~np.isclose(window_dx, 0, atol=1e-12)
+        if off_max.any() or (weights < -1e-9).any() or (weights > 1 + 1e-9).any():
+            return (f"In the window at output position {index}, gradient must go only to the "
+                    f"window's maxima (value {maxima[index]}), split with non-negative weights:\n"
+                    f"window of x:\n{indented(_show(window_x))}\nyour dx there:\n{indented(_show(window_dx))}")
+    if not np.allclose(dx[~covered], 0):
+        return "dx is non-zero at positions that no pooling window covers."
+    return None
+
+
+def finite_differences(case: Case, dx: np.ndarray, given: Given | None = None,
+                       step: float = 1e-4) -> str | None:
+    """Central differences of sum(d_output * forward(x)); x's values are 1 apart, so a
+    step of 1e-4 never changes which element of a window is the maximum."""
+    if dx.shape != case.x.shape:
+        return f"dx has shape {dx.shape}, but it must have x's shape {case.x.shape}."
+    ceil_mode = case.d_output.shape[-2:] != forward_geometry(
+        case.x.shape, case.pool_size, case.stride).out_shape
+
+    def loss(values):
+        return float(np.sum(case.d_output * max_pool_forward(values, case.pool_size, case.stride, ceil_mode)))
+
+    numeric = np.zeros(case.x.shape)
+    for index in np.ndindex(case.x.shape):
+        shifted = case.x.copy()
+        shifted[index] += step
+        up = loss(shifted)
+        shifted[index] -= 2 * step
+        numeric[index] = (up - loss(shifted)) / (2 * step)
+    if np.allclose(dx, numeric, atol=1e-6):
+        return None
+    worst = np.unravel_index(np.argmax(np.abs(dx - numeric)), dx.shape)
+    return (f"The numerical gradient (central differences, step {step}) disagrees with your dx: "
+            f"at index {tuple(int(i) for i in worst)} it is {numeric[worst]:g}, yours is {dx[worst]:g}.")
+
+
+def leaves_inputs_and_returns_float(case: Case, dx: np.ndarray, given: Given) -> str | None:
+    if not np.array_equal(given.x, case.x):
+        return "Your function changed its input x. Work on a new array (e.g. np.zeros(x.shape)) instead."
+    if not np.array_equal(given.d_output, case.d_output):
+        return "Your function changed its input d_output. Leave the inputs as they are."
+    if dx.dtype.kind != "f":
+        return (f"dx has dtype {dx.dtype}, but a gradient must be floating point: with integer x, "
+                "np.zeros_like(x) makes an integer array that truncates fractional gradients. "
+                "Use np.zeros(x.shape) (float64).")
+    return same_as_reference(case, dx)

@@ -1,0 +1,148 @@
+"""Running a check on the student's function, and finding what went wrong: the graded
+inputs first, then the smallest probe input that fails the same way (the reproducer a
+student can paste), and the catalogue mistakes that give exactly the student's outcome."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .catalogue import BUGS, Bug
+from .checks import GradedCheck
+from .diagnosis import accepts_stride, missing_stride_message
+from .rules import SMALL, Case, Given
+from .student_call import CheckFailed, StudentError, call_student, quiet_student_code
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """The student's function on one case: its dx or the error it raised, and the verdict."""
+
+    case: Case
+    given: Given
+    dx: np.ndarray | None
+    error: CheckFailed | None
+    problem: str | None
+
+    @property
+    def inputs_changed(self) -> tuple[bool, bool]:
+        return _changed(self.given, self.case)
+
+
+def _changed(given: Given, case: Case) -> tuple[bool, bool]:
+    """Whether the call changed x and d_output (``given`` holds the arrays it received)."""
+    return not np.array_equal(given.x, case.x), not np.array_equal(given.d_output, case.d_output)
+
+
+def attempt(check: GradedCheck, function, case: Case, output: list[str]) -> Attempt:
+    given = Given(case.d_output.copy(), case.x.copy())  # the student may modify these
+    try:
+        dx = call_student(function, given.d_output, given.x, case.pool_size, case.stride, output=output)
+    except CheckFailed as failure:
+        return Attempt(case, given, None, failure, str(failure))
+    return Attempt(case, given, dx, None, check.verdict(case, dx, given))
+
+
+def _failure_kind(attempt_: Attempt) -> str:
+    if isinstance(attempt_.error, StudentError):
+        return type(attempt_.error.exception).__name__
+    return "error" if attempt_.error else "wrong result"
+
+
+WITNESSES = 3  # further failing probes used to tell apart bugs that agree on the smallest one
+
+
+def smallest_failure(check: GradedCheck, function, failed: Attempt) -> tuple[Attempt, list[Attempt]]:
+    """The smallest input that shows the failure the graded input showed, and a few
+    more failing probes of the same kind (to tell apart the bugs that could explain it).
+
+    The reproducer is the first probe that fails the same way (the same exception, or a
+    wrong result); else the failed case cut down to its first batch/channel plane that
+    still fails; else the failed case itself if it is small, else the first probe that
+    failed in another way.
+    """
+    discarded: list[str] = []
+    with_stride = accepts_stride(function)
+    kind = _failure_kind(failed)
+    found: list[Attempt] = []
+    first_other = None
+    for case in check.probes():
+        if case.stride is not None and not with_stride:
+            continue
+        probe = attempt(check, function, case, discarded)
+        if probe.problem:
+            if _failure_kind(probe) == kind:
+                found.append(probe)
+                if len(found) > WITNESSES:
+                    break
+            first_other = first_other or probe
+    if found:
+        return found[0], found[1:]
+    case = failed.case
+    for lead in np.ndindex(case.x.shape[:-2]):
+        plane = attempt(check, function, Case(case.d_output[lead], case.x[lead], case.pool_size,
+                                              case.stride), discarded)
+        if plane.problem and _failure_kind(plane) == kind:
+            return plane, []
+    return (failed if case.x.size <= SMALL or first_other is None else first_other), []
+
+
+def graded_failure(check: GradedCheck, function, output: list[str]) -> Attempt | str | None:
+    """Run ``check``'s graded cases: None when all pass, else the first failing attempt
+    (or, for a function that cannot be called with a stride, the message saying so)."""
+    with_stride = accepts_stride(function)
+    for case in check.cases():
+        if case.stride is not None and not with_stride:
+            return missing_stride_message(function)
+        graded = attempt(check, function, case, output)
+        if graded.problem:
+            return graded
+    return None
+
+
+def _same_outcome(student: Attempt, dx, error: BaseException | None, given: Given) -> bool:
+    if _changed(given, student.case) != student.inputs_changed:
+        return False
+    if isinstance(student.error, StudentError):
+        theirs = student.error.exception
+        return (error is not None and type(error) is type(theirs) and str(error) == str(theirs))
+    if student.dx is None or error is not None:
+        return False
+    dx = np.asarray(dx)
+    return (dx.shape == student.dx.shape and dx.dtype.kind in "biuf"
+            and (dx.dtype.kind == "f") == (student.dx.dtype.kind == "f")
+            and np.array_equal(dx.astype(np.float64), student.dx.astype(np.float64), equal_nan=True))
+
+
+def matches(bug: Bug, student: Attempt) -> bool:
+    """Whether ``bug`` gives exactly the student's outcome (dx or error, and changed
+    inputs) on the student's input."""
+    given = Given(student.case.d_output.copy(), student.case.x.copy())
+    dx, error = None, None
+    with quiet_student_code():
+        try:
+            dx = bug.function(given.d_output, given.x, student.case.pool_size, student.case.stride)
+        except Exception as exc:  # a bug may well crash on this input, as the student's did
+            error = exc
+    return _same_outcome(student, dx, error, given)
+
+
+def likely_mistakes(student: Attempt, graded: Attempt,
+                    witnesses: list[Attempt]) -> tuple[list[Bug], bool]:
+    """The catalogue's bugs that explain the student's outcomes.
+
+    Returns (bugs, certain). Certain: the bugs that give exactly the student's outcome
+    on the reproducer and on the graded input that cost the points. Otherwise (the
+    student's code has a mistake the catalogue lacks, or two at once) the bugs that match
+    the reproducer and as many of the other small failing inputs as any bug does.
+    """
+    first = [bug for bug in BUGS.values() if matches(bug, student)]
+    if graded is student:
+        return first, True
+    every = [bug for bug in first if matches(bug, graded)]
+    if every or not first:
+        return every, True
+    agreement = {bug.name: sum(matches(bug, other) for other in witnesses) for bug in first}
+    best = max(agreement.values())
+    return [bug for bug in first if agreement[bug.name] == best], False

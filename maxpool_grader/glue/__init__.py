@@ -1,0 +1,16 @@
+"""The nbgrader glue: one configurable preprocessor per step, as nbgrader's own are.
+
+``nbgrader_config.py`` plugs them into ``nbgrader autograde`` (so plain nbgrader and
+``maxpool-grader grade`` grade alike) and into the feedback:
+
+* ``submission``: read whatever was submitted (``TolerantNotebookExporter``), put moved
+  cells back (``RestoreCellOrder``), never follow a student's symbolic link;
+* ``verdicts`` (``OutOfProcessVerdicts``) and ``execute`` (``SafeExecute``): the graded
+  verdicts from a sandboxed process, and the notebook run in a sandboxed kernel; both
+  read their limits from ``sealed_box.SealedBox`` (``c.SealedBox``);
+* ``grades``: hand grades kept for unchanged answers (``KeepHandGrades``), Part A's
+  rubric for the person grading (``ShowRubric``); ``notes``: the grader's notes cell;
+* ``feedback``: the model answer and offline math in the student's feedback page.
+
+This layer uses the exercise and the isolation; the operations use it.
+"""

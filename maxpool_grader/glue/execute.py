@@ -1,0 +1,214 @@
+"""``SafeExecute``: nbgrader's Execute, made safe for grading untrusted notebooks.
+
+It runs the notebook in a sandboxed kernel of the submission's box as nbgrader's
+``Execute`` does, except that a test the out-of-process verdict failed shows that verdict
+instead of running (the notebook can lower a score, never raise it), that a dead kernel
+or a used-up time budget costs only what the out-of-process verdict failed, that output
+on stderr in a test cell does not cost points, and that what a cell prints is capped.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from concurrent.futures import Future
+
+from nbclient.exceptions import CellTimeoutError, DeadKernelError
+from nbformat import NotebookNode
+from nbformat.v4 import new_output
+from nbgrader.preprocessors import Execute
+from traitlets import Float
+
+from ..isolation.box import disk_hit
+from ..isolation.kernels import RevivingChannel, kernel_manager
+from ..isolation.verdicts import Verdict
+from ..names import REPORT_KEY, grade_id
+from .notes import add_note, show_notes
+from .sealed_box import SealedBox, box_for
+from .verdicts import _error_output
+
+
+class SafeExecute(Execute):
+    """nbgrader's Execute, made safe for grading untrusted notebooks (see module doc)."""
+
+    notebook_seconds = Float(60.0, help=(
+        "Time budget of the whole notebook in the kernel (s); cells after it is used up are "
+        "not run (a test among them keeps its out-of-process verdict).")).tag(config=True)
+
+    def preprocess(self, nb, resources=None, km=None):
+        ours = (resources or {}).get("maxpool_grader", {})
+        self._pending: Future | None = ours.get("verdicts")
+        self._graded: set[str] = ours.get("graded", set())
+        self._verdicts: dict[str, Verdict] | None = None if self._pending else {}
+        self._not_running: str | None = None
+        self._deadline = time.monotonic() + self.notebook_seconds
+        settings = SealedBox(parent=self)
+        box = box_for(self, resources if resources is not None else {})
+        self._caps = box.caps if box else settings.caps()
+        self._output_left, self._output_cut = {}, False
+        self.kernel_manager_class = kernel_manager(settings.sandbox, settings.kernel_memory_mib << 20, self.log, box,
+                                                   settings.warm_start, int(self.notebook_seconds) + 30)
+        try:
+            try:
+                nb, resources = super().preprocess(nb, resources, km)
+            except DeadKernelError:  # while shutting down: every cell has its outputs already
+                pass
+            found = self._decided()
+        finally:
+            hits = box.hits() if box else []
+            if box:
+                box.close()
+        disk = next(filter(None, (disk_hit(json.dumps(cell.get("outputs", [])), self._caps)
+                                  for cell in nb.cells if cell.cell_type == "code")), None)
+        for hit in hits + ([disk] if disk else []):
+            add_note(nb, f"Your code {hit}: the grading box of a submission allows no more. "
+                         "Tests that could not finish because of it give no points.")
+        if self._output_cut:
+            add_note(nb, f"A cell of your notebook printed more than {self._caps.output_bytes >> 10} KiB; "
+                         "the rest of its output was cut.")
+        for cell in nb.cells:
+            verdict = found.get(grade_id(cell))
+            if verdict is None:
+                continue
+            # kept in the autograded notebook for the class report
+            cell.metadata[REPORT_KEY] = {"passed": verdict.passed, "kind": verdict.kind,
+                                         "bugs": list(verdict.bugs)}
+            for output in cell.get("outputs", []):
+                if output.get("output_type") == "stream" and output.get("name") == "stderr":
+                    output["name"] = "stdout"  # nbgrader gives 0 for any stderr output
+        for cell in nb.cells:
+            if cell.cell_type == "code":
+                cell.outputs = _coalesced(cell.get("outputs", []))
+        show_notes(nb)
+        # the kernel's Python version depends on the grading machine: without it, grading the
+        # same notebook anywhere writes the same file
+        nb.metadata.get("language_info", {}).pop("version", None)
+        return nb, resources
+
+    def output(self, outs, msg, display_id, cell_index):
+        """nbclient's output handler, with a cap on what one cell may print: a flood of
+        output is cut here, before it fills the grader's memory. The first error of a
+        cell always passes, shortened (a test cell's failure must be seen)."""
+        content = msg.get("content", {})
+        kind = msg.get("msg_type")
+        left = self._output_left.get(cell_index, self._caps.output_bytes)
+        size = _output_size(kind, content)
+        if kind == "error" and not any(out.get("output_type") == "error" for out in outs):
+            self._output_left[cell_index] = left - min(size, ERROR_BYTES)
+            if size > ERROR_BYTES:
+                self._output_cut = True
+                msg = dict(msg, content=_shortened_error(content))
+            return super().output(outs, msg, display_id, cell_index)
+        self._output_left[cell_index] = left - size
+        if left <= 0:
+            return None
+        if size > left:
+            self._output_cut = True
+            if kind != "stream":
+                return None
+            msg = dict(msg, content=dict(content, text=str(content.get("text", ""))[:left] + OUTPUT_CUT))
+        return super().output(outs, msg, display_id, cell_index)
+
+    def handle_comm_msg(self, outs, msg, cell_index):
+        """Widgets are not graded: their state would bypass the output cap."""
+
+    def _update_display_id(self, display_id, msg):
+        """Display updates are not kept: they would rewrite outputs of earlier cells past the
+        output cap."""
+
+    def _dropped_output(self, cell) -> None:
+        """Mark a cell whose output the kernel connection dropped: one message over
+        MAX_MESSAGE_BYTES (the channels connect again by themselves)."""
+        client = getattr(self, "kc", None)
+        dropped = sum(channel.take_dropped() for channel in (getattr(client, "iopub_channel", None),
+                                                             getattr(client, "shell_channel", None))
+                      if isinstance(channel, RevivingChannel))
+        if dropped:
+            self._output_cut = True
+            cell.outputs = list(cell.get("outputs", [])) + [new_output("stream", name="stdout", text=OUTPUT_CUT)]
+
+    def _decided(self) -> dict[str, Verdict]:
+        if self._verdicts is None:
+            self._verdicts = self._pending.result()  # an error here is the grader's: it propagates
+        return self._verdicts
+
+    def preprocess_cell(self, cell, resources, index):
+        if cell.cell_type != "code":
+            return cell, resources
+        verdict = self._decided().get(grade_id(cell)) if grade_id(cell) in self._graded else None
+        if verdict is not None and not verdict.passed:
+            cell.outputs = [_error_output(verdict.message)]
+            return cell, resources
+        remaining = self._deadline - time.monotonic()
+        if self._not_running is None and remaining < 1:
+            self._not_running = (f"the notebook used up its {self.notebook_seconds:g} s of running "
+                                 "time in the cells above")
+        if self._not_running is not None:
+            cell.outputs = [_not_run_output(self._not_running, verdict)]
+            return cell, resources
+        saved_timeout = self.timeout
+        self.timeout = max(1, int(min(self.timeout or remaining, remaining)))
+        try:
+            cell, resources = super().preprocess_cell(cell, resources, index)
+            self._dropped_output(cell)
+            return cell, resources
+        except DeadKernelError:
+            self._not_running = "the kernel died in an earlier cell"
+            cell.outputs = list(cell.get("outputs", [])) + [new_output(
+                "error", ename="DeadKernelError", evalue="the kernel died",
+                traceback=["The Python kernel died while running this cell: the code ended the "
+                           "process (os._exit, a crash in C code, or too much memory). Cells below "
+                           "were not run; the tests among them were graded outside the notebook."])]
+            return cell, resources
+        except CellTimeoutError:
+            self._dropped_output(cell)
+            return cell, resources
+        finally:
+            self.timeout = saved_timeout
+
+
+OUTPUT_CUT = "\n[... output cut: this cell printed too much ...]\n"
+ERROR_BYTES = 64 << 10  # the first error of a cell is kept, shortened to this
+
+
+def _output_size(kind: str | None, content: dict) -> int:
+    """What an output message would add to the notebook (and the grader's memory), in
+    characters; at least 64, so that a flood of empty messages counts too."""
+    if kind == "stream":
+        size = len(str(content.get("text", "")))
+    elif kind in ("display_data", "update_display_data", "execute_result"):
+        size = len(json.dumps([content.get("data", {}), content.get("metadata", {})], default=str))
+    elif kind == "error":
+        size = len(json.dumps([content.get("ename"), content.get("evalue"), content.get("traceback")], default=str))
+    else:
+        size = 0
+    return max(size, 64)
+
+
+def _shortened_error(content: dict) -> dict:
+    """An error message cut to about ERROR_BYTES: its name, the start of its value and the
+    last lines of its traceback."""
+    traceback = [str(line)[:2000] for line in content.get("traceback", []) or []][-20:]
+    return dict(content, ename=str(content.get("ename", ""))[:200], evalue=str(content.get("evalue", ""))[:4000],
+                traceback=traceback)
+
+
+def _coalesced(outputs: list) -> list:
+    """Consecutive outputs of one stream made one: how the kernel cut a print into messages
+    depends on timing, and the same notebook must always give the same file."""
+    merged: list = []
+    for output in outputs:
+        last = merged[-1] if merged else None
+        if (output.get("output_type") == "stream" and last is not None and last.get("output_type") == "stream"
+                and last.get("name") == output.get("name")):
+            last["text"] = "".join(last["text"]) + "".join(output["text"])
+        else:
+            merged.append(output)
+    return merged
+
+
+def _not_run_output(reason: str, verdict: Verdict | None) -> NotebookNode:
+    text = f"Not run: {reason}."
+    if verdict is not None:
+        text += f"\nThis test was graded outside the notebook: {verdict.message}"
+    return new_output("stream", name="stdout", text=text + "\n")

@@ -1,0 +1,89 @@
+"""Saving grades, and what the person grading by hand sees: ``KeepHandGrades`` (nbgrader's
+SaveAutoGrades, keeping hand grades of unchanged answers) and ``ShowRubric`` (Part A's
+rubric under the student's answer in the autograded notebook)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+from nbformat.v4 import new_markdown_cell
+from nbgrader.coursedir import CourseDirectory
+from nbgrader.preprocessors import NbGraderPreprocessor, SaveAutoGrades
+
+from ..exercise.part_a import RUBRIC
+from ..names import PART_A_CELL, RUBRIC_TAG, grade_id
+from .notes import add_note
+
+
+class ShowRubric(NbGraderPreprocessor):
+    """Put Part A's rubric right under the student's answer in the autograded notebook, the
+    one formgrader shows while grading by hand (the feedback keeps it, and adds the model
+    answer: feedback.ModelAnswer). The release never has it."""
+
+    def preprocess(self, nb, resources):
+        at = next((index for index, cell in enumerate(nb.cells) if grade_id(cell) == PART_A_CELL), None)
+        if at is not None and not any(RUBRIC_TAG in cell.get("metadata", {}).get("tags", []) for cell in nb.cells):
+            rubric = new_markdown_cell(
+                "**For the grader: Part A's rubric** (students see it with their feedback)\n\n" + RUBRIC,
+                metadata={"tags": [RUBRIC_TAG]})
+            rubric.id = RUBRIC_TAG  # a fixed id: regrading writes the same notebook
+            nb.cells.insert(at + 1, rubric)
+        return nb, resources
+
+
+class KeepHandGrades(SaveAutoGrades):
+    """nbgrader's SaveAutoGrades, except that regrading keeps a hand grade of an answer
+    that did not change.
+
+    nbgrader marks every cell that has a manual score "needs manual grade" again on each
+    autograde, so ``--force``, a change of the source notebook, or a moved gradebook sent
+    every Part A back to the grader. Here a cell graded only by hand (no autograder score)
+    keeps its grade when its source is the one that was autograded last time: a digest
+    per cell is kept in ``.maxpool-grader/answers/<assignment>/<student>.json`` in the
+    course directory. When the answer changed, it goes back to "needs manual grade" and
+    a note says why (the class report lists it).
+    """
+
+    def preprocess(self, nb, resources):
+        found = resources["nbgrader"]
+        root = Path(CourseDirectory(parent=self).root)
+        self._answers = root / ".maxpool-grader" / "answers" / found["assignment"] / f"{found['student']}.json"
+        try:
+            self._before = json.loads(self._answers.read_text()).get(found["notebook"], {})
+        except (OSError, ValueError, AttributeError):
+            self._before = {}
+        self._now, self._changed = {}, []
+        nb, resources = super().preprocess(nb, resources)
+        for changed in self._changed:
+            add_note(nb, f"Your answer in '{changed}' changed since it was graded by hand; it will be "
+                         "graded again.")
+        self._save(found["notebook"])
+        return nb, resources
+
+    def _add_score(self, cell, resources):
+        super()._add_score(cell, resources)
+        cell_id = cell.metadata["nbgrader"]["grade_id"]
+        digest = hashlib.sha256(cell.source.encode()).hexdigest()
+        self._now[cell_id] = digest
+        grade = self.gradebook.find_grade(cell_id, self.notebook_id, self.assignment_id, self.student_id)
+        if grade.auto_score is not None or grade.manual_score is None:
+            return  # an autograded cell, or not graded by hand yet: nbgrader's rule
+        if self._before.get(cell_id) == digest:
+            grade.needs_manual_grade = False
+            self.gradebook.db.commit()
+        else:
+            self._changed.append(cell_id)
+
+    def _save(self, notebook: str) -> None:
+        try:
+            saved = json.loads(self._answers.read_text())
+        except (OSError, ValueError):
+            saved = {}
+        saved[notebook] = self._now
+        self._answers.parent.mkdir(parents=True, exist_ok=True)
+        partial = self._answers.with_suffix(f".{os.getpid()}.tmp")
+        partial.write_text(json.dumps(saved, indent=1, sort_keys=True))
+        os.replace(partial, self._answers)

@@ -1,0 +1,53 @@
+"""The sealed box's settings (``c.SealedBox`` in nbgrader_config.py), read by both
+preprocessors that run student code, and the box of the submission being graded."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from traitlets import Bool, Enum, Integer
+from traitlets.config import Configurable
+
+from ..isolation.box import Box, Caps, use_sandbox
+
+
+class SealedBox(Configurable):
+    """The sealed box of each submission (isolation/box.py): whether there is one, and its
+    caps. Its kernel, its verdict processes and everything they start share the caps for
+    the submission as a whole; each process has its own address-space limit too."""
+
+    sandbox = Enum(["auto", "required", "off"], "auto", help=(
+        "Run student code in bubblewrap sandboxes: 'auto' when bwrap works here (else a loud "
+        "warning), 'required' refuses to grade without them and the caps of a cgroup, 'off' never."
+    )).tag(config=True)
+    warm_start = Bool(False, help=(
+        "Fork each sandboxed kernel and verdict process from a warm zygote (ipykernel and NumPy "
+        "imported once, isolation/zygote.py) instead of starting Python: much less CPU per "
+        "notebook when one process grades many (maxpool-grader grade turns it on in its "
+        "workers).")).tag(config=True)
+    memory_mib = Integer(2048, help="Memory of all the submission's processes together, no swap (MiB); "
+                                    "needs a cgroup.").tag(config=True)
+    processes = Integer(256, help="Processes of the submission at once (a cgroup, else RLIMIT_NPROC).").tag(config=True)
+    scratch_mib = Integer(256, help="Size of the scratch folder of each sandbox (MiB).").tag(config=True)
+    output_kib = Integer(1024, help="What one cell of the notebook may print (KiB); the rest is cut.").tag(config=True)
+    verdict_memory_mib = Integer(2048, help="Address-space limit of a verdict process (MiB).").tag(config=True)
+    kernel_memory_mib = Integer(4096, help="Address-space limit of the kernel (MiB).").tag(config=True)
+
+    def caps(self) -> Caps:
+        return Caps(memory_bytes=self.memory_mib << 20, processes=self.processes,
+                    scratch_bytes=self.scratch_mib << 20, output_bytes=self.output_kib << 10)
+
+
+def box_for(preprocessor, resources: dict) -> Box | None:
+    """The box of the submission being graded, made by the first of our preprocessors that
+    needs it; None without a sandbox. Its files are the submission's as nbgrader copied
+    them to autograded/."""
+    ours = resources.setdefault("maxpool_grader", {})
+    if "box" not in ours:
+        ours["box"] = None
+        settings = SealedBox(parent=preprocessor)
+        if use_sandbox(settings.sandbox, preprocessor.log):
+            found = resources.get("nbgrader", {})
+            folder = Path.cwd() / "autograded" / found.get("student", "") / found.get("assignment", "")
+            ours["box"] = Box(settings.caps(), folder if found else None, settings.sandbox, preprocessor.log)
+    return ours["box"]

@@ -1,0 +1,90 @@
+"""``OutOfProcessVerdicts``: every graded test decided in a separate, limited, sandboxed
+process (isolation/verdicts.py), in a thread while the kernel starts."""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from nbformat import NotebookNode
+from nbformat.v4 import new_output
+from nbgrader.preprocessors import NbGraderPreprocessor
+from nbgrader.utils import is_grade, is_locked
+from traitlets import Float
+
+from ..exercise.checks import GRADED_CHECKS
+from ..isolation.box import untrusted_process_wrapper
+from ..isolation.process import Limits
+from ..isolation.remote import Cell
+from ..isolation.verdicts import Verdict, verdicts
+from ..names import SOLUTION_CELL, grade_id
+from .sealed_box import SealedBox, box_for
+
+
+def _error_output(message: str) -> NotebookNode:
+    return new_output("error", ename="CheckFailed", evalue=message,
+                      traceback=message.split("\n"))
+
+
+class OutOfProcessVerdicts(NbGraderPreprocessor):
+    """Decide every graded test of the notebook in a separate process (isolation/verdicts.py)."""
+
+    check_seconds = Float(5.0, help="Time limit of one test's graded inputs (s).").tag(config=True)
+    search_seconds = Float(5.0, help="Time limit of the search for a test's smallest failing "
+                                     "input (s); when it runs out, the graded input is shown.").tag(config=True)
+    load_seconds = Float(10.0, help="Time limit for running the code cells before the tests (s).").tag(config=True)
+    total_seconds = Float(40.0, help="Time limit of all out-of-process tests of one notebook (s).").tag(config=True)
+
+    def limits(self) -> Limits:
+        return Limits(self.check_seconds, self.search_seconds, self.load_seconds,
+                      self.total_seconds, SealedBox(parent=self).verdict_memory_mib << 20)
+
+    def preprocess(self, nb, resources):
+        cells = code_before_tests(nb)
+        graded = [cell_id for cell in nb.cells if (cell_id := grade_id(cell)) in GRADED_CHECKS
+                  and cell.metadata.nbgrader.get("grade")]
+        settings = SealedBox(parent=self)
+        box = box_for(self, resources)
+        wrap = untrusted_process_wrapper(settings.sandbox, self.log, box, settings.warm_start)
+        limits, log = self.limits(), self.log
+
+        def decide() -> dict[str, Verdict]:
+            started = time.monotonic()
+            found = verdicts(cells, grade_ids=graded, limits=limits, wrap=wrap) if graded else {}
+            log.info("Out-of-process verdict: %d of %d tests passed (%.1f s)%s",
+                     sum(verdict.passed for verdict in found.values()), len(found),
+                     time.monotonic() - started, "" if wrap else " [UNSANDBOXED]")
+            return found
+
+        # Decided in a thread while SafeExecute starts the kernel (the kernel's start-up
+        # is mostly waiting); SafeExecute waits for it before the first graded cell.
+        pending = _VERDICT_THREADS.submit(decide)
+        resources.setdefault("maxpool_grader", {}).update(verdicts=pending, graded=set(graded))
+        return nb, resources
+
+
+def code_before_tests(nb: NotebookNode) -> list[Cell]:
+    """The code cells a kernel runs before the first test, in order, as the out-of-process
+    verdict runs them: the solution cell, every cell the student added (no nbgrader
+    metadata), and the assignment's provided code cells (read-only: nbgrader has put
+    their released source back)."""
+    cells = []
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        if is_grade(cell):
+            break
+        if grade_id(cell) == SOLUTION_CELL:
+            cells.append(Cell(cell.source, "solution"))
+        elif is_locked(cell):
+            cells.append(Cell(cell.source, "provided"))
+        else:
+            cells.append(Cell(cell.source, "student"))
+    if not any(cell.kind == "solution" for cell in cells):  # deleted: graded as an empty solution
+        cells.append(Cell("", "solution"))
+    if not any(cell.kind == "provided" for cell in cells):  # the provided cell gone: NumPy at least
+        cells.insert(0, Cell("import numpy as np", "provided"))
+    return cells
+
+
+_VERDICT_THREADS = ThreadPoolExecutor(max_workers=1, thread_name_prefix="maxpool-verdicts")

@@ -1,0 +1,303 @@
+"""The notebook's kernel in a sandbox of the submission's box, and the grader's client of it.
+
+The kernel talks to the grader over ZMQ ``ipc`` sockets that it creates in the sandbox
+(``/run/kernel``). The grader opens each socket through ``/proc/<sandbox>/root`` before
+any student code runs, and connects through the open descriptor
+(``/proc/self/fd/N``), so nothing the student's code does to those paths later can
+redirect the grader to another socket. What the kernel sends is capped before it
+reaches the grader's memory (``CappedKernelClient``, ``RevivingChannel``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+from queue import Empty
+from typing import Callable
+
+import zmq
+import zmq.asyncio
+from jupyter_client.asynchronous import AsyncKernelClient
+from jupyter_client.channels import AsyncZMQSocketChannel
+from jupyter_client.manager import AsyncKernelManager
+from traitlets import CaselessStrEnum, Type, default
+from zmq.utils.monitor import parse_monitor_message
+
+from .box import Box, Launch, private_directory, prlimit, rlimits, use_sandbox
+from .filesystem import KERNEL_DIR, PYTHON, WORKDIR, environment
+from .zygote import SpawnError, Zygote
+
+# What the grader takes from a kernel: a message at most MAX_MESSAGE_BYTES (a bigger one
+# drops the connection: RevivingChannel), at most QUEUED_MESSAGES of them waiting in a
+# channel (a kernel faster than the grader is held back; the iopub channel then loses
+# output, which can only cost the student). So a channel holds at most 256 MiB.
+MAX_MESSAGE_BYTES = 4 << 20
+QUEUED_MESSAGES = 64
+
+
+class LimitedKernelManager(AsyncKernelManager):
+    """A kernel with an address-space limit (no sandbox)."""
+
+    memory_bytes = 0
+
+    async def _async_pre_start_kernel(self, **kw):
+        command, kw = await super()._async_pre_start_kernel(**kw)
+        return prlimit(rlimits(self.memory_bytes)) + command, kw
+
+    pre_start_kernel = _async_pre_start_kernel
+
+
+class RevivingChannel(AsyncZMQSocketChannel):
+    """A channel from a sandboxed kernel that survives a message over MAX_MESSAGE_BYTES.
+
+    ZMQ drops a connection that brings a message over ZMQ_MAXMSGSIZE and never connects
+    it again (a protocol error): every later output of the notebook would be lost. This
+    channel watches its socket and, when the connection drops, opens a new one to the
+    same kernel socket and counts the drop (``take_dropped``), so the grader can say
+    that output was cut."""
+
+    def __init__(self, connect: Callable[[], zmq.asyncio.Socket], session) -> None:
+        self._connect, self._dropped = connect, 0
+        super().__init__(connect(), session)
+        self._monitor = self.socket.get_monitor_socket(zmq.EVENT_DISCONNECTED)
+
+    def take_dropped(self) -> int:
+        """How many connections dropped since the last call."""
+        dropped, self._dropped = self._dropped, 0
+        return dropped
+
+    def _revive(self) -> None:
+        self._close_socket()
+        self._dropped += 1
+        self.socket = self._connect()
+        self._monitor = self.socket.get_monitor_socket(zmq.EVENT_DISCONNECTED)
+
+    def _close_socket(self) -> None:
+        if self.socket is None:
+            return
+        with contextlib.suppress(zmq.ZMQError):
+            self.socket.disable_monitor()
+        self._monitor.close(linger=0)
+        self.socket.close(linger=0)
+        self.socket = None
+
+    async def get_msg(self, timeout: float | None = None) -> dict:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            poller = zmq.asyncio.Poller()
+            poller.register(self.socket, zmq.POLLIN)
+            poller.register(self._monitor, zmq.POLLIN)
+            left = None if deadline is None else max(0, int((deadline - time.monotonic()) * 1000))
+            ready = dict(await poller.poll(left))
+            if self.socket in ready:
+                return await self._recv()
+            if self._monitor not in ready:
+                raise Empty
+            event = parse_monitor_message(await self._monitor.recv_multipart())
+            if event["event"] == zmq.EVENT_DISCONNECTED:
+                self._revive()
+
+    async def msg_ready(self) -> bool:
+        return bool(await self.socket.poll(timeout=0))
+
+    def close(self) -> None:
+        self._close_socket()
+
+    stop = close
+
+
+class CappedKernelClient(AsyncKernelClient):
+    """The grader's client of a sandboxed kernel: a message bigger than MAX_MESSAGE_BYTES
+    drops the connection instead of landing in the grader's memory (the kernel may send
+    one huge message; a cell's output is cut at SealedBox.output_kib anyway), and the
+    shell and iopub channels connect again after such a drop (RevivingChannel)."""
+
+    @default("context")
+    def _context_default(self) -> zmq.asyncio.Context:
+        self._created_context = True
+        context = zmq.asyncio.Context()
+        context.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE_BYTES)
+        context.setsockopt(zmq.RCVHWM, QUEUED_MESSAGES)
+        return context
+
+    @property
+    def shell_channel(self) -> RevivingChannel:
+        if self._shell_channel is None:
+            self._shell_channel = RevivingChannel(lambda: self.connect_shell(identity=self.session.bsession),
+                                                  self.session)
+        return self._shell_channel
+
+    @property
+    def iopub_channel(self) -> RevivingChannel:
+        if self._iopub_channel is None:
+            self._iopub_channel = RevivingChannel(self.connect_iopub, self.session)
+        return self._iopub_channel
+
+
+class SandboxedKernelManager(AsyncKernelManager):
+    """A kernel in a sandbox of the submission's box. Its ZMQ sockets are made inside the
+    sandbox (KERNEL_DIR); the grader reaches them through descriptors it opened before any
+    student code ran (module doc). With ``warm`` the kernel is forked into the sandbox by
+    the worker's kernel zygote instead of starting Python (zygote.py); the sandbox is the
+    same."""
+
+    transport = CaselessStrEnum(["tcp", "ipc"], default_value="ipc", config=True)
+    memory_bytes = 0
+    cpu_seconds = 0
+    box: Box | None = None
+    warm = False
+    _private: str | None = None
+    _socket_fds: list[int] = []
+
+    client_factory = Type(CappedKernelClient, klass=AsyncKernelClient)
+
+    async def _async_pre_start_kernel(self, **kw):
+        if self._private is None:  # kept across restarts
+            self._private = str(private_directory("kernel-"))
+            self.connection_file = os.path.join(self._private, "kernel.json")
+            self.ip = os.path.join(self._private, "ipc")  # the grader's side: links to the sockets
+        command, kw = await super()._async_pre_start_kernel(**kw)
+        self.kernel_spec.interrupt_mode = "message"  # bwrap dies on SIGINT (and the kernel with it)
+        inside = Path(self._private) / "kernel-inside.json"
+        info = json.loads(Path(self.connection_file).read_text())
+        inside.write_text(json.dumps(dict(info, ip=f"{KERNEL_DIR}/ipc")))
+        inside.chmod(0o644)  # the sandbox's uid reads it; its directory is the grader's alone
+        command = [f"{KERNEL_DIR}/kernel.json" if arg == self.connection_file else arg for arg in command]
+        if command and os.path.realpath(command[0]) == os.path.realpath(PYTHON):
+            command[0] = PYTHON
+        # ipykernel exits when its parent's pid is gone, and the sandbox's pid namespace does
+        # not show it; 1 means "no parent to watch" (the sandbox ends the kernel anyway)
+        kw["env"] = environment(JPY_PARENT_PID="1")
+        kw["cwd"] = WORKDIR
+        self._command = command
+        return command, kw
+
+    async def _async_launch_kernel(self, kernel_cmd, **kw):
+        box = self.box
+        private = Path(self._private)
+        launch = box.sandbox(private, [(str(private / "kernel-inside.json"), f"{KERNEL_DIR}/kernel.json")],
+                             kernel=True)
+        limits = rlimits(self.memory_bytes, None, self.cpu_seconds or None)
+        process = None
+        try:
+            if self.warm and _warm_kernel_command(kernel_cmd):
+                request = dict(box.warm_request(limits), argv=kernel_cmd, cwd=WORKDIR, env=kw["env"])
+                try:
+                    process = _kernel_zygote().spawn(launch.argv, request, bwrap_fds=tuple(launch.fds))
+                except (SpawnError, OSError) as problem:
+                    self.log.warning("Warm start of the kernel failed (%s); starting it cold", problem)
+            if process is None:
+                process = _start_cold(launch, box.command(limits) + kernel_cmd, kw["env"])
+        finally:
+            launch.close()
+        provisioner = self.provisioner  # what LocalProvisioner.launch_kernel would record
+        provisioner.process, provisioner.pid, provisioner.cwd = process, process.pid, WORKDIR
+        try:
+            provisioner.pgid = os.getpgid(process.pid)
+        except OSError:  # ended already: jupyter_client finds the kernel dead
+            provisioner.pgid = None
+        await self._link_sockets(process)
+        self._reconcile_connection_info(provisioner.connection_info)
+
+    async def _link_sockets(self, process) -> None:
+        """Open each socket the kernel made inside its sandbox, and point the grader's
+        connection paths at the open descriptors: a path the student's code changes later
+        can no longer redirect the grader."""
+        info = json.loads(Path(self.connection_file).read_text())
+        ports = [info[name] for name in ("shell_port", "iopub_port", "stdin_port", "control_port", "hb_port")]
+        root = f"/proc/{process.sandbox_pid}/root"
+        deadline = time.monotonic() + 60
+        self._socket_fds = []
+        for port in ports:
+            inside = f"{root}{KERNEL_DIR}/ipc-{port}"
+            while True:
+                try:
+                    fd = os.open(inside, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
+                except OSError:
+                    fd = None
+                if fd is not None:
+                    if stat.S_ISSOCK(os.fstat(fd).st_mode):
+                        break
+                    os.close(fd)
+                if process.poll() is not None or time.monotonic() > deadline:
+                    return  # the kernel died or never came up: jupyter_client reports it
+                await asyncio.sleep(0.01)
+            self._socket_fds.append(fd)
+            link = f"{self.ip}-{port}"
+            if os.path.lexists(link):
+                os.remove(link)
+            os.symlink(f"/proc/{os.getpid()}/fd/{fd}", link)
+
+    async def _async_cleanup_resources(self, restart: bool = False) -> None:
+        await super()._async_cleanup_resources(restart=restart)
+        for fd in self._socket_fds:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self._socket_fds = []
+        if not restart and self._private:
+            shutil.rmtree(self._private, ignore_errors=True)
+            self._private = None
+
+    pre_start_kernel = _async_pre_start_kernel
+    cleanup_resources = _async_cleanup_resources
+    _launch_kernel = _async_launch_kernel
+
+
+def _start_cold(launch: Launch, command: list[str], env: dict) -> subprocess.Popen:
+    """Start bwrap with ``command``; the process knows its sandbox's pid (``sandbox_pid``)."""
+    info_read, info_write = os.pipe()
+    argv = launch.argv[:-1] + ["--info-fd", str(info_write), "--"] + command
+    try:
+        process = subprocess.Popen(argv, pass_fds=(info_write, *launch.fds), env=env,
+                                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL, start_new_session=True)
+    finally:
+        os.close(info_write)
+    with os.fdopen(info_read, "rb") as info:
+        process.sandbox_pid = json.loads(info.read() or b"{}").get("child-pid", 0)
+    return process
+
+
+def _warm_kernel_command(argv: list[str]) -> bool:
+    """Whether a kernel command is the one the kernel zygote runs (python -m ipykernel_launcher)."""
+    return len(argv) >= 3 and os.path.realpath(argv[0]) == os.path.realpath(sys.executable) \
+        and argv[1:3] == ["-m", "ipykernel_launcher"]
+
+
+_the_kernel_zygote: Zygote | None = None
+
+
+def _kernel_zygote() -> Zygote:
+    """This process's kernel zygote, started on first use (again if it died)."""
+    global _the_kernel_zygote
+    if _the_kernel_zygote is None or not _the_kernel_zygote.alive():
+        # started in an empty private directory (python -m puts it first on sys.path), with
+        # the sandboxed kernels' environment (ipykernel reads some of it when imported)
+        directory = private_directory("zygote-")
+        _the_kernel_zygote = Zygote(
+            [PYTHON, "-m", "maxpool_grader.isolation.kernel_zygote"], cwd=str(directory),
+            env=dict(environment(home=str(directory), JPY_PARENT_PID="1"), TMPDIR=str(directory),
+                     **{key: os.environ[key] for key in ("PYTHONPATH",) if key in os.environ}))
+    return _the_kernel_zygote
+
+
+def kernel_manager(mode: str, memory_bytes: int, log: logging.Logger, box: Box | None = None,
+                   warm: bool = False, cpu_seconds: int = 0) -> type[AsyncKernelManager]:
+    """The kernel manager class for one notebook: sandboxed in ``box`` when possible,
+    forked from a warm zygote with ``warm`` (sandboxed only)."""
+    if not use_sandbox(mode, log):
+        return type("LimitedKernelManager", (LimitedKernelManager,), {"memory_bytes": memory_bytes})
+    return type("SandboxedKernelManager", (SandboxedKernelManager,), {
+        "memory_bytes": memory_bytes, "cpu_seconds": cpu_seconds, "warm": warm,
+        "box": box or Box(mode=mode, log=log)})

@@ -1,0 +1,216 @@
+"""The process that holds a student's code for the out-of-process verdict, and its limits.
+
+It runs ``untrusted.py`` (a separate Python, in a sandbox of the submission's box when
+one is available, with a memory cap and no output) and talks to it over two pipes:
+each request and reply is a frame read with a deadline (``Limits``), and an answer that
+does not come in time, or a process that ends, is an exception the verdict reports.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import selectors
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from . import box, filesystem, untrusted, zygote
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Time and memory limits of the out-of-process verdict (see nbgrader_config.py)."""
+
+    check_seconds: float = 5.0  # the graded inputs of one test
+    search_seconds: float = 5.0  # looking for the smallest failing input of one test
+    load_seconds: float = 10.0  # running the solution cell (imports, definitions)
+    total_seconds: float = 40.0  # everything, for one notebook
+    memory_bytes: int = 2 << 30  # RLIMIT_AS of the untrusted process
+    file_bytes: int = 16 << 20  # RLIMIT_FSIZE: no disk bombs
+
+
+class Timeout(BaseException):
+    """The untrusted process did not answer in time (BaseException: student code paths
+    catch Exception and must not swallow it)."""
+
+
+class ProcessEnded(BaseException):
+    """The untrusted process ended while it was running student code."""
+
+
+def describe_exit(returncode: int | None, limits: Limits) -> str:
+    if returncode is None:
+        return "stopped answering"
+    number = -returncode if returncode < 0 else returncode - 128  # bwrap exits 128 + signal
+    try:
+        name = signal.Signals(number).name
+    except ValueError:  # an ordinary exit status
+        name = None
+    if name is not None:
+        if number == signal.SIGSEGV:
+            return f"crashed with a segmentation fault ({name})"
+        if number in (signal.SIGKILL, signal.SIGXCPU):
+            return (f"was killed ({name}): it used too much memory (limit "
+                    f"{limits.memory_bytes >> 20} MiB) or CPU time")
+        return f"was ended by signal {name}"
+    return f"ended the Python process with exit status {returncode} (os._exit or a crash)"
+
+
+_the_verdict_zygote: zygote.Zygote | None = None
+
+
+def _verdict_zygote() -> zygote.Zygote:
+    """This process's verdict zygote (started on first use, again if it died): untrusted.py
+    with NumPy imported, run like the cold verdict process (``python -I``, a private copy
+    of the script, no grader package on its path, the sandbox's clean environment)."""
+    global _the_verdict_zygote
+    if _the_verdict_zygote is None or not _the_verdict_zygote.alive():
+        directory = box.private_directory("zygote-")
+        for module in (untrusted, zygote):
+            shutil.copyfile(module.__file__, directory / Path(module.__file__).name)
+        _the_verdict_zygote = zygote.Zygote(
+            [filesystem.PYTHON, "-I", str(directory / "untrusted.py"), "--zygote"],
+            env=dict(filesystem.environment(home=str(directory)), TMPDIR=str(directory)), cwd=str(directory))
+    return _the_verdict_zygote
+
+
+class SolutionProcess:
+    """One untrusted Python process holding the student's solution: in a sandbox of the
+    submission's box (``wrap``, see box.untrusted_process_wrapper), or unsandboxed
+    with limits when ``wrap`` is None."""
+
+    def __init__(self, limits: Limits, wrap: Callable | None = None):
+        self.limits = limits
+        self.directory = box.private_directory("untrusted-")
+        request_read, self._request = os.pipe()
+        self._reply, reply_write = os.pipe()
+        rlimits = box.rlimits(limits.memory_bytes, limits.file_bytes, int(limits.total_seconds) + 5)
+        self.process = None
+        script = self.directory / "untrusted.py"
+        shutil.copyfile(untrusted.__file__, script)
+        if wrap is None:
+            self.process = subprocess.Popen(
+                box.prlimit(rlimits) + [sys.executable, "-I", str(script), str(request_read), str(reply_write)],
+                pass_fds=(request_read, reply_write), cwd=self.directory,
+                env=dict(filesystem.environment(home=str(self.directory)), TMPDIR=str(self.directory)),
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                start_new_session=True,
+                preexec_fn=None if box.PRLIMIT else lambda: zygote.set_rlimits(rlimits))
+        else:
+            self._start_sandboxed(wrap, script, rlimits, request_read, reply_write)
+        os.close(request_read)
+        os.close(reply_write)
+        self._next_id = 0
+        self.deadline = time.monotonic() + limits.load_seconds
+
+    def _start_sandboxed(self, wrap: Callable, script: Path, rlimits: dict, request_read: int,
+                         reply_write: int) -> None:
+        box, environment = wrap.box, filesystem.environment()
+        launch = wrap(self.directory, script)
+        try:
+            if wrap.warm:  # forked into the sandbox by the verdict zygote
+                try:
+                    self.process = _verdict_zygote().spawn(
+                        launch.argv, dict(box.warm_request(rlimits), cwd=filesystem.WORKDIR, env=environment,
+                                          quiet=True),
+                        fds=(request_read, reply_write), bwrap_fds=tuple(launch.fds))
+                except (zygote.SpawnError, OSError) as problem:
+                    logging.getLogger(__name__).warning(
+                        "Warm start of the verdict process failed (%s); starting it cold", problem)
+            if self.process is None:
+                # the limits by prlimit: no preexec_fn, so it is safe from the verdict thread
+                argv = launch.argv + box.command(rlimits) + [
+                    filesystem.PYTHON, "-I", f"{filesystem.VERDICT_DIR}/{script.name}", str(request_read),
+                    str(reply_write)]
+                self.process = subprocess.Popen(
+                    argv, pass_fds=(request_read, reply_write, *launch.fds), cwd=self.directory,
+                    env=environment, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL, start_new_session=True)
+        finally:
+            launch.close()
+
+    # -------------------------------------------------------------- talking to it
+    def _wait(self, fd: int, event: int) -> None:
+        with selectors.DefaultSelector() as selector:
+            selector.register(fd, event)
+            remaining = self.deadline - time.monotonic()
+            if remaining <= 0 or not selector.select(remaining):
+                self.close()
+                raise Timeout()
+
+    def _send(self, data: bytes) -> None:
+        view = memoryview(data)
+        os.set_blocking(self._request, False)
+        while view:
+            self._wait(self._request, selectors.EVENT_WRITE)
+            try:
+                view = view[os.write(self._request, view):]
+            except BrokenPipeError:
+                self._ended()
+
+    def _receive(self, count: int) -> bytes:
+        chunks, remaining = [], count
+        while remaining:
+            self._wait(self._reply, selectors.EVENT_READ)
+            chunk = os.read(self._reply, min(remaining, 1 << 20))
+            if not chunk:
+                self._ended()
+            chunks.append(chunk)
+            remaining -= len(chunk)
+        return b"".join(chunks)
+
+    def _ended(self):
+        try:
+            self.process.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            pass
+        code = self.process.returncode
+        self.close()
+        raise ProcessEnded(describe_exit(code, self.limits))
+
+    def request(self, header: dict, arrays: tuple[np.ndarray, ...] = (),
+                running: Callable[[int], None] | None = None) -> tuple[dict, list[bytes]]:
+        """Send a request, return its reply; ``running`` is told which cell the process is
+        running (a load request)."""
+        self._next_id += 1
+        self._send(untrusted.frame_bytes(dict(header, id=self._next_id), arrays))
+        while True:  # replies to earlier (abandoned) requests cannot come: each gets its own process
+            try:
+                reply, blobs = untrusted.read_frame(self._receive)
+            except ValueError:
+                self.close()
+                raise ProcessEnded("sent a malformed reply") from None
+            if reply.get("id") != self._next_id:
+                continue
+            if "running" in reply:
+                if running is not None and isinstance(reply["running"], int):
+                    running(reply["running"])
+                continue
+            return reply, blobs
+
+    def close(self) -> None:
+        """Kill the process and everything it started (its session), remove its directory."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.process.pid, signal.SIGKILL)  # the session outlives its leader
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            self.process.kill()
+        try:
+            self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+        for fd in (self._request, self._reply):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self._request = self._reply = -1
+        shutil.rmtree(self.directory, ignore_errors=True)

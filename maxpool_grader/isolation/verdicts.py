@@ -1,0 +1,239 @@
+"""The out-of-process verdict: the student's code runs in a fresh, limited process; the
+comparison with the reference and the score are computed here, in the grader.
+
+Nothing the student's code does can reach this process: it runs the notebook's code
+cells in ``untrusted.py`` (process.py), receives each test input as ``.npy`` bytes and
+sends back the numbers its function returned, which are read without unpickling. The
+reports are built by the same code as in the notebook (exercise/explain.py), so a
+student reads the same message whichever side found the mistake.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import time
+from dataclasses import dataclass, field, replace
+from typing import Callable
+
+# imported here, not in as_python: verdicts run in a thread, and an import racing the
+# main thread's imports can fail with KeyError (seen: KeyError 'IPython')
+from IPython.core.inputtransformer2 import TransformerManager
+
+from ..exercise.checks import GRADED_CHECKS, GradedCheck
+from ..exercise.diagnosis import compile_problems, explain_missing
+from ..exercise.explain import explain, passed_message, report
+from ..exercise.search import graded_failure
+from ..exercise.student_call import StudentError
+from ..names import FUNCTION
+from .process import Limits, ProcessEnded, SolutionProcess, Timeout
+from .remote import Cell, RemoteFunction, _cell_error, notebook_cells
+from .shortcuts import find_shortcuts, shortcut_message
+
+
+class VerdictKind(str, enum.Enum):
+    """Why a test passed or failed (kept as its value in the graded notebook, for the report)."""
+
+    PASSED = "passed"
+    WRONG = "wrong"  # a wrong dx, or the function raised
+    TIMEOUT = "timeout"
+    CRASH = "crash"  # the process running the student's code ended
+    NOT_DEFINED = "not defined"  # the cells gave no max_pool_backward
+    SHORTCUT = "shortcut"  # an autograd library or the grader's code
+    GRADER_ERROR = "grader error"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    grade_id: str
+    passed: bool
+    message: str  # the report (failed) or the "Passed: ..." line
+    kind: str = VerdictKind.PASSED.value  # a VerdictKind: why it failed, for the class report
+    bugs: tuple[str, ...] = ()  # the catalogue mistakes its report names as likely
+
+
+@dataclass
+class _Session:
+    """The untrusted process of one notebook's verdicts, restarted after a timeout or crash."""
+
+    cells: list[Cell]
+    limits: Limits
+    wrap: Callable | None
+    started: float = field(default_factory=time.monotonic)
+    process: SolutionProcess | None = None
+    function: RemoteFunction | None = None
+    load_failure: str = VerdictKind.NOT_DEFINED.value  # or TIMEOUT, CRASH
+    skipped: dict[int, str] = field(default_factory=dict)  # student cells left out: why
+    notes: list[str] = field(default_factory=list)  # what went wrong running the cells
+
+    def budget_left(self) -> float:
+        return self.limits.total_seconds - (time.monotonic() - self.started)
+
+    def load(self) -> str | None:
+        """Start a process and run the notebook's cells in it; None when max_pool_backward
+        is ready, else why not (for the student). A cell the student added that does not
+        finish or ends the process is left out, and the cells run again without it (a
+        kernel would interrupt it and go on)."""
+        while True:
+            problem = self._load_once()
+            if problem is not _AGAIN:
+                return problem
+
+    def _load_once(self):
+        self.close()
+        self.process = SolutionProcess(self.limits, self.wrap)
+        self.process.deadline = time.monotonic() + min(self.limits.load_seconds, max(self.budget_left(), 0))
+        running: list[int] = []
+        request = {"op": "load", "cells": [cell.source for cell in self.cells], "skip": sorted(self.skipped)}
+        try:
+            reply, _ = self.process.request(request, running=running.append)
+        except (Timeout, ProcessEnded) as stopped:
+            cell = running[-1] if running else None
+            timeout = isinstance(stopped, Timeout)
+            if (cell is not None and self.cells[cell].kind == "student" and cell not in self.skipped
+                    and self.budget_left() > 0):
+                self.skipped[cell] = (f"did not finish within {self.limits.load_seconds:g} s" if timeout
+                                      else str(stopped))
+                return _AGAIN
+            self.load_failure = (VerdictKind.TIMEOUT if timeout else VerdictKind.CRASH).value
+            if timeout:
+                return (f"Your solution cell did not finish running within {self.limits.load_seconds:g} s "
+                        f"(is there an endless loop outside the function?), so {FUNCTION} could not be "
+                        "tested.")
+            return (f"Running your solution cell {stopped} before {FUNCTION} was defined, so it could "
+                    "not be tested.")
+        self.load_failure = VerdictKind.NOT_DEFINED.value
+        errors = reply.get("cell_errors") if isinstance(reply.get("cell_errors"), list) else []
+        self.notes = [f"{self.cells[cell].describe(capital=True)} {why}, so it was left out."
+                      for cell, why in sorted(self.skipped.items())]
+        self.notes += [_cell_error(error, self.cells) for error in errors if isinstance(error, dict)]
+        if reply.get("missing"):
+            return self._with_notes(explain_missing([cell.source for cell in self.cells
+                                                     if cell.kind != "provided"]))
+        if "not_callable" in reply:
+            return self._with_notes(f"{FUNCTION} is not a function (it is {str(reply['not_callable'])[:100]}).")
+        self.function = RemoteFunction(self.process, reply.get("parameters"), self.cells)
+        return None
+
+    def source(self) -> str:
+        """The student's code (not the provided cells), for the diagnosis."""
+        return "\n\n".join(cell.source for cell in self.cells if cell.kind != "provided")
+
+    def _with_notes(self, text: str) -> str:
+        """``text`` and what went wrong when the notebook's cells ran."""
+        if not self.notes:
+            return text
+        return (text + "\n\nWhen the grader ran your notebook's cells from the top (as a fresh kernel "
+                "does):\n" + "\n".join(f"- {note}" for note in self.notes)).lstrip("\n")
+
+    def close(self) -> None:
+        if self.process is not None:
+            self.process.close()
+        self.process = self.function = None
+
+
+_AGAIN = object()  # _Session._load_once: run the cells again, without the one that stopped
+
+
+def _stopped(check: GradedCheck, limits: Limits, what: str, failure: BaseException,
+             seconds: float) -> str:
+    if isinstance(failure, Timeout):
+        # the limit that stopped it, in words that do not depend on how busy the machine was
+        limit = (f"within {limits.check_seconds:g} s" if seconds >= limits.check_seconds else
+                 f"before the {limits.total_seconds:g} s for all tests of one notebook ran out")
+        body = (f"{FUNCTION} did not return {limit} on {what} (an endless loop, or "
+                f"far too slow: a correct solution needs well under a second).")
+    else:
+        body = f"The process running {FUNCTION} {failure} while it was running on {what}."
+    return report(check, body + " The test gives no points when it cannot finish.")
+
+
+def verdict_of(check: GradedCheck, session: _Session) -> Verdict:
+    """Run one check against the remote function, within its time limits."""
+    limits = session.limits
+    if session.budget_left() <= 0:
+        return Verdict(check.grade_id, False, report(check, (
+            f"Not run: your function used up the {limits.total_seconds:g} s that grading one "
+            "notebook may take (see the tests above that timed out).")), VerdictKind.TIMEOUT.value)
+    if session.function is None:
+        problem = session.load()
+        if problem:
+            return Verdict(check.grade_id, False, report(check, problem), session.load_failure)
+    process, function = session.process, session.function
+    seconds = min(limits.check_seconds, session.budget_left())
+    process.deadline = time.monotonic() + seconds
+    try:
+        failed = graded_failure(check, function, [])
+    except (Timeout, ProcessEnded) as failure:
+        session.close()
+        return Verdict(check.grade_id, False, _stopped(check, limits, "this test's inputs", failure, seconds),
+                       (VerdictKind.TIMEOUT if isinstance(failure, Timeout) else VerdictKind.CRASH).value)
+    if failed is None:
+        return Verdict(check.grade_id, True, passed_message(check))
+    if isinstance(failed, str):
+        return Verdict(check.grade_id, False, report(check, failed), VerdictKind.WRONG.value)
+    process.deadline = time.monotonic() + min(limits.search_seconds, max(session.budget_left(), 0))
+    named: list[str] = []
+    # what went wrong running the cells matters when a name is missing (the cell that should
+    # have defined it may have stopped early); else the notebook's own outputs show it
+    missing_name = isinstance(failed.error, StudentError) and type(failed.error.exception) is NameError
+    after = session._with_notes("") if missing_name else ""
+    try:
+        message = explain(check, function, failed, named, after=after, source=session.source())
+    except (Timeout, ProcessEnded):  # the search for a smaller input ran out: report the graded one
+        session.close()
+        named.clear()
+        message = explain(check, None, failed, named, after=after, source=session.source())
+    return Verdict(check.grade_id, False, message, VerdictKind.WRONG.value, tuple(named))
+
+
+def as_python(source: str) -> str:
+    """The cell as the kernel runs it: IPython syntax (``%magic``, ``!command``) turned into
+    ``get_ipython()`` calls, line for line. Source that IPython cannot transform is kept."""
+    try:
+        return TransformerManager().transform_cell(source)
+    except Exception:  # noqa: BLE001  a syntax problem: compile_problems explains it
+        return source
+
+
+def verdicts(solution: str | list[Cell], helpers: str = "", grade_ids=None, limits: Limits | None = None,
+             wrap: Callable | None = None) -> dict[str, Verdict]:
+    """The out-of-process verdict of each graded check on the notebook's code: ``solution``
+    is its code cells up to the tests, in order (``Cell``), or the solution cell's source
+    alone (run after the provided ``helpers`` cell)."""
+    cells = notebook_cells(solution, helpers) if isinstance(solution, str) else list(solution)
+    cells = [replace(cell, source=as_python(cell.source)) for cell in cells]
+    checks = [GRADED_CHECKS[grade_id] for grade_id in (grade_ids or GRADED_CHECKS)]
+
+    def everywhere(body: str, kind: str) -> dict[str, Verdict]:
+        return {check.grade_id: Verdict(check.grade_id, False, report(check, body), kind) for check in checks}
+
+    shortcuts = [replace(shortcut, cell="" if cell.kind == "solution" else cell.describe())
+                 for cell in cells if cell.kind != "provided" for shortcut in find_shortcuts(cell.source)]
+    if shortcuts:
+        return everywhere(shortcut_message(shortcuts), VerdictKind.SHORTCUT.value)
+    solution_cell = next((cell.source for cell in cells if cell.kind == "solution"), "")
+    if compile_problems(solution_cell):
+        return everywhere(explain_missing([solution_cell]), VerdictKind.NOT_DEFINED.value)
+    session = _Session(cells, limits or Limits(), wrap)
+    try:
+        problem = session.load()
+        if problem:
+            return everywhere(problem, session.load_failure)
+        return {check.grade_id: _guarded(check, session) for check in checks}
+    finally:
+        session.close()
+
+
+def _guarded(check: GradedCheck, session: _Session) -> Verdict:
+    """verdict_of, except that a failure of the grader's own code on strange output fails
+    the test with a message (and a loud log line) instead of losing the submission."""
+    try:
+        return verdict_of(check, session)
+    except Exception as problem:  # noqa: BLE001
+        logging.getLogger(__name__).error("grader error in %s: %r", check.grade_id, problem, exc_info=True)
+        session.close()
+        return Verdict(check.grade_id, False, report(check, (
+            f"The grader could not evaluate what your function returned ({type(problem).__name__}: "
+            f"{str(problem)[:200]}). Make sure it returns a float array of x's shape; if it does, "
+            "tell your instructor.")), VerdictKind.GRADER_ERROR.value)

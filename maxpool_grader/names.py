@@ -1,0 +1,31 @@
+"""The course's names, in one place: the assignment, its notebook's cells, the function
+students write, and the keys and tags the grader leaves in graded notebooks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+PACKAGE_DIR = Path(__file__).resolve().parent  # the grader package, all of it
+
+ASSIGNMENT = "max_pool_backward"  # the assignment id, and its one notebook's name
+FUNCTION = "max_pool_backward"  # what the students implement
+SOLUTION_CELL = "max_pool_backward"  # grade ids of the notebook's cells
+PART_A_CELL = "part_a_derivation"
+
+NOTES_KEY = "maxpool_grader_notes"  # notebook metadata: the grader's notes for the student
+REPORT_KEY = "maxpool_grader"  # cell metadata: a test's out-of-process verdict (passed, kind, bugs)
+RUBRIC_TAG = "maxpool-part-a-rubric"  # cell tags (and ids) of the cells the grader adds
+MODEL_ANSWER_TAG = "maxpool-part-a-model-answer"
+NOTES_TAG = "grader-notes"
+
+
+def package_files() -> list[Path]:
+    """Every file of the grader that can change a grade or a page: code and templates, in a
+    fixed order (what the digests of operations/state.py and operations/cluster_worker.py hash)."""
+    return sorted(path for path in PACKAGE_DIR.rglob("*")
+                  if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc")
+
+
+def grade_id(cell) -> str | None:
+    """A cell's nbgrader grade id, or None (a cell the student added has no nbgrader metadata)."""
+    return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")

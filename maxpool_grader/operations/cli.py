@@ -1,0 +1,147 @@
+"""``maxpool-grader``: the instructor's commands for the course.
+
+* ``grade`` (run in the course directory) regenerates the release when the source
+  notebook changed, autogrades the new or changed submissions of ``submitted/`` in
+  parallel with nbgrader's own autograde (grade.py), writes their feedback,
+  ``grades.csv`` and the class report, and prints each student's score per test cell.
+* ``roster`` imports the class list (roster.py).
+* ``collect-lms`` and ``export-lms`` bring a Canvas or Moodle zip in and the grades back
+  out (lms.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from ..names import ASSIGNMENT
+from .course import configured_db_url, nbgrader_environment, run_nbgrader
+from .grade import grade
+from .lms import LmsError
+from .roster import RosterError, import_roster
+from .similarity import THRESHOLD
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="maxpool-grader", description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    grading = commands.add_parser("grade", help="regenerate the release if the source changed, autograde new or "
+                                                "changed submissions in parallel, write feedback, grades.csv and "
+                                                "the class report")
+    grading.add_argument("--workers", type=int, default=None, help="grading processes (default: one per core)")
+    grading.add_argument("--force", action="store_true", help="regrade every submission, not only new or changed ones")
+    grading.add_argument("--cluster", metavar="ADDRESS", default=None,
+                         help="grade on the workers of a Dask scheduler, e.g. tcp://host:8786 (README: grading past "
+                              "one machine); feedback, CSV and report stay here")
+    grading.add_argument("--similarity-threshold", type=float, default=THRESHOLD, metavar="SHARE",
+                         help="list pairs of submissions in the report when at least this share (0-1) of one side's "
+                              f"own code is also in the other (default {THRESHOLD})")
+    roster = commands.add_parser("roster", help="import a roster CSV (id, first name, last name, email) into the "
+                                                "gradebook's students")
+    roster.add_argument("csv", type=Path, help="the roster file")
+    collect = commands.add_parser("collect-lms", help="put a Canvas or Moodle 'download all submissions' zip into "
+                                                      "submitted/ (students from roster.csv; late flags and times "
+                                                      "become nbgrader timestamps)")
+    collect.add_argument("zip", type=Path, help="the zip the LMS gave")
+    collect.add_argument("--due", default=None, help="the due date, e.g. '2026-11-20 23:59' (UTC) or "
+                                                     "2026-11-20T23:59+01:00; stored in the gradebook for the late "
+                                                     "penalty")
+    collect.add_argument("--zip-timezone", default="UTC",
+                         help="the time zone of the zip's file times (default UTC), e.g. Europe/Berlin")
+    export = commands.add_parser("export-lms", help="write canvas_grades.csv (Canvas gradebook import) and "
+                                                    "lms_grades.csv (every number)")
+    export.add_argument("--out-dir", type=Path, default=None, help="where to write them (default: the course)")
+    export.add_argument("--canvas-column", default=None,
+                        help="the Canvas assignment column, as Canvas exports it: 'Name (assignment id)'")
+    for command in (grading, roster, collect, export):
+        command.add_argument("--course-dir", type=Path, default=Path.cwd(),
+                             help="the nbgrader course directory (default: the current directory)")
+        command.add_argument("--db", metavar="URL", default=None,
+                             help="gradebook URL, e.g. postgresql://user@host/db (default: nbgrader_config.py's "
+                                  "CourseDirectory.db_url, else gradebook.db)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if not (args.course_dir / "nbgrader_config.py").is_file():
+        parser.error(f"{args.course_dir.resolve()} has no nbgrader_config.py: "
+                     "run this in the course directory or pass --course-dir")
+    if args.command == "grade":
+        if args.workers is not None and args.workers < 1:
+            parser.error("--workers must be at least 1")
+        if not 0 < args.similarity_threshold <= 1:
+            parser.error("--similarity-threshold must be a share between 0 and 1, e.g. 0.8")
+        return grade(args.course_dir, workers=args.workers, force=args.force, db_url=args.db,
+                     similarity_threshold=args.similarity_threshold, cluster=args.cluster)
+    os.environ["PATH"] = nbgrader_environment()["PATH"]  # a new gradebook runs alembic
+    db_url = args.db or configured_db_url(args.course_dir)
+    command = {"roster": roster_command, "collect-lms": collect_lms, "export-lms": export_lms}[args.command]
+    try:
+        return command(args, db_url)
+    except (LmsError, RosterError) as problem:
+        parser.exit(2, f"maxpool-grader {args.command}: {problem}\n")
+
+
+def roster_command(args, db_url: str) -> int:
+    count = import_roster(args.csv, db_url)
+    print(f"{count} students imported from {args.csv} into {db_url}")
+    return 0
+
+
+def collect_lms(args, db_url: str) -> int:
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    from . import lms
+    try:
+        zone = ZoneInfo(args.zip_timezone)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise lms.LmsError(f"--zip-timezone {args.zip_timezone!r} is not a time zone "
+                           "(e.g. UTC, Europe/Berlin)") from None
+    due = lms.parse_due(args.due) if args.due else None
+    if due is not None:  # the gradebook needs the assignment before its due date can be set
+        result = run_nbgrader(args.course_dir, "generate_assignment", ASSIGNMENT, "--force",
+                              f"--CourseDirectory.db_url={db_url}")
+        if result.returncode != 0:
+            print(result.stdout[-4000:], file=sys.stderr)
+            return 1
+    found = lms.collect(args.zip, args.course_dir, db_url, due=due, zip_timezone=zone)
+    late = sorted(student for student, info in found.students.items() if info["late"])
+    print(f"{len(found.students)} students' submissions put in submitted/ from {args.zip.name}"
+          + (f"; late: {', '.join(late)}" if late else ""))
+    for message in found.messages:
+        print(f"  {message}")
+    if found.unmatched:
+        print(f"{len(found.unmatched)} file(s) match no student (copied to {lms.UNMATCHED}/{args.zip.stem}/; add the "
+              "student to roster.csv, or an lms_id column, and run collect-lms again):")
+        for line in found.unmatched:
+            print(f"  {line}")
+    if late and due is None:
+        print("Late submissions were found but no --due was given: no late penalty is applied.")
+    print("Next: maxpool-grader grade")
+    return 0
+
+
+def export_lms(args, db_url: str) -> int:
+    from . import lms
+    out_dir = args.out_dir or args.course_dir
+    result = lms.export(args.course_dir, db_url, out_dir, canvas_column=args.canvas_column)
+    print(f"{result['rows']} students: {out_dir / 'canvas_grades.csv'} (Canvas gradebook import), "
+          f"{out_dir / 'lms_grades.csv'} (every number)")
+    if result["ungraded"]:
+        print(f"Part A is not graded yet for {len(result['ungraded'])} student(s): {', '.join(result['ungraded'])}. "
+              "Their grade is left empty in canvas_grades.csv (part_a_graded = no in lms_grades.csv), so an "
+              "upload does not give them half a grade.")
+    if result["missing_lms_id"]:
+        missing = result["missing_lms_id"]
+        print(f"No LMS id for {len(missing)} student(s) ({', '.join(missing[:10])}{' ...' if len(missing) > 10 else ''}"
+              "): Canvas matches them by SIS User ID (the student id) only. Add an lms_id column to roster.csv, or "
+              "collect their work with collect-lms.")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,158 @@
+"""``maxpool-grader grade`` as named steps: the release, the machine's state, the roster,
+autograding (the local pool or a Dask cluster), feedback, ``grades.csv``, the report and
+the score table. It fails only when grading itself broke, never because of what a
+student wrote (130 after Ctrl-C: run it again to finish)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..isolation import box, cgroups
+from ..names import ASSIGNMENT
+from . import parallel, report, similarity, state
+from .course import configured_db_url, run_nbgrader
+from .roster import RosterError, import_roster
+from .table import format_table, score_table
+
+ROSTER = "roster.csv"  # imported by grade when the course has one
+
+
+class Broke(Exception):
+    """Grading itself broke (not a student's code): the exit status and what to show."""
+
+    def __init__(self, status: int, text: str = ""):
+        super().__init__(text)
+        self.status = status
+
+
+@dataclass
+class GradingRun:
+    course: Path
+    db_url: str
+    workers: int
+    force: bool = False
+    cluster: str | None = None
+    similarity_threshold: float = similarity.THRESHOLD
+    assignment: str = ASSIGNMENT
+    state: dict = field(default_factory=dict)
+    timings: dict = field(default_factory=dict)
+
+    @property
+    def db_option(self) -> str:
+        return f"--CourseDirectory.db_url={self.db_url}"
+
+    def release(self) -> None:
+        """Regenerate release/ when the source folder or the gradebook changed."""
+        self.state = state.load_state(self.course)
+        source = self.course / "source" / self.assignment
+        digest = state.folder_digest(source) if source.is_dir() else None
+        released = self.course / "release" / self.assignment / f"{self.assignment}.ipynb"
+        if digest is not None and self.state.get("source") == digest and self.state.get("db_url") == self.db_url \
+                and released.exists():
+            print("release is current (source notebook unchanged)")
+            return
+        result = run_nbgrader(self.course, "generate_assignment", self.assignment, "--force", self.db_option)
+        if result.returncode != 0:
+            raise Broke(1, result.stdout[-4000:])
+        self.state = {"source": digest, "db_url": self.db_url}
+        state.save_state(self.course, self.state)
+
+    def prepare(self) -> None:
+        """What earlier runs left, a loud banner when the box is not whole, the roster's names."""
+        box.sweep_private_root()  # what killed workers of earlier runs left behind
+        cgroups.sweep_all()
+        if not box.bwrap_works():
+            print(f"\n!!! {box.without_sandbox_warning()} !!!\n", file=sys.stderr)
+        elif not cgroups.available():
+            print(f"\n!!! {box.without_cgroup_warning()} !!!\n", file=sys.stderr)
+        if (self.course / ROSTER).is_file():  # names for formgrader, grades.csv and the report
+            try:
+                print(f"roster: {import_roster(self.course / ROSTER, self.db_url)} students from {ROSTER}")
+            except RosterError as problem:
+                print(f"roster not imported: {problem}", file=sys.stderr)
+
+    def autograde(self) -> tuple[parallel.BatchResult, list[str]]:
+        """Grade what changed; returns the batch and the students already up to date."""
+        grader = state.grader_digest(self.course, self.db_url, self.assignment)
+        todo, current = state.students_to_grade(self.course, self.state, grader, self.force, self.assignment)
+        if self.state.get("grader") != grader:
+            self.state.update(grader=grader, submissions={})
+        print(f"{len(todo)} submission(s) to grade with {self.workers} worker(s), {len(current)} up to date")
+
+        def done(item: dict) -> None:  # saved before it is shown as done
+            if item["success"]:
+                self.state["submissions"][item["student"]] = state.submission_digest(
+                    self.course, item["student"], self.assignment)
+                state.save_state(self.course, self.state)
+
+        started = time.monotonic()
+        batch = self._run_batch(todo, done)
+        self.timings.update(autograde_seconds=time.monotonic() - started, graded=len(batch.finished))
+        recorded = [item["record_seconds"] for item in batch.finished if "record_seconds" in item]
+        if recorded:  # --cluster: the coordinator's gradebook writes
+            self.timings["record_seconds_mean"] = sum(recorded) / len(recorded)
+        cgroups.sweep_all()  # the workers have ended: their submissions' cgroups go too
+        for item in batch.failed:
+            print(f"\nGrading {item['student']} broke:\n{item['log']}", file=sys.stderr)
+        if batch.interrupted:
+            raise Broke(130, f"\nInterrupted: {len(batch.finished)} graded, {len(todo) - len(batch.finished)} left. "
+                             "Run the command again to grade the rest.")
+        return batch, current
+
+    def _run_batch(self, todo: list[str], done) -> parallel.BatchResult:
+        if not self.cluster:
+            return parallel.run_batch(self.course, self.db_url, todo, self.workers, parallel.autograde_job,
+                                      "autograde", done, self.assignment)
+        from . import cluster
+        try:
+            return cluster.run_batch(self.course, self.db_url, todo, self.cluster, done, self.assignment)
+        except cluster.WorkerRefused as problem:
+            raise Broke(1, f"\nNot graded: {problem}") from None
+
+    def feedback(self, batch: parallel.BatchResult, current: list[str]) -> parallel.BatchResult:
+        """Feedback of what was graded now, and of anyone graded earlier who has none."""
+        missing = [student for student in current if not (
+            self.course / "feedback" / student / self.assignment / f"{self.assignment}.html").exists()]
+        students = [item["student"] for item in batch.finished if item["success"]] + missing
+        return parallel.run_batch(self.course, self.db_url, students, self.workers, parallel.feedback_job,
+                                  "feedback", None, self.assignment)
+
+    def export(self) -> bool:
+        result = run_nbgrader(self.course, "export", "--to", str(self.course / "grades.csv"), self.db_option)
+        if result.returncode != 0:
+            print(result.stdout[-4000:], file=sys.stderr)
+        return result.returncode == 0
+
+    def summary(self, report_path: Path) -> None:
+        cells, scores = score_table(self.db_url, self.assignment)
+        print()
+        print(format_table(cells, scores))
+        print(f"\nClass report: {report_path}\nGrades: {self.course / 'grades.csv'}")
+
+
+def grade(course: Path, *, workers: int | None = None, force: bool = False, db_url: str | None = None,
+          assignment: str = ASSIGNMENT, similarity_threshold: float = similarity.THRESHOLD,
+          cluster: str | None = None) -> int:
+    """Grade the class; 0 unless grading itself broke (a student's code never makes it fail)."""
+    course = course.resolve()
+    run = GradingRun(course, db_url or configured_db_url(course), workers or os.cpu_count() or 1, force, cluster,
+                     similarity_threshold, assignment)
+    started = time.monotonic()
+    try:
+        run.release()
+        run.prepare()
+        batch, current = run.autograde()
+    except Broke as broke:
+        print(str(broke), file=sys.stderr)
+        return broke.status
+    feedback = run.feedback(batch, current)
+    exported = run.export()
+    paths = report.write_report(course, run.db_url, assignment, similarity_threshold)
+    run.timings["total_seconds"] = time.monotonic() - started
+    state.save_timings(course, run.timings)
+    run.summary(paths["html"])
+    return 1 if batch.failed or feedback.failed or not exported else 0

@@ -1,0 +1,103 @@
+"""Shared helpers of the tests: the repository's paths, real nbgrader and maxpool-grader
+commands in a throw-away copy of the course, gradebook readers. (Fixtures are in
+conftest.py.)"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from maxpool_grader.names import ASSIGNMENT
+
+ROOT = Path(__file__).resolve().parent.parent
+SOURCE_NOTEBOOK = ROOT / "source" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+RELEASE_NOTEBOOK = ROOT / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+BIN = Path(sys.executable).parent
+
+
+def nbgrader(cwd: Path, *args: str, check: bool = True, env: dict | None = None) -> subprocess.CompletedProcess:
+    """Run a real ``nbgrader`` command with the test interpreter's bin/ on PATH (for alembic);
+    ``env`` adds variables (a TMPDIR of the test's own, say)."""
+    env = dict(os.environ, PATH=os.pathsep.join([str(BIN), os.environ.get("PATH", "")]), **(env or {}))
+    result = subprocess.run([str(BIN / "nbgrader"), *args], cwd=cwd, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=900)
+    if check and result.returncode != 0:
+        raise AssertionError(f"nbgrader {' '.join(args)} failed ({result.returncode}):\n{result.stdout}")
+    return result
+
+
+def copy_course(target: Path, *, with_submissions: bool = True, students: list[str] | None = None) -> Path:
+    """The course as an instructor clones it: config, source notebook, sample class (or only
+    ``students`` of it: a small class grades in seconds)."""
+    target.mkdir(parents=True, exist_ok=True)
+    shutil.copy(ROOT / "nbgrader_config.py", target)
+    shutil.copytree(ROOT / "source", target / "source")
+    (target / "exchange").mkdir(exist_ok=True)  # the course-local exchange (exchange/.gitkeep in git)
+    if with_submissions:
+        for student in students or sorted(p.name for p in (ROOT / "submitted").iterdir() if p.is_dir()):
+            shutil.copytree(ROOT / "submitted" / student, target / "submitted" / student)
+    return target
+
+
+STUDENTS = sorted(p.name for p in (ROOT / "submitted").iterdir() if p.is_dir())  # the sample class
+EXTRA = ["fault_infinite_loop", "fault_os_exit", "attack_imports_torch", "fault_missing_notebook"]  # from corpus
+
+
+def grade_command(course: Path, *args: str, env: dict | None = None, **kwargs) -> subprocess.CompletedProcess:
+    """`maxpool-grader grade` on ``course``, as an instructor runs it."""
+    env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"} | (env or {})
+    return subprocess.run([str(BIN / "maxpool-grader"), "grade", "--course-dir", str(course), *args],
+                          env=env, text=True, capture_output=True, timeout=1200, **kwargs)
+
+
+def all_grades(db_url: str) -> dict[tuple[str, str], float | None]:
+    """(student, grade id) -> score (None: needs a manual grade), every cell of every submission."""
+    from nbgrader.api import Gradebook
+    with Gradebook(db_url) as gradebook:
+        grades = {}
+        for student in gradebook.students:
+            submission = gradebook.find_submission(ASSIGNMENT, student.id)
+            for notebook in submission.notebooks:
+                for grade in notebook.grades:
+                    grades[student.id, grade.name] = None if grade.needs_manual_grade else grade.score
+        return grades
+
+
+def sqlite(course: Path) -> str:
+    return f"sqlite:///{course / 'gradebook.db'}"
+
+
+POSTGRES_HELP = "these tests need Debian's PostgreSQL server: apt-get install postgresql"
+
+
+def as_postgres(*command: str) -> None:
+    prefix = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+    subprocess.run(prefix + list(command), check=True, capture_output=True, timeout=120)
+
+
+def free_port() -> int:
+    import socket
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+KILL_MATRIX = pytest.StashKey[str]()
+
+
+def flat(text: str) -> str:
+    """``text`` with every run of whitespace made one space: feedback wraps its prose lines."""
+    return " ".join(text.split())
+
+
+def cmdline(pid: str) -> str:
+    """A process's command line, arguments joined by spaces ("" once it is gone)."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
