@@ -5,12 +5,14 @@ code does not count, and independent solutions are not flagged."""
 from __future__ import annotations
 
 import json
+import os
 import re
+from pathlib import Path
 
 import nbformat
 import pytest
 from corpus import notebook_with
-from helpers import ASSIGNMENT, copy_course, grade_command
+from helpers import ASSIGNMENT, ROOT, copy_course, grade_command
 from make_sample_class import LOOP_CORRECT
 
 from maxpool_grader.operations.similarity import release_code, similar_pairs, student_code
@@ -107,3 +109,23 @@ def test_the_class_report_lists_the_pair_side_by_side(tmp_path):
     view = re.search(r"<summary>copy_disguised and copy_original.*?</details>", page, re.S)
     assert view and view[0].count("<mark>") >= 2
 
+
+@pytest.mark.integration
+def test_the_same_class_gets_the_same_scores_in_every_process():
+    """copydetect hashes k-grams with Python's hash(), which is salted per process: the
+    report must not say 94% in one run and 93% in the next."""
+    import subprocess
+    import sys
+    program = ("import json, sys; sys.path[:0] = sys.argv[1:]\n"
+               "from make_sample_class import LOOP_CORRECT, VECTORIZED_CORRECT\n"
+               "from test_similarity import DISGUISED, ORIGINAL\n"
+               "from maxpool_grader.operations.similarity import similar_pairs\n"
+               "codes = {'original': ORIGINAL, 'disguised': DISGUISED, 'loop': LOOP_CORRECT,\n"
+               "         'vectorized': VECTORIZED_CORRECT, 'loop_again': LOOP_CORRECT.replace('dx', 'grad')}\n"
+               "print(json.dumps([pair.summary() for pair in similar_pairs(codes, [], 0.0)]))\n")
+    here = str(Path(__file__).resolve().parent)
+    runs = {subprocess.run([sys.executable, "-c", program, here, str(ROOT / "scripts")], check=True,
+                           capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": seed}).stdout
+            for seed in ("1", "2", "3", "4")}
+    assert len(runs) == 1, runs
+    assert json.loads(runs.pop())  # a threshold of 0 lists every pair that shares a fingerprint
