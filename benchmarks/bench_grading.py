@@ -30,9 +30,11 @@ import nbformat
 from nbclient import NotebookClient
 from nbgrader.api import Gradebook
 
+from maxpool_grader.exercise.checks import HIDDEN_CHECKS
+from maxpool_grader.names import ASSIGNMENT, PROVIDED_CELL, SOLUTION_CELL, grade_id
+
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
-ASSIGNMENT = "max_pool_backward"
 ENV = dict(os.environ, PATH=os.pathsep.join([str(BIN), os.environ.get("PATH", "")]))
 
 
@@ -64,15 +66,12 @@ def floor_seconds(repeats: int = 5) -> float:
     tests (what a submission cannot do without), start to shutdown; the median."""
     release = nbformat.read(ROOT / "autograded" / "loop_correct" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb",
                             as_version=4)
-    keep = [cell for cell in release.cells if cell.cell_type == "code" and (
-        cell.metadata.get("nbgrader", {}).get("grade_id", "") in ("provided_helpers", ASSIGNMENT)
-        or cell.metadata.get("nbgrader", {}).get("grade_id", "").startswith("hidden_"))]
+    keep = [cell for cell in release.cells if cell.cell_type == "code"
+            and grade_id(cell) in {PROVIDED_CELL, SOLUTION_CELL, *HIDDEN_CHECKS}]
     source = nbformat.read(ROOT / "source" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", as_version=4)
-    hidden = {c.metadata["nbgrader"]["grade_id"]: c.source for c in source.cells
-              if c.metadata.get("nbgrader", {}).get("grade_id", "").startswith("hidden_")}
+    hidden = {grade_id(c): c.source for c in source.cells if grade_id(c) in HIDDEN_CHECKS}
     for cell in keep:
-        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id", "")
-        cell.source = hidden.get(grade_id, cell.source)
+        cell.source = hidden.get(grade_id(cell), cell.source)
         cell.outputs = []
     notebook = nbformat.v4.new_notebook(cells=keep)
     times = []

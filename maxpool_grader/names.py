@@ -11,6 +11,7 @@ ASSIGNMENT = "max_pool_backward"  # the assignment id, and its one notebook's na
 FUNCTION = "max_pool_backward"  # what the students implement
 SOLUTION_CELL = "max_pool_backward"  # grade ids of the notebook's cells
 PART_A_CELL = "part_a_derivation"
+PROVIDED_CELL = "provided_helpers"  # the helpers every student gets, read-only
 
 NOTES_KEY = "maxpool_grader_notes"  # notebook metadata: the grader's notes for the student
 REPORT_KEY = "maxpool_grader"  # cell metadata: a test's out-of-process verdict (passed, kind, bugs)

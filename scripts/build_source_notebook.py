@@ -20,7 +20,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from maxpool_grader.exercise.checks import HIDDEN_CHECKS, VISIBLE_CHECKS
 from maxpool_grader.exercise.part_a import MODEL_ANSWER, PART_A_POINTS, RUBRIC, figure_png
-from maxpool_grader.names import grade_id
+from maxpool_grader.names import PROVIDED_CELL, grade_id
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = ROOT / "source" / "max_pool_backward" / "max_pool_backward.ipynb"
@@ -324,7 +324,7 @@ def build() -> nbformat.NotebookNode:
         new_markdown_cell(PART_A_ANSWER.strip(), metadata=nbgrader(
             "part_a_derivation", grade=True, solution=True, points=PART_A_POINTS)),
         md("part_b_explanation", PART_B),
-        code("provided_helpers", HELPERS),
+        code(PROVIDED_CELL, HELPERS),
         new_code_cell(SOLUTION.strip(), metadata=nbgrader("max_pool_backward", solution=True)),
         new_markdown_cell(TRY_IT.strip()),
         new_code_cell(TRY_IT_CODE.strip()),
