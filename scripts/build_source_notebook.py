@@ -77,7 +77,7 @@ $\\dfrac{{\\partial L}}{{\\partial f_{{kl}}}}$. Write your answer (Markdown and 
 """
 
 # The model answer and the rubric: in the solution region, which the release never has
-# (the feedback and the grader's view get them from maxpool_grader.part_a).
+# (the feedback and the grader's view get them from maxpool_grader.exercise.part_a).
 PART_A_ANSWER = "### BEGIN SOLUTION\n" + MODEL_ANSWER + "\n\n" + RUBRIC + "\n### END SOLUTION"
 
 PART_B = """

@@ -143,7 +143,7 @@ for target in [os.path.join(COURSE, "nbgrader_config.py")] \\
         print("could not write", target, problem)
 try:
     import importlib
-    reference = importlib.import_module("maxpool" + "_grader.reference")
+    reference = importlib.import_module("maxpool" + "_grader.exercise.reference")
     with open(reference.__file__, "a") as handle:
         handle.write("\\nmax_pool_backward = lambda d_output, x, *args: x * 0\\n")
 except Exception as problem:
@@ -210,7 +210,7 @@ ATTACKS = [
                solution("import torch\n\n\n" + SIGNATURE + "    return np.zeros(x.shape)\n"), ZERO,
                "your solution imports torch (PyTorch)"),
     Submission("attack_imports_grader", "imports the grader's reference under another name",
-               solution("from maxpool_grader.reference import max_pool_backward as reference\n\n\n"
+               solution("from maxpool_grader.exercise.reference import max_pool_backward as reference\n\n\n"
                         + SIGNATURE + "    return reference(d_output, x, pool_size, stride)\n"),
                ZERO, "imports maxpool_grader (the grader's own package)"),
 ]

@@ -117,7 +117,7 @@ def test_a_function_without_stride_is_named_as_such():
 
 
 def test_importing_the_grader_is_refused_even_when_hidden_from_reading():
-    sneaky = ("import importlib\nreference = importlib.import_module('maxpool' + '_grader.reference')\n"
+    sneaky = ("import importlib\nreference = importlib.import_module('maxpool' + '_grader.exercise.reference')\n"
               + SIGNATURE + "    return reference.max_pool_backward(d_output, x, pool_size, stride)\n")
     assert find_shortcuts(sneaky) == []
     found = verdicts("import numpy as np\n" + sneaky, grade_ids=["hidden_gradient_check"])

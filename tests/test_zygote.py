@@ -246,7 +246,7 @@ SOLUTIONS = {
     "exits": SIGNATURE + "    import os\n    os._exit(7)\n",
     "segfaults": SIGNATURE + "    import ctypes\n    ctypes.string_at(0)\n",
     "loops": SIGNATURE + "    while True:\n        pass\n",
-    "imports the grader": ("import importlib\nimportlib.import_module('maxpool' + '_grader.reference')\n"
+    "imports the grader": ("import importlib\nimportlib.import_module('maxpool' + '_grader.exercise.reference')\n"
                            + ZEROS),
     "reads the course": ZEROS.replace("    return", f"    open({str(ROOT / 'source')!r} + '/x').read()\n    return"),
 }
