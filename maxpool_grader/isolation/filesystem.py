@@ -121,6 +121,20 @@ def system_binds(kernel: bool) -> list[str]:
     return argv
 
 
+def kernel_search_path(*more: str) -> dict[str, str]:
+    """PYTHONPATH for the student's kernel and the kernel zygote it is forked from: the folder
+    that holds PACKAGE_DIR first, so the hidden test cells import the very package this
+    process grades with (the sandbox binds it read-only at its own path). Without it the
+    kernel's Python finds the package its environment knows, which is another folder when
+    the course carries its own copy and the virtual environment is another clone's: that
+    folder is not in the sandbox, and every hidden test cell failed to import."""
+    folder = str(PACKAGE_DIR.parent)
+    if folder in {os.path.realpath(path) for path in site.getsitepackages()}:
+        folder = ""  # an installed package: on the path already (and site-packages must not go first)
+    path = os.pathsep.join(part for part in (folder, *more) if part)
+    return {"PYTHONPATH": path} if path else {}
+
+
 def environment(home: str = HOME, **extra: str) -> dict[str, str]:
     """The whole environment of a sandboxed process: nothing of the grader's."""
     bin_dir = os.path.dirname(PYTHON)

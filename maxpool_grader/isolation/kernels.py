@@ -33,7 +33,7 @@ from traitlets import CaselessStrEnum, Type, default
 from zmq.utils.monitor import parse_monitor_message
 
 from .box import Box, Launch, private_directory, prlimit, rlimits, use_sandbox
-from .filesystem import KERNEL_DIR, PYTHON, WORKDIR, environment
+from .filesystem import KERNEL_DIR, PYTHON, WORKDIR, environment, kernel_search_path
 from .zygote import SpawnError, Zygote
 
 # What the grader takes from a kernel: a message at most MAX_MESSAGE_BYTES (a bigger one
@@ -176,7 +176,7 @@ class SandboxedKernelManager(AsyncKernelManager):
             command[0] = PYTHON
         # ipykernel exits when its parent's pid is gone, and the sandbox's pid namespace does
         # not show it; 1 means "no parent to watch" (the sandbox ends the kernel anyway)
-        kw["env"] = environment(JPY_PARENT_PID="1")
+        kw["env"] = environment(JPY_PARENT_PID="1", **kernel_search_path())
         kw["cwd"] = WORKDIR
         self._command = command
         return command, kw
@@ -288,7 +288,7 @@ def _kernel_zygote() -> Zygote:
         _the_kernel_zygote = Zygote(
             [PYTHON, "-m", "maxpool_grader.isolation.kernel_zygote"], cwd=str(directory),
             env=dict(environment(home=str(directory), JPY_PARENT_PID="1"), TMPDIR=str(directory),
-                     **{key: os.environ[key] for key in ("PYTHONPATH",) if key in os.environ}))
+                     **kernel_search_path(os.environ.get("PYTHONPATH", ""))))
     return _the_kernel_zygote
 
 

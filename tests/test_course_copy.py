@@ -1,0 +1,54 @@
+"""A course that carries its own copy of the grader package.
+
+The repository root is the course, so a course folder copied from a clone (a copy for a
+new term, a grader's scratch copy) holds ``maxpool_grader/`` too. nbgrader loads the
+course's configuration from that folder and imports the package from there, while the
+virtual environment may be another clone's, whose editable install points elsewhere.
+The student's kernel and the verdict must then use the package the grader itself runs,
+not the one the environment would find: a correct solution keeps full marks.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from helpers import ROOT, all_grades, copy_course, grade_command, nbgrader, sqlite
+
+from maxpool_grader.exercise.checks import GRADED_CHECKS
+from maxpool_grader.names import ASSIGNMENT
+
+pytestmark = pytest.mark.integration
+
+STUDENTS = ["loop_correct", "vectorized_correct"]
+
+
+def _course_with_its_own_package(target: Path) -> Path:
+    course = copy_course(target, students=STUDENTS)
+    shutil.copytree(ROOT / "maxpool_grader", course / "maxpool_grader",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    return course
+
+
+def _autograded_points(course: Path) -> dict[str, float]:
+    grades = all_grades(sqlite(course))
+    return {student: sum(grades[student, check] for check in GRADED_CHECKS) for student in STUDENTS}
+
+
+FULL_MARKS = sum(check.points for check in GRADED_CHECKS.values())
+
+
+@pytest.mark.parametrize("warm", [False, True], ids=["cold", "warm"])
+def test_plain_nbgrader_grades_with_the_course_s_own_package(tmp_path, warm):
+    course = _course_with_its_own_package(tmp_path / "course")
+    nbgrader(course, "generate_assignment", ASSIGNMENT, "--force")
+    nbgrader(course, "autograde", ASSIGNMENT, f"--SealedBox.warm_start={warm}")
+    assert _autograded_points(course) == {student: FULL_MARKS for student in STUDENTS}
+
+
+def test_the_class_command_grades_with_the_course_s_own_package(tmp_path):
+    course = _course_with_its_own_package(tmp_path / "course")
+    result = grade_command(course, cwd=course)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert _autograded_points(course) == {student: FULL_MARKS for student in STUDENTS}
