@@ -13,10 +13,13 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import nbformat
 import pytest
-from helpers import ROOT, all_grades, copy_course, grade_command, nbgrader, sqlite
+from corpus import notebook_with
+from helpers import RELEASE_NOTEBOOK, ROOT, all_grades, copy_course, grade_command, nbgrader, sqlite
+from make_sample_class import LOOP_CORRECT
 
-from maxpool_grader.exercise.checks import GRADED_CHECKS
+from maxpool_grader.exercise.checks import GRADED_CHECKS, HIDDEN_CHECKS
 from maxpool_grader.names import ASSIGNMENT
 
 pytestmark = pytest.mark.integration
@@ -37,14 +40,16 @@ def _autograded_points(course: Path) -> dict[str, float]:
 
 
 FULL_MARKS = sum(check.points for check in GRADED_CHECKS.values())
+IMPORT_FAILED = "the kernel could not import the grader package"
 
 
 @pytest.mark.parametrize("warm", [False, True], ids=["cold", "warm"])
 def test_plain_nbgrader_grades_with_the_course_s_own_package(tmp_path, warm):
     course = _course_with_its_own_package(tmp_path / "course")
     nbgrader(course, "generate_assignment", ASSIGNMENT, "--force")
-    nbgrader(course, "autograde", ASSIGNMENT, f"--SealedBox.warm_start={warm}")
+    result = nbgrader(course, "autograde", ASSIGNMENT, f"--SealedBox.warm_start={warm}")
     assert _autograded_points(course) == {student: FULL_MARKS for student in STUDENTS}
+    assert IMPORT_FAILED not in result.stdout
 
 
 def test_the_class_command_grades_with_the_course_s_own_package(tmp_path):
@@ -52,3 +57,20 @@ def test_the_class_command_grades_with_the_course_s_own_package(tmp_path):
     result = grade_command(course, cwd=course)
     assert result.returncode == 0, result.stdout + result.stderr
     assert _autograded_points(course) == {student: FULL_MARKS for student in STUDENTS}
+
+
+def test_a_test_cell_that_cannot_import_the_grader_is_reported_to_the_instructor(tmp_path):
+    """The failure above was silent: the cells scored 0 and nothing said why. Here a student
+    blocks the import in their own kernel (their function is right); the grade is theirs,
+    but the grading log names what happened."""
+    course = copy_course(tmp_path / "course", with_submissions=False)
+    blocked = 'import sys\nsys.modules["maxpool" + "_grader.checks"] = None\n' + LOOP_CORRECT
+    folder = course / "submitted" / "blocks_the_grader" / ASSIGNMENT
+    folder.mkdir(parents=True)
+    nbformat.write(notebook_with(nbformat.read(RELEASE_NOTEBOOK, as_version=4), blocked),
+                   folder / f"{ASSIGNMENT}.ipynb")
+    nbgrader(course, "generate_assignment", ASSIGNMENT, "--force")
+    result = nbgrader(course, "autograde", ASSIGNMENT)
+    grades = all_grades(sqlite(course))
+    assert {check: grades["blocks_the_grader", check] for check in HIDDEN_CHECKS} == dict.fromkeys(HIDDEN_CHECKS, 0)
+    assert result.stdout.count(IMPORT_FAILED) == len(HIDDEN_CHECKS)

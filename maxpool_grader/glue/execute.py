@@ -73,6 +73,12 @@ class SafeExecute(Execute):
             # kept in the autograded notebook for the class report
             cell.metadata[REPORT_KEY] = {"passed": verdict.passed, "kind": verdict.kind,
                                          "bugs": list(verdict.bugs)}
+            if verdict.passed and _failed_to_import_the_grader(cell):
+                self.log.error("%s: the kernel could not import the grader package in the test cell, "
+                               "which scores 0 although the out-of-process verdict passed. The student's "
+                               "code may have done this; if every submission shows it, the kernel does "
+                               "not see the package (README.md, 'Grading: what is guaranteed').",
+                               grade_id(cell))
             for output in cell.get("outputs", []):
                 if output.get("output_type") == "stream" and output.get("name") == "stderr":
                     output["name"] = "stdout"  # nbgrader gives 0 for any stderr output
@@ -165,6 +171,12 @@ class SafeExecute(Execute):
             return cell, resources
         finally:
             self.timeout = saved_timeout
+
+
+def _failed_to_import_the_grader(cell) -> bool:
+    return any(output.get("output_type") == "error"
+               and output.get("ename") in ("ModuleNotFoundError", "ImportError")
+               and "maxpool_grader" in str(output.get("evalue", "")) for output in cell.get("outputs", []))
 
 
 OUTPUT_CUT = "\n[... output cut: this cell printed too much ...]\n"
