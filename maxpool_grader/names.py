@@ -18,6 +18,9 @@ REPORT_KEY = "maxpool_grader"  # cell metadata: a test's out-of-process verdict 
 RUBRIC_TAG = "maxpool-part-a-rubric"  # cell tags (and ids) of the cells the grader adds
 MODEL_ANSWER_TAG = "maxpool-part-a-model-answer"
 NOTES_TAG = "grader-notes"
+# logged (at ERROR) for a test cell whose kernel could not import the package; the class
+# command looks for it in each submission's log
+KERNEL_IMPORT_FAILED = "the kernel could not import the grader package"
 
 
 def package_files() -> list[Path]:

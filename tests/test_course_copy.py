@@ -16,11 +16,11 @@ from pathlib import Path
 import nbformat
 import pytest
 from corpus import notebook_with
-from helpers import RELEASE_NOTEBOOK, ROOT, all_grades, copy_course, grade_command, nbgrader, sqlite
+from helpers import RELEASE_NOTEBOOK, ROOT, all_grades, copy_course, flat, grade_command, nbgrader, sqlite
 from make_sample_class import LOOP_CORRECT
 
 from maxpool_grader.exercise.checks import GRADED_CHECKS, HIDDEN_CHECKS
-from maxpool_grader.names import ASSIGNMENT
+from maxpool_grader.names import ASSIGNMENT, KERNEL_IMPORT_FAILED
 
 pytestmark = pytest.mark.integration
 
@@ -40,7 +40,6 @@ def _autograded_points(course: Path) -> dict[str, float]:
 
 
 FULL_MARKS = sum(check.points for check in GRADED_CHECKS.values())
-IMPORT_FAILED = "the kernel could not import the grader package"
 
 
 @pytest.mark.parametrize("warm", [False, True], ids=["cold", "warm"])
@@ -49,7 +48,7 @@ def test_plain_nbgrader_grades_with_the_course_s_own_package(tmp_path, warm):
     nbgrader(course, "generate_assignment", ASSIGNMENT, "--force")
     result = nbgrader(course, "autograde", ASSIGNMENT, f"--SealedBox.warm_start={warm}")
     assert _autograded_points(course) == {student: FULL_MARKS for student in STUDENTS}
-    assert IMPORT_FAILED not in result.stdout
+    assert KERNEL_IMPORT_FAILED not in result.stdout
 
 
 def test_the_class_command_grades_with_the_course_s_own_package(tmp_path):
@@ -57,20 +56,33 @@ def test_the_class_command_grades_with_the_course_s_own_package(tmp_path):
     result = grade_command(course, cwd=course)
     assert result.returncode == 0, result.stdout + result.stderr
     assert _autograded_points(course) == {student: FULL_MARKS for student in STUDENTS}
+    assert "could not import the grader" not in result.stderr
 
 
-def test_a_test_cell_that_cannot_import_the_grader_is_reported_to_the_instructor(tmp_path):
-    """The failure above was silent: the cells scored 0 and nothing said why. Here a student
-    blocks the import in their own kernel (their function is right); the grade is theirs,
-    but the grading log names what happened."""
-    course = copy_course(tmp_path / "course", with_submissions=False)
+def _blocking_student(course: Path) -> None:
     blocked = 'import sys\nsys.modules["maxpool" + "_grader.checks"] = None\n' + LOOP_CORRECT
     folder = course / "submitted" / "blocks_the_grader" / ASSIGNMENT
     folder.mkdir(parents=True)
     nbformat.write(notebook_with(nbformat.read(RELEASE_NOTEBOOK, as_version=4), blocked),
                    folder / f"{ASSIGNMENT}.ipynb")
+
+
+def test_a_test_cell_that_cannot_import_the_grader_is_reported_to_the_instructor(tmp_path):
+    """The failure above was silent: the cells scored 0 and nothing said why. Here a student
+    blocks the import in their own kernel (their function is right); the grade is theirs,
+    but plain nbgrader's log names each cell, and the class command warns once."""
+    course = copy_course(tmp_path / "course", with_submissions=False)
+    _blocking_student(course)
     nbgrader(course, "generate_assignment", ASSIGNMENT, "--force")
     result = nbgrader(course, "autograde", ASSIGNMENT)
     grades = all_grades(sqlite(course))
     assert {check: grades["blocks_the_grader", check] for check in HIDDEN_CHECKS} == dict.fromkeys(HIDDEN_CHECKS, 0)
-    assert result.stdout.count(IMPORT_FAILED) == len(HIDDEN_CHECKS)
+    assert result.stdout.count(KERNEL_IMPORT_FAILED) == len(HIDDEN_CHECKS)
+
+    course = copy_course(tmp_path / "class", students=["loop_correct"])
+    _blocking_student(course)
+    result = grade_command(course)
+    assert result.returncode == 0, result.stdout + result.stderr
+    warning = flat(result.stderr)
+    assert "Warning: in 1 of 2 submissions a test cell could not import the grader package" in warning
+    assert "scored 0 (blocks_the_grader)" in warning

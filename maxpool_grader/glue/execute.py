@@ -22,7 +22,7 @@ from traitlets import Float
 from ..isolation.box import disk_hit
 from ..isolation.kernels import RevivingChannel, kernel_manager
 from ..isolation.verdicts import Verdict
-from ..names import REPORT_KEY, grade_id
+from ..names import KERNEL_IMPORT_FAILED, REPORT_KEY, grade_id
 from .notes import add_note, show_notes
 from .sealed_box import SealedBox, box_for
 from .verdicts import _error_output
@@ -74,11 +74,10 @@ class SafeExecute(Execute):
             cell.metadata[REPORT_KEY] = {"passed": verdict.passed, "kind": verdict.kind,
                                          "bugs": list(verdict.bugs)}
             if verdict.passed and _failed_to_import_the_grader(cell):
-                self.log.error("%s: the kernel could not import the grader package in the test cell, "
-                               "which scores 0 although the out-of-process verdict passed. The student's "
-                               "code may have done this; if every submission shows it, the kernel does "
-                               "not see the package (README.md, 'Grading: what is guaranteed').",
-                               grade_id(cell))
+                self.log.error("%s: %s in the test cell, which scores 0 although the out-of-process "
+                               "verdict passed. The student's code may have done this; if every submission "
+                               "shows it, the kernel does not see the package (README.md, 'Grading: what "
+                               "is guaranteed').", grade_id(cell), KERNEL_IMPORT_FAILED)
             for output in cell.get("outputs", []):
                 if output.get("output_type") == "stream" and output.get("name") == "stderr":
                     output["name"] = "stdout"  # nbgrader gives 0 for any stderr output

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..names import ASSIGNMENT, PACKAGE_DIR, package_files
+from .parallel import kernel_import_failed
 
 
 class WorkerRefused(RuntimeError):
@@ -146,5 +147,6 @@ def grade_submission(package: Bundle, student: str, files: dict[str, bytes]) -> 
             shutil.rmtree(course / step / student, ignore_errors=True)
     return {"student": student, "success": bool(result["success"]) and bool(notebooks),
             "seconds": time.monotonic() - started, "notebooks": notebooks,
+            "import_failed": kernel_import_failed(result),
             "log": "" if result["success"] else (result.get("log") or "")[-4000:] + str(result.get("error") or ""),
             "worker": os.uname().nodename + f":{os.getpid()}"}

@@ -19,7 +19,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..names import ASSIGNMENT
+from ..names import ASSIGNMENT, KERNEL_IMPORT_FAILED
 
 _API = None
 
@@ -48,8 +48,13 @@ def autograde_job(student: str, assignment: str) -> dict:
     if not result["success"] and "database is locked" in (result.get("log") or ""):
         result = _API.autograde(assignment, student, force=True, create=True)  # one retry
     return {"student": student, "success": bool(result["success"]),
-            "seconds": time.monotonic() - started,
+            "seconds": time.monotonic() - started, "import_failed": kernel_import_failed(result),
             "log": "" if result["success"] else (result.get("log") or "")[-4000:] + str(result.get("error") or "")}
+
+
+def kernel_import_failed(result: dict) -> bool:
+    """Whether a test cell of the submission could not import the grader in its kernel."""
+    return KERNEL_IMPORT_FAILED in (result.get("log") or "")
 
 
 def feedback_job(student: str, assignment: str) -> dict:
