@@ -15,6 +15,7 @@ PROVIDED_CELL = "provided_helpers"  # the helpers every student gets, read-only
 
 NOTES_KEY = "maxpool_grader_notes"  # notebook metadata: the grader's notes for the student
 REPORT_KEY = "maxpool_grader"  # cell metadata: a test's out-of-process verdict (passed, kind, bugs)
+RESOURCES_KEY = "maxpool_grader"  # nbconvert resources: what the glue's preprocessors hand on
 RUBRIC_TAG = "maxpool-part-a-rubric"  # cell tags (and ids) of the cells the grader adds
 MODEL_ANSWER_TAG = "maxpool-part-a-model-answer"
 NOTES_TAG = "grader-notes"

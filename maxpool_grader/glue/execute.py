@@ -22,7 +22,7 @@ from traitlets import Float
 from ..isolation.box import disk_hit
 from ..isolation.kernels import RevivingChannel, kernel_manager
 from ..isolation.verdicts import Verdict
-from ..names import KERNEL_IMPORT_FAILED, REPORT_KEY, grade_id
+from ..names import KERNEL_IMPORT_FAILED, PACKAGE_DIR, REPORT_KEY, RESOURCES_KEY, grade_id
 from .notes import add_note, show_notes
 from .sealed_box import SealedBox, box_for
 from .verdicts import _error_output
@@ -36,7 +36,7 @@ class SafeExecute(Execute):
         "not run (a test among them keeps its out-of-process verdict).")).tag(config=True)
 
     def preprocess(self, nb, resources=None, km=None):
-        ours = (resources or {}).get("maxpool_grader", {})
+        ours = (resources or {}).get(RESOURCES_KEY, {})
         self._pending: Future | None = ours.get("verdicts")
         self._graded: set[str] = ours.get("graded", set())
         self._verdicts: dict[str, Verdict] | None = None if self._pending else {}
@@ -175,7 +175,7 @@ class SafeExecute(Execute):
 def _failed_to_import_the_grader(cell) -> bool:
     return any(output.get("output_type") == "error"
                and output.get("ename") in ("ModuleNotFoundError", "ImportError")
-               and "maxpool_grader" in str(output.get("evalue", "")) for output in cell.get("outputs", []))
+               and PACKAGE_DIR.name in str(output.get("evalue", "")) for output in cell.get("outputs", []))
 
 
 OUTPUT_CUT = "\n[... output cut: this cell printed too much ...]\n"

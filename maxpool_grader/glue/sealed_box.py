@@ -9,6 +9,7 @@ from traitlets import Bool, Enum, Integer
 from traitlets.config import Configurable
 
 from ..isolation.box import Box, Caps, use_sandbox
+from ..names import RESOURCES_KEY
 
 
 class SealedBox(Configurable):
@@ -42,7 +43,7 @@ def box_for(preprocessor, resources: dict) -> Box | None:
     """The box of the submission being graded, made by the first of our preprocessors that
     needs it; None without a sandbox. Its files are the submission's as nbgrader copied
     them to autograded/."""
-    ours = resources.setdefault("maxpool_grader", {})
+    ours = resources.setdefault(RESOURCES_KEY, {})
     if "box" not in ours:
         ours["box"] = None
         settings = SealedBox(parent=preprocessor)

@@ -17,7 +17,7 @@ from ..isolation.box import untrusted_process_wrapper
 from ..isolation.process import Limits
 from ..isolation.remote import Cell
 from ..isolation.verdicts import Verdict, verdicts
-from ..names import SOLUTION_CELL, grade_id
+from ..names import RESOURCES_KEY, SOLUTION_CELL, grade_id
 from .sealed_box import SealedBox, box_for
 
 
@@ -59,7 +59,7 @@ class OutOfProcessVerdicts(NbGraderPreprocessor):
         # Decided in a thread while SafeExecute starts the kernel (the kernel's start-up
         # is mostly waiting); SafeExecute waits for it before the first graded cell.
         pending = _VERDICT_THREADS.submit(decide)
-        resources.setdefault("maxpool_grader", {}).update(verdicts=pending, graded=set(graded))
+        resources.setdefault(RESOURCES_KEY, {}).update(verdicts=pending, graded=set(graded))
         return nb, resources
 
 

@@ -144,12 +144,17 @@ class Launch:
     fds: list[int] = field(default_factory=list)
 
     def close(self) -> None:
-        for fd in self.fds:
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+        close_fds(self.fds)
         self.fds = []
+
+
+def close_fds(fds) -> None:
+    """Close every descriptor of ``fds``; one already closed is no error."""
+    for fd in fds:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
 
 
 class Box:

@@ -32,7 +32,7 @@ from jupyter_client.manager import AsyncKernelManager
 from traitlets import CaselessStrEnum, Type, default
 from zmq.utils.monitor import parse_monitor_message
 
-from .box import Box, Launch, private_directory, prlimit, rlimits, use_sandbox
+from .box import Box, Launch, close_fds, private_directory, prlimit, rlimits, use_sandbox
 from .filesystem import KERNEL_DIR, PYTHON, WORKDIR, environment, kernel_search_path
 from .zygote import SpawnError, Zygote
 
@@ -239,11 +239,7 @@ class SandboxedKernelManager(AsyncKernelManager):
 
     async def _async_cleanup_resources(self, restart: bool = False) -> None:
         await super()._async_cleanup_resources(restart=restart)
-        for fd in self._socket_fds:
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+        close_fds(self._socket_fds)
         self._socket_fds = []
         if not restart and self._private:
             shutil.rmtree(self._private, ignore_errors=True)

@@ -207,10 +207,6 @@ class SolutionProcess:
             self.process.wait(timeout=5)
         except subprocess.TimeoutExpired:
             pass
-        for fd in (self._request, self._reply):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+        box.close_fds((self._request, self._reply))
         self._request = self._reply = -1
         shutil.rmtree(self.directory, ignore_errors=True)
