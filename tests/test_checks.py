@@ -104,3 +104,38 @@ def test_splitting_ties_is_a_valid_subgradient_but_not_the_first_maximum():
     assert flat("Expected dx:\n    np.array([[1.0, 0.0]])") in flat(message)
     assert flat("Your dx:\n    np.array([[0.5, 0.5]])") in flat(message)
     assert flat("Likely mistake: tied maxima share the gradient equally.") in flat(message)
+
+
+def _central_differences(case, step=1e-4):
+    from maxpool_grader.exercise.geometry import forward_geometry
+    from maxpool_grader.exercise.reference import max_pool_forward
+    ceil_mode = case.d_output.shape[-2:] != forward_geometry(case.x.shape, case.pool_size, case.stride).out_shape
+    numeric = np.zeros(case.x.shape)
+    for index in np.ndindex(case.x.shape):
+        for sign in (1, -1):
+            shifted = case.x.astype(float)
+            shifted[index] += sign * step
+            numeric[index] += sign * np.sum(case.d_output * max_pool_forward(shifted, case.pool_size, case.stride,
+                                                                             ceil_mode)) / (2 * step)
+    return numeric
+
+
+def test_the_numerical_gradient_is_computed_once_per_case_and_cannot_be_changed():
+    """The gradient check's numerical gradient depends on the case alone: every submission
+    is checked against the same one, computed once (the kernel zygote computes them before
+    it forks: warm_up), and no caller can change it for the next submission."""
+    from maxpool_grader.exercise import rules
+    from maxpool_grader.exercise.checks import gradient_check_cases, warm_up
+    rules._NUMERICAL.clear()
+    warm_up()
+    for case in gradient_check_cases():  # cases are made anew each time: equal, not identical
+        numeric = rules.numerical_gradient(case)
+        assert numeric is rules.numerical_gradient(case)
+        assert np.allclose(numeric, _central_differences(case), atol=1e-9)
+        assert not numeric.flags.writeable
+        with pytest.raises(ValueError):
+            numeric[(0,) * numeric.ndim] = 1.0
+    assert len(rules._NUMERICAL) == len(gradient_check_cases())
+    other = gradient_check_cases()[0]
+    other = rules.Case(other.d_output * 2, other.x, other.pool_size, other.stride)
+    assert np.allclose(rules.numerical_gradient(other), 2 * rules.numerical_gradient(gradient_check_cases()[0]))

@@ -310,7 +310,7 @@ print(peak_kib >> 10, len(str(notebook.cells[0].outputs)),
 
 def test_one_huge_message_from_the_kernel_never_reaches_the_grader_s_memory():
     """A kernel can send one 200 MB message on iopub, or 50 MB on shell, past any output cap:
-    the grader's client drops the connection at kernels.MAX_MESSAGE_BYTES instead of reading
+    the grader's client drops the connection at kernel_client.MAX_MESSAGE_BYTES instead of reading
     it in, and connects again, so the next cell's output still arrives. (The peak is the
     process's VmHWM: its ru_maxrss would start at pytest's own peak, which vfork and exec
     hand down.)"""
@@ -355,3 +355,72 @@ def test_a_python_named_through_dots_still_starts_in_the_sandbox():
     finally:
         beside.rmdir()
     assert result.stdout.split() == ["True", "42"], result.stderr[-3000:]
+
+
+ZYGOTE_IMPORTS = """
+import json, os, sys, threading
+before = set(os.listdir("/proc/self/fd"))
+import maxpool_grader.isolation.kernel_zygote as kernel_zygote
+from maxpool_grader.exercise import rules
+print(json.dumps({"threads": threading.active_count(), "new_fds": sorted(set(os.listdir("/proc/self/fd")) - before),
+                  "missing": [name for name in kernel_zygote.KERNEL_START_MODULES if name not in sys.modules],
+                  "numerical_gradients": len(rules._NUMERICAL)}))
+"""
+
+
+def test_what_the_kernel_zygote_imports_starts_no_thread_and_opens_no_file():
+    """A forked child keeps only the thread that forked it, and would inherit any open file:
+    the kernel zygote's imports (and its warm_up) must leave neither."""
+    result = subprocess.run([sys.executable, "-c", ZYGOTE_IMPORTS], capture_output=True, text=True, timeout=120,
+                            env=filesystem.environment(home=tempfile.gettempdir(), **filesystem.kernel_search_path()))
+    assert result.returncode == 0 and not result.stderr, result.stderr[-2000:]
+    found = json.loads(result.stdout)
+    assert found == {"threads": 1, "new_fds": [], "missing": [], "numerical_gradients": 4}, found
+
+
+READY = """
+import asyncio, json, logging, sys
+from queue import Empty
+from maxpool_grader.isolation import box as sealed_box, kernels
+
+async def main():
+    box = sealed_box.Box(log=logging.getLogger("ready"))
+    manager = kernels.kernel_manager("required", 4096 << 20, logging.getLogger("ready"), box, sys.argv[1] == "warm")()
+    await manager.start_kernel()
+    client = manager.client()
+    client.start_channels()
+    silences = []
+    read = client.iopub_channel.get_msg
+    async def get_msg(timeout=None):
+        try:
+            return await read(timeout)
+        except Empty:
+            silences.append(timeout)
+            raise
+    client.iopub_channel.get_msg = get_msg
+    try:
+        await client.wait_for_ready(timeout=60)
+        left_over = await client.iopub_channel.msg_ready()
+        reply = await client.execute_interactive("print(6 * 7)", timeout=30, output_hook=lambda m: seen.append(m))
+    finally:
+        client.stop_channels()
+        await manager.shutdown_kernel(now=True)
+        box.close()
+    text = "".join(m["content"].get("text", "") for m in seen if m["msg_type"] == "stream")
+    print(json.dumps({"silences": silences, "left_over": left_over, "status": reply["content"]["status"],
+                      "text": text}))
+
+seen = []
+asyncio.run(main())
+"""
+
+
+@pytest.mark.parametrize("start", ["cold", "warm"])
+def test_a_new_kernel_is_ready_at_its_idle_status_without_waiting_for_silence(start):
+    """jupyter_client ends its wait for a new kernel with 0.2 s in which iopub stays silent;
+    the grader's client ends it at the kernel's idle status for the request it answered,
+    with nothing of the start-up left on iopub, and the first cell runs as usual."""
+    result = subprocess.run([sys.executable, "-c", READY, start], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    found = json.loads(result.stdout.strip().splitlines()[-1])
+    assert found == {"silences": [], "left_over": False, "status": "ok", "text": "42\n"}, found

@@ -23,6 +23,7 @@ from .rules import (
     Given,
     finite_differences,
     leaves_inputs_and_returns_float,
+    numerical_gradient,
     same_as_reference,
     valid_subgradient,
 )
@@ -194,6 +195,14 @@ HIDDEN_CHECKS: dict[str, GradedCheck] = {check.grade_id: check for check in [
                 unmodified_and_float_cases, leaves_inputs_and_returns_float,
                 _probes(lambda c: True, dtype=np.int64, d_output="int64")),
 ]}
+
+
+def warm_up() -> None:
+    """Compute what every submission's checks need and nothing of theirs changes: the
+    numerical gradients of the gradient check's cases (the kernel zygote calls this before
+    it forks, so that no kernel computes them again)."""
+    for case in gradient_check_cases():
+        numerical_gradient(case)
 
 
 def visible_2x2_cases() -> list[Case]:

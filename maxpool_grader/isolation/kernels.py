@@ -1,17 +1,17 @@
-"""The notebook's kernel in a sandbox of the submission's box, and the grader's client of it.
+"""The notebook's kernel in a sandbox of the submission's box (the grader's client of it:
+kernel_client.py).
 
 The kernel talks to the grader over ZMQ ``ipc`` sockets that it creates in the sandbox
 (``/run/kernel``). The grader opens each socket through ``/proc/<sandbox>/root`` before
 any student code runs, and connects through the open descriptor
 (``/proc/self/fd/N``), so nothing the student's code does to those paths later can
 redirect the grader to another socket. What the kernel sends is capped before it
-reaches the grader's memory (``CappedKernelClient``, ``RevivingChannel``).
+reaches the grader's memory (kernel_client.py).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import os
@@ -21,30 +21,26 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from queue import Empty
-from typing import Callable
 
-import zmq
-import zmq.asyncio
 from jupyter_client.asynchronous import AsyncKernelClient
-from jupyter_client.channels import AsyncZMQSocketChannel
 from jupyter_client.manager import AsyncKernelManager
-from traitlets import CaselessStrEnum, Type, default
-from zmq.utils.monitor import parse_monitor_message
+from traitlets import CaselessStrEnum, Type
 
 from .box import Box, Launch, close_fds, private_directory, prlimit, rlimits, use_sandbox
 from .filesystem import KERNEL_DIR, PYTHON, WORKDIR, environment, kernel_search_path
+from .kernel_client import CappedKernelClient
 from .zygote import SpawnError, Zygote
 
-# What the grader takes from a kernel: a message at most MAX_MESSAGE_BYTES (a bigger one
-# drops the connection: RevivingChannel), at most QUEUED_MESSAGES of them waiting in a
-# channel (a kernel faster than the grader is held back; the iopub channel then loses
-# output, which can only cost the student). So a channel holds at most 256 MiB.
-MAX_MESSAGE_BYTES = 4 << 20
-QUEUED_MESSAGES = 64
+
+class QuickShutdown:
+    """A kernel manager that sees its kernel gone within 10 ms, not jupyter_client's 100 ms
+    polls (a tenth of a second of every submission's grading)."""
+
+    async def _async_wait(self, pollinterval: float = 0.1) -> None:
+        await super()._async_wait(pollinterval=min(pollinterval, 0.01))
 
 
-class LimitedKernelManager(AsyncKernelManager):
+class LimitedKernelManager(QuickShutdown, AsyncKernelManager):
     """A kernel with an address-space limit (no sandbox)."""
 
     memory_bytes = 0
@@ -56,94 +52,7 @@ class LimitedKernelManager(AsyncKernelManager):
     pre_start_kernel = _async_pre_start_kernel
 
 
-class RevivingChannel(AsyncZMQSocketChannel):
-    """A channel from a sandboxed kernel that survives a message over MAX_MESSAGE_BYTES.
-
-    ZMQ drops a connection that brings a message over ZMQ_MAXMSGSIZE and never connects
-    it again (a protocol error): every later output of the notebook would be lost. This
-    channel watches its socket and, when the connection drops, opens a new one to the
-    same kernel socket and counts the drop (``take_dropped``), so the grader can say
-    that output was cut."""
-
-    def __init__(self, connect: Callable[[], zmq.asyncio.Socket], session) -> None:
-        self._connect, self._dropped = connect, 0
-        super().__init__(connect(), session)
-        self._monitor = self.socket.get_monitor_socket(zmq.EVENT_DISCONNECTED)
-
-    def take_dropped(self) -> int:
-        """How many connections dropped since the last call."""
-        dropped, self._dropped = self._dropped, 0
-        return dropped
-
-    def _revive(self) -> None:
-        self._close_socket()
-        self._dropped += 1
-        self.socket = self._connect()
-        self._monitor = self.socket.get_monitor_socket(zmq.EVENT_DISCONNECTED)
-
-    def _close_socket(self) -> None:
-        if self.socket is None:
-            return
-        with contextlib.suppress(zmq.ZMQError):
-            self.socket.disable_monitor()
-        self._monitor.close(linger=0)
-        self.socket.close(linger=0)
-        self.socket = None
-
-    async def get_msg(self, timeout: float | None = None) -> dict:
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            poller = zmq.asyncio.Poller()
-            poller.register(self.socket, zmq.POLLIN)
-            poller.register(self._monitor, zmq.POLLIN)
-            left = None if deadline is None else max(0, int((deadline - time.monotonic()) * 1000))
-            ready = dict(await poller.poll(left))
-            if self.socket in ready:
-                return await self._recv()
-            if self._monitor not in ready:
-                raise Empty
-            event = parse_monitor_message(await self._monitor.recv_multipart())
-            if event["event"] == zmq.EVENT_DISCONNECTED:
-                self._revive()
-
-    async def msg_ready(self) -> bool:
-        return bool(await self.socket.poll(timeout=0))
-
-    def close(self) -> None:
-        self._close_socket()
-
-    stop = close
-
-
-class CappedKernelClient(AsyncKernelClient):
-    """The grader's client of a sandboxed kernel: a message bigger than MAX_MESSAGE_BYTES
-    drops the connection instead of landing in the grader's memory (the kernel may send
-    one huge message; a cell's output is cut at SealedBox.output_kib anyway), and the
-    shell and iopub channels connect again after such a drop (RevivingChannel)."""
-
-    @default("context")
-    def _context_default(self) -> zmq.asyncio.Context:
-        self._created_context = True
-        context = zmq.asyncio.Context()
-        context.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE_BYTES)
-        context.setsockopt(zmq.RCVHWM, QUEUED_MESSAGES)
-        return context
-
-    @property
-    def shell_channel(self) -> RevivingChannel:
-        if self._shell_channel is None:
-            self._shell_channel = RevivingChannel(lambda: self.connect_shell(identity=self.session.bsession),
-                                                  self.session)
-        return self._shell_channel
-
-    @property
-    def iopub_channel(self) -> RevivingChannel:
-        if self._iopub_channel is None:
-            self._iopub_channel = RevivingChannel(self.connect_iopub, self.session)
-        return self._iopub_channel
-
-
-class SandboxedKernelManager(AsyncKernelManager):
+class SandboxedKernelManager(QuickShutdown, AsyncKernelManager):
     """A kernel in a sandbox of the submission's box. Its ZMQ sockets are made inside the
     sandbox (KERNEL_DIR); the grader reaches them through descriptors it opened before any
     student code ran (module doc). With ``warm`` the kernel is forked into the sandbox by
