@@ -57,6 +57,7 @@ c.LatePolicy.percent_per_day = 10
 # nbgrader skips a submission folder without a notebook; grade it (0, with the reason).
 from nbgrader.converters import Autograde  # noqa: E402
 
+from maxpool_grader.glue.nbgrader_costs import check_metadata_quickly, reuse_database_engines  # noqa: E402
 from maxpool_grader.glue.submission import (  # noqa: E402
     grade_folders_without_notebooks,
     quiet_known_nbgrader_warnings,
@@ -66,6 +67,9 @@ from maxpool_grader.glue.submission import (  # noqa: E402
 grade_folders_without_notebooks(Autograde)
 quiet_known_nbgrader_warnings()  # one SQLAlchemy warning of nbgrader's about new submissions
 skip_symbolic_links()  # a link in a submission is never followed when nbgrader copies files
+# what nbgrader repeats for every submission although nothing changed (glue/nbgrader_costs.py)
+check_metadata_quickly()  # the schema of the cells' metadata checked once, not for each cell
+reuse_database_engines()  # one database engine, which keeps its compiled queries
 # No per-cell execution timestamps: grading the same notebook twice writes the same file.
 c.Execute.record_timing = False
 
