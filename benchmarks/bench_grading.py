@@ -8,9 +8,12 @@ and the floor: a fresh kernel running the hidden tests of one correct submission
 measured alone. For comparison it also grades a third copy with plain serial nbgrader
 and warm start switched on (what maxpool-grader's workers do: kernels and verdict
 processes forked from a zygote, see maxpool_grader/isolation/zygote.py), so that the gain of warm
-start and the gain of parallel workers can be told apart. Not a test: it prints numbers.
+start and the gain of parallel workers can be told apart. With ``--repeats N`` it grades
+the three copies N times in turn (fresh copies each round, so that a slow minute of the
+machine hits every configuration alike) and prints each round and the medians. Not a
+test: it prints numbers.
 
-    .venv/bin/python benchmarks/bench_grading.py [--students 40] [--workers N]
+    .venv/bin/python benchmarks/bench_grading.py [--students 40] [--workers N] [--repeats N]
 """
 
 from __future__ import annotations
@@ -83,37 +86,55 @@ def floor_seconds(repeats: int = 5) -> float:
     return statistics.median(times)
 
 
+def one_round(work: Path, students: int, workers: int | None) -> dict:
+    """Grade three fresh copies of the class: plain serial nbgrader, the same with warm
+    start, maxpool-grader grade. Seconds of each, and whether the grades are equal."""
+    serial, warm, ours = work / "serial", work / "warm", work / "ours"
+    for course in (serial, warm, ours):
+        shutil.rmtree(course, ignore_errors=True)
+        build_class(course, students)
+        run(course, str(BIN / "nbgrader"), "generate_assignment", ASSIGNMENT)
+    found = {"serial": run(serial, str(BIN / "nbgrader"), "autograde", ASSIGNMENT),
+             "warm": run(warm, str(BIN / "nbgrader"), "autograde", ASSIGNMENT, "--SealedBox.warm_start=True")}
+    found["total"] = run(ours, str(BIN / "maxpool-grader"), "grade", *(["--workers", str(workers)] if workers else []))
+    found["ours"] = json.loads((ours / ".maxpool-grader" / "last_run.json").read_text())["autograde_seconds"]
+    found["equal"] = grades(serial) == grades(ours) == grades(warm)
+    return found
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--students", type=int, default=40)
     parser.add_argument("--workers", type=int, default=None, help="for maxpool-grader (default: cores)")
+    parser.add_argument("--repeats", type=int, default=1, help="rounds of all three, in turn (default 1)")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="maxpool-bench-"))
+    n = args.students
     try:
-        serial, warm, ours = work / "serial", work / "warm", work / "ours"
-        for course in (serial, warm, ours):
-            build_class(course, args.students)
-            run(course, str(BIN / "nbgrader"), "generate_assignment", ASSIGNMENT)
-        serial_seconds = run(serial, str(BIN / "nbgrader"), "autograde", ASSIGNMENT)
-        warm_seconds = run(warm, str(BIN / "nbgrader"), "autograde", ASSIGNMENT,
-                           "--SealedBox.warm_start=True")
-        workers = ["--workers", str(args.workers)] if args.workers else []
-        ours_total = run(ours, str(BIN / "maxpool-grader"), "grade", *workers)
-        ours_seconds = json.loads((ours / ".maxpool-grader" / "last_run.json").read_text())["autograde_seconds"]
-        equal = grades(serial) == grades(ours) == grades(warm)
+        rounds = []
+        for number in range(args.repeats):
+            rounds.append(one_round(work, n, args.workers))
+            found = rounds[-1]
+            if args.repeats > 1:
+                print(f"round {number + 1}: serial {found['serial'] / n:.2f}, warm {found['warm'] / n:.2f}, "
+                      f"ours {found['ours'] / n:.2f} s/submission: {found['serial'] / found['ours']:.2f}x", flush=True)
         floor = floor_seconds()
-        n = args.students
-        print(f"\n{n} submissions, {os.cpu_count()} cores, workers: {args.workers or os.cpu_count()}")
+        median = {key: statistics.median(found[key] for found in rounds) for key in ("serial", "warm", "ours", "total")}
+        ratios = sorted(found["serial"] / found["ours"] for found in rounds)
+        equal = all(found["equal"] for found in rounds)
+        print(f"\n{n} submissions, {os.cpu_count()} cores, workers: {args.workers or os.cpu_count()}"
+              + (f", median of {args.repeats} rounds" if args.repeats > 1 else ""))
         print(f"{'':44}{'seconds':>10}{'s/submission':>14}")
-        print(f"{'plain serial nbgrader autograde':44}{serial_seconds:>10.1f}{serial_seconds / n:>14.2f}")
-        print(f"{'  the same, warm start switched on':44}{warm_seconds:>10.1f}{warm_seconds / n:>14.2f}")
-        print(f"{'maxpool-grader grade: autograde phase':44}{ours_seconds:>10.1f}{ours_seconds / n:>14.2f}")
-        print(f"{'maxpool-grader grade: whole command':44}{ours_total:>10.1f}{ours_total / n:>14.2f}"
+        print(f"{'plain serial nbgrader autograde':44}{median['serial']:>10.1f}{median['serial'] / n:>14.2f}")
+        print(f"{'  the same, warm start switched on':44}{median['warm']:>10.1f}{median['warm'] / n:>14.2f}")
+        print(f"{'maxpool-grader grade: autograde phase':44}{median['ours']:>10.1f}{median['ours'] / n:>14.2f}")
+        print(f"{'maxpool-grader grade: whole command':44}{median['total']:>10.1f}{median['total'] / n:>14.2f}"
               "   (+ feedback, CSV, report)")
         print(f"{'floor: fresh kernel + hidden tests, alone':44}{'':>10}{floor:>14.2f}")
-        print(f"\nspeed-up over serial nbgrader (autograde): {serial_seconds / ours_seconds:.2f}x"
-              f"  (over serial nbgrader with warm start: {warm_seconds / ours_seconds:.2f}x)")
-        print(f"per-submission cost / floor: {ours_seconds / n / floor:.2f}")
+        print(f"\nspeed-up over serial nbgrader (autograde): {statistics.median(ratios):.2f}x"
+              + (f" (rounds: {ratios[0]:.2f}x to {ratios[-1]:.2f}x)" if len(ratios) > 1 else "")
+              + f"  (over serial nbgrader with warm start: {median['warm'] / median['ours']:.2f}x)")
+        print(f"per-submission cost / floor: {median['ours'] / n / floor:.2f}")
         print(f"grades equal cell for cell: {'yes' if equal else 'NO'}")
         if not equal:
             sys.exit(1)

@@ -14,8 +14,9 @@ submission's *box* (box.py, filesystem.py) and its cgroup (cgroups.py):
 
 The grade is decided outside it: verdicts.py talks to untrusted.py (started by
 process.py) over pipes and reads back only plain arrays of numbers (remote.py); kernels.py
-runs the notebook's kernel in the box, and kernel_client.py caps what the grader reads from it. zygote.py and kernel_zygote.py start the same
-sandboxed processes faster (warm start); shortcuts.py refuses autograd libraries.
+runs the notebook's kernel in the box, and kernel_client.py caps what the grader reads from
+it. zygote.py and kernel_zygote.py start the same sandboxed processes faster (warm
+start); shortcuts.py refuses autograd libraries.
 
 This layer uses the exercise's modules (checks, diagnosis, student_call); nothing of
 the exercise uses it.

@@ -18,6 +18,7 @@ import tempfile
 # debugpy (imported below) warns on stderr at import unless told not to; each kernel gets
 # its own environment anyway (zygote.py)
 os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
+_BEFORE_IMPORTS = dict(os.environ)
 
 import ipykernel_launcher  # noqa: E402, F401  (its file name becomes the kernel's sys.argv[0])
 import numpy  # noqa: E402, F401
@@ -34,6 +35,9 @@ KERNEL_START_MODULES = ("ipykernel.debugger", "IPython.core.completerlib", "IPyt
 for _name in KERNEL_START_MODULES:
     with contextlib.suppress(ImportError):
         importlib.import_module(_name)
+# what those imports put in the environment (debugpy: PYDEVD_USE_FRAME_EVAL), which each
+# kernel's own environment must hold as a kernel that imported them itself would
+SET_BY_IMPORTS = {name: value for name, value in os.environ.items() if _BEFORE_IMPORTS.get(name) != value}
 
 import maxpool_grader.checks  # noqa: E402, F401  (what the hidden test cells import)
 from maxpool_grader.exercise.checks import warm_up  # noqa: E402
@@ -49,6 +53,8 @@ def run_kernel(request: dict, passed: list[int]) -> None:
     arguments = list(request["argv"][3:])  # after python -m ipykernel_launcher
     sys.argv = [ipykernel_launcher.__file__, *arguments]
     sys.path[:] = BASE_PATH
+    for name, value in SET_BY_IMPORTS.items():
+        os.environ.setdefault(name, value)
     tempfile.tempdir = None  # found again from this kernel's TMPDIR
     kernelapp.launch_new_instance(argv=arguments)
     os._exit(0)
