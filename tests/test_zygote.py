@@ -424,3 +424,17 @@ def test_a_new_kernel_is_ready_at_its_idle_status_without_waiting_for_silence(st
     assert result.returncode == 0, result.stderr[-2000:]
     found = json.loads(result.stdout.strip().splitlines()[-1])
     assert found == {"silences": [], "left_over": False, "status": "ok", "text": "42\n"}, found
+
+
+def test_each_warm_kernel_draws_its_own_random_numbers(box):
+    """The kernel zygote imports numpy.random, which seeds NumPy's global generator once: a
+    forked kernel must still draw numbers of its own, as a cold kernel does (and Python's
+    random module already does after a fork)."""
+    drawn = []
+    for _ in range(2):
+        manager = kernels.kernel_manager("required", 4096 << 20, LOG, box, True)
+        notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+            "import random, numpy as np\nprint(np.random.randint(1 << 62), np.random.rand(), random.random())")])
+        NotebookClient(notebook, timeout=60, kernel_name="python3", kernel_manager_class=manager).execute()
+        drawn.append(notebook.cells[0].outputs[0]["text"].split())
+    assert all(first != second for first, second in zip(*drawn)), drawn

@@ -15,9 +15,8 @@ import socket
 import sys
 import tempfile
 
-# debugpy (imported below) warns on stderr at import unless told not to; each kernel gets
-# its own environment anyway (zygote.py)
-os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
+# (debugpy, imported below, would warn on stderr at import: the zygote's environment, the
+# kernels' own, turns that off: filesystem.environment)
 _BEFORE_IMPORTS = dict(os.environ)
 
 import ipykernel_launcher  # noqa: E402, F401  (its file name becomes the kernel's sys.argv[0])
@@ -55,6 +54,10 @@ def run_kernel(request: dict, passed: list[int]) -> None:
     sys.path[:] = BASE_PATH
     for name, value in SET_BY_IMPORTS.items():
         os.environ.setdefault(name, value)
+    # NumPy seeds its global generator from the OS when numpy.random is first imported, which
+    # the zygote did once for all its children: each kernel draws its own numbers, as a cold
+    # one does (Python's random reseeds itself after a fork)
+    numpy.random.seed()
     tempfile.tempdir = None  # found again from this kernel's TMPDIR
     kernelapp.launch_new_instance(argv=arguments)
     os._exit(0)
