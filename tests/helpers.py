@@ -75,8 +75,14 @@ def sqlite(course: Path) -> str:
 POSTGRES_HELP = "these tests need Debian's PostgreSQL server: apt-get install postgresql"
 
 
+def admin_tool(name: str) -> str:
+    """A system administrator's program (runuser, useradd) by its full path: a root shell's
+    PATH does not always hold /usr/sbin (``su`` without ``-``, ``env -i``, a minimal image)."""
+    return shutil.which(name, path=os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/sbin"])) or name
+
+
 def as_postgres(*command: str) -> None:
-    prefix = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+    prefix = [admin_tool("runuser"), "-u", "postgres", "--"] if os.geteuid() == 0 else []
     subprocess.run(prefix + list(command), check=True, capture_output=True, timeout=120)
 
 

@@ -32,7 +32,7 @@ import hostile
 import nbformat
 import pytest
 from corpus import FULL, notebook_with
-from helpers import ASSIGNMENT, BIN, ROOT, cmdline, copy_course
+from helpers import ASSIGNMENT, BIN, ROOT, admin_tool, cmdline, copy_course
 from make_sample_class import LOOP_CORRECT, VECTORIZED_CORRECT
 from nbgrader.api import Gradebook
 
@@ -54,7 +54,7 @@ def _instructor() -> pwd.struct_passwd:
     try:
         return pwd.getpwnam(INSTRUCTOR)
     except KeyError:
-        subprocess.run(["useradd", "--create-home", "--shell", "/bin/sh", INSTRUCTOR], check=True)
+        subprocess.run([admin_tool("useradd"), "--create-home", "--shell", "/bin/sh", INSTRUCTOR], check=True)
         return pwd.getpwnam(INSTRUCTOR)
 
 
@@ -81,7 +81,7 @@ def _as_instructor(argv: list[str], env: dict) -> list[str]:
     user = _instructor()
     assignments = [f"{key}={value}" for key, value in env.items()]
     return ["unshare", "--mount", "--propagation", "private", "sh", "-c",
-            _reachable_python_script() + ' && exec runuser -u "$0" -- env -i "$@"',
+            _reachable_python_script() + f' && exec {admin_tool("runuser")} -u "$0" -- env -i "$@"',
             user.pw_name, *assignments, *argv]
 
 
