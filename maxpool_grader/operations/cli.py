@@ -97,13 +97,15 @@ def main(argv: list[str] | None = None) -> int:
             parser.error("--workers must be at least 1")
         if not 0 < args.similarity_threshold <= 1:
             parser.error("--similarity-threshold must be a share between 0 and 1, e.g. 0.8")
+        security = None
         try:  # refused before anything is graded
-            security = args.cluster and cluster_tls.coordinator_security(
-                args.cluster, ca_file=args.tls_ca_file, cert=args.tls_cert, key=args.tls_key, insecure=args.insecure)
+            if args.cluster:
+                security = cluster_tls.coordinator_security(args.cluster, ca_file=args.tls_ca_file, cert=args.tls_cert,
+                                                            key=args.tls_key, insecure=args.insecure)
         except cluster_tls.InsecureCluster as problem:
             parser.error(f"--cluster refused: {problem}")
         return grade(args.course_dir, workers=args.workers, force=args.force, db_url=args.db,
-                     similarity_threshold=args.similarity_threshold, cluster=args.cluster, security=security or None)
+                     similarity_threshold=args.similarity_threshold, cluster=args.cluster, security=security)
     os.environ["PATH"] = nbgrader_environment()["PATH"]  # a new gradebook runs alembic
     db_url = args.db or configured_db_url(args.course_dir)
     command = {"roster": roster_command, "collect-lms": collect_lms, "export-lms": export_lms}[args.command]
