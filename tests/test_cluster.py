@@ -224,12 +224,11 @@ def test_only_holders_of_the_course_certificates_reach_the_scheduler_and_workers
     from distributed import Client
 
     from maxpool_grader.operations.cluster_tls import coordinator_security
-    # another CA's client certificate, by someone who has the course's (public) ca.pem: the
-    # refusal below is the servers', not this client's
-    outsider = client_security(make_certificates(tmp_path / "another-ca"), ca=None)
     cluster = Cluster(hide=tmp_path, tls=True)
-    outsider.tls_ca_file = str(cluster.certs / "ca.pem")
     try:
+        # another CA's client certificate, held by someone who has the course's (public) ca.pem:
+        # this client accepts the servers, so the refusals below are theirs
+        outsider = client_security(make_certificates(tmp_path / "another-ca"), ca=cluster.certs / "ca.pem")
         cluster.add_worker("w1")
         cluster.wait_for_workers(1)
         with dask.config.set({"distributed.comm.tls.ca-file": str(cluster.certs / "ca.pem"),  # as a Dask config
