@@ -131,3 +131,22 @@ def test_formgrader_still_saves_a_grade_typed_on_the_page(hostile_class, browser
     grades = server.call("GET", f"/formgrader/api/grades?submission_id={submission}")
     part_a = next(grade for grade in grades if grade["name"] == "part_a_derivation")
     assert (part_a["manual_score"], errors) == (3, [])
+
+
+def test_the_graded_notebooks_open_inert_in_jupyterlab(hostile_class, browser):
+    """The instructor opens a graded notebook in JupyterLab itself: its outputs and markdown
+    render, and nothing of the student's runs."""
+    course, server = hostile_class
+    before = course_digest(course)
+    session = instructor_session(browser, server)
+    for student in ("outputs", "markdown", "metadata"):
+        page = offline_page(browser, session)
+        page.goto(f"{server.base}/lab/tree/autograded/{student}/{ASSIGNMENT}/{ASSIGNMENT}.ipynb")
+        page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=60_000)
+        page.wait_for_timeout(2000)
+        assert page.locator(".jp-Notebook .jp-RenderedHTMLCommon, .jp-Notebook .jp-RenderedMarkdown").count() > 0
+        assert page.evaluate("() => window.__pwned || null") is None, student
+        page.close()
+    session.close()
+    changed = {path for path, digest in course_digest(course).items() if before.get(path) != digest}
+    assert [path for path in changed if ".ipynb_checkpoints" not in path] == []  # JupyterLab's own may appear
