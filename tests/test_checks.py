@@ -139,3 +139,27 @@ def test_the_numerical_gradient_is_computed_once_per_case_and_cannot_be_changed(
     other = gradient_check_cases()[0]
     other = rules.Case(other.d_output * 2, other.x, other.pool_size, other.stride)
     assert np.allclose(rules.numerical_gradient(other), 2 * rules.numerical_gradient(gradient_check_cases()[0]))
+
+
+SQUARE_PLANE = """
+def max_pool_backward(d_output, x, pool_size, stride=None):
+    # written for square images, as a quarter of public implementations are
+    ph, pw = (pool_size, pool_size) if isinstance(pool_size, int) else pool_size
+    sh, sw = (ph, pw) if stride is None else (stride, stride) if isinstance(stride, int) else stride
+    dx = np.zeros(x.shape)
+    size = d_output.shape[-2]
+    for index in np.ndindex(x.shape[:-2]):
+        for i in range(size):
+            for j in range(size):
+                window = x[index][i * sh:i * sh + ph, j * sw:j * sw + pw]
+                r, c = np.unravel_index(np.argmax(window), window.shape)
+                dx[index][i * sh + r, j * sw + c] += d_output[index][i, j]
+    return dx
+"""
+
+
+def test_code_that_assumes_a_square_plane_is_named():
+    namespace = {"np": np}
+    exec(SQUARE_PLANE, namespace)
+    message = evaluate("hidden_rectangular_leading_axes", namespace["max_pool_backward"])
+    assert flat("the plane is assumed square: the output width is taken from its height") in flat(message), message

@@ -82,6 +82,10 @@ BUGS: dict[str, Bug] = {bug.name: bug for bug in [
         "extra row or column of windows that run past x's border (ceil mode), their gradient is "
         "lost. Loop over d_output's shape: `for i in range(d_output.shape[-2])`, and let slicing "
         "clip the window at the border.", bugs.border_windows_dropped),
+    Bug("square_plane_assumed", "the plane is assumed square: the output width is taken from its height",
+        "Your loops take the number of output columns from the number of rows (code written for "
+        "square images), which is right only when H_out equals W_out. Take each from its own axis: "
+        "`H_out, W_out = d_output.shape[-2:]`, and loop `for j in range(W_out)`.", bugs.square_plane_assumed),
     Bug("window_one_short", "windows one row and one column too small (off by one)",
         "A window covers rows `i*sh` up to and including `i*sh + ph - 1`; the slice is "
         "`i*sh : i*sh + ph` (the end is exclusive). Your slice stops one element early, so a "
