@@ -145,7 +145,11 @@ def build(folder: Path, release: nbformat.NotebookNode, kind: str) -> None:
             "evil.svg": {"image/svg+xml": f"<svg xmlns='http://www.w3.org/2000/svg' onload='{js('metadata_svg')}'/>"},
             "page.html": {"text/html": f"<script>{js('metadata_attachment_html')}</script>"}}
         added.metadata["tags"] = [f"x\"><img src=x onerror={js('metadata_tag')}>"]
-        nb.cells.insert(at, added)
+        claimed = new_code_cell("print('a test of my own')")  # a grade id nbgrader does not know
+        claimed.metadata["nbgrader"] = {"grade": True, "grade_id": "my_own_test", "points": 100, "solution": False,
+                                        "locked": False, "schema_version": 3}
+        nb.cells[at:at] = [added, claimed]
+        nb.cells[0].id = "not a valid id!"
     else:
         raise ValueError(kind)
     nbformat.write(nb, folder / f"{ASSIGNMENT}.ipynb")

@@ -16,9 +16,11 @@ import hashlib
 from pathlib import Path
 
 import pytest
-from helpers import ASSIGNMENT, copy_course, nbgrader
+from helpers import ASSIGNMENT, all_grades, copy_course, nbgrader, sqlite
 from hostile_pages import KINDS, build
 from pages import Server, instructor_session, offline_page
+
+from maxpool_grader.names import PART_A_CELL
 
 pytestmark = pytest.mark.integration  # real kernels, sandboxes, nbgrader or servers
 
@@ -45,6 +47,10 @@ def hostile_class(tmp_path_factory):
         build(folder, release, kind)
     nbgrader(course, "autograde", ASSIGNMENT)
     nbgrader(course, "generate_feedback", ASSIGNMENT)
+    graded = all_grades(sqlite(course))  # every hostile notebook graded: Part A by hand, the rest recorded
+    assert {(student, grade) for (student, grade), score in graded.items()
+            if score is None and grade != PART_A_CELL} == set()
+    assert {student for student, _ in graded} == set(KINDS)
     server = Server(course)
     yield course, server
     server.stop()

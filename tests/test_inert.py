@@ -93,15 +93,23 @@ def _hostile_notebook():
     return nbformat.from_dict(json.loads(json.dumps(nb)))
 
 
-def test_a_hostile_notebook_is_inert_valid_and_stays_the_same_when_cleaned_again():
+def test_a_submitted_notebook_becomes_valid_and_claims_nothing_of_the_grader_s():
     nb = inert_notebook(_hostile_notebook(), submitted=True)
+    nbformat.validate(nb)
+    assert set(nb.metadata) <= {"kernelspec", "language_info"}
+    assert nb.cells[0].metadata["tags"] == ["kept-tag"]  # no forged rubric, no tag that breaks out
+    assert nb.cells[1].outputs == []  # nbgrader clears them next; the grader's run makes new ones
+
+
+def test_a_hostile_notebook_is_inert_valid_and_stays_the_same_when_cleaned_again():
+    nb = inert_notebook(_hostile_notebook())
     nbformat.validate(nb)
     for cell in nb.cells:
         _inert(cell.source)
         for output in cell.get("outputs", []):
             _inert(output.get("data", {}).get("text/html", ""))
     assert set(nb.metadata) <= {"kernelspec", "language_info"}
-    assert nb.cells[0].metadata["tags"] == ["kept-tag"]  # no forged rubric, no tag that breaks out
+    assert nb.cells[0].metadata["tags"] == [RUBRIC_TAG, "kept-tag"]  # on a page, the grader's own tags stay
     assert "nbgrader" not in nb.cells[1].metadata
     outputs = nb.cells[1].outputs
     assert [sorted(output.get("data", {})) for output in outputs] == [

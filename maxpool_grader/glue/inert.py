@@ -215,6 +215,8 @@ def inert_notebook(nb: NotebookNode, *, submitted: bool = False) -> NotebookNode
     keep_meta = {"kernelspec", "language_info", "nbgrader"} | (set() if submitted else {NOTES_KEY})
     for key in set(nb.metadata) - keep_meta:
         del nb.metadata[key]
+    if submitted:
+        nb.cells = _schema_valid_cells(nb.cells)
     for index, cell in enumerate(nb.cells):
         if cell.cell_type == "raw":
             quoted = new_markdown_cell(_block(f"<pre>{html.escape(cell.source)}</pre>"), metadata=cell.metadata)
@@ -227,6 +229,36 @@ def inert_notebook(nb: NotebookNode, *, submitted: bool = False) -> NotebookNode
         elif cell.cell_type == "code":
             cell.outputs = [kept for kept in map(inert_output, cell.get("outputs", [])) if kept is not None]
     return nb
+
+
+_CELL_ID = re.compile(r"[a-zA-Z0-9_-]{1,64}")
+
+
+def _schema_valid_cells(cells: list) -> list:
+    """The cells as nbformat's schema wants them, whatever a hand-edited file held: known
+    kinds only, text sources, valid and distinct ids, no outputs yet (nbgrader clears them
+    next), metadata as a mapping. nbgrader checks the notebook after each of its steps, and
+    an invalid one failed the whole submission."""
+    kept, seen = [], set()
+    for index, cell in enumerate(cells):
+        if not isinstance(cell, dict) or cell.get("cell_type") not in ("markdown", "code", "raw"):
+            continue
+        source = cell.get("source", "")
+        source = "".join(part for part in source if isinstance(part, str)) if isinstance(source, list) else str(source)
+        cell_id = cell.get("id")
+        if not (isinstance(cell_id, str) and _CELL_ID.fullmatch(cell_id)) or cell_id in seen:
+            cell_id = f"cell-{index}"
+        seen.add(cell_id)
+        metadata = cell.get("metadata") if isinstance(cell.get("metadata"), dict) else {}
+        fresh = NotebookNode(cell_type=cell["cell_type"], id=cell_id, source=source, metadata=NotebookNode(
+            {key: value for key, value in metadata.items()
+             if key in ("nbgrader", "tags") or (key in ("deletable", "editable") and isinstance(value, bool))}))
+        if cell["cell_type"] == "code":
+            fresh.update(outputs=[], execution_count=None)
+        elif isinstance(cell.get("attachments"), dict):
+            fresh.attachments = cell["attachments"]
+        kept.append(fresh)
+    return kept
 
 
 def _inert_metadata(cell: NotebookNode, submitted: bool) -> None:
@@ -257,4 +289,23 @@ class MakeSubmissionInert(MakeInert):
     cells (a forged rubric), are gone before nbgrader's own steps read it."""
 
     def preprocess(self, nb, resources):
-        return inert_notebook(nb, submitted=True), resources
+        nb = inert_notebook(nb, submitted=True)
+        known = _assignment_cells(resources)
+        for cell in nb.cells:  # nbgrader fails a notebook whose cell claims an id it does not know
+            if known is not None and cell.metadata.get("nbgrader", {}).get("grade_id") not in known:
+                cell.metadata.pop("nbgrader", None)
+        return nb, resources
+
+
+def _assignment_cells(resources) -> set[str] | None:
+    """The grade ids of the released notebook's cells, from the gradebook (None: unknown)."""
+    from nbgrader.api import Gradebook, MissingEntry
+    found = (resources or {}).get("nbgrader", {})
+    if not all(key in found for key in ("db_url", "assignment", "notebook")):
+        return None
+    try:
+        with Gradebook(found["db_url"]) as gradebook:
+            notebook = gradebook.find_notebook(found["notebook"], found["assignment"])
+            return {cell.name for cell in notebook.source_cells}
+    except MissingEntry:
+        return None
