@@ -32,7 +32,7 @@ from nbformat import NotebookNode
 from nbformat.v4 import new_markdown_cell
 from traitlets import Bool
 
-from ..names import MODEL_ANSWER_TAG, NOTES_KEY, NOTES_TAG, RUBRIC_TAG
+from ..names import MODEL_ANSWER_TAG, NOTES_KEY, NOTES_TAG, RESOURCES_KEY, RUBRIC_TAG
 
 HTML_TAGS = {
     "p", "br", "hr", "h1", "h2", "h3", "h4", "h5", "h6", "div", "span", "blockquote", "pre", "code", "kbd",
@@ -290,6 +290,9 @@ class MakeSubmissionInert(MakeInert):
 
     def preprocess(self, nb, resources):
         nb = inert_notebook(nb, submitted=True)
+        noted = (resources or {}).get(RESOURCES_KEY, {}).get("reader_notes")
+        if noted:  # what the grader's reader noted (a missing or unreadable notebook) stays
+            nb.metadata[NOTES_KEY] = list(noted)
         known = _assignment_cells(resources)
         for cell in nb.cells:  # nbgrader fails a notebook whose cell claims an id it does not know
             if known is not None and cell.metadata.get("nbgrader", {}).get("grade_id") not in known:

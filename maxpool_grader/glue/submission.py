@@ -19,7 +19,7 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 from nbgrader.utils import is_solution
 from sqlalchemy.exc import SAWarning
 
-from ..names import grade_id
+from ..names import RESOURCES_KEY, grade_id
 from .notes import add_note
 
 
@@ -52,12 +52,22 @@ class TolerantNotebookExporter(NotebookExporter):
     still gets a grade and a reason (plain nbgrader fails the whole submission)."""
 
     def from_filename(self, filename, resources=None, **kw):
-        path = Path(filename)
+        resources = {} if resources is None else resources
+        nb = self._read(Path(filename))
+        # the notes this reader wrote, as opposed to any the file claims: the first of
+        # nbgrader's steps (inert.MakeSubmissionInert) keeps these alone
+        resources.setdefault(RESOURCES_KEY, {})["reader_notes"] = list(getattr(self, "_notes", []))
+        return self.from_notebook_node(nb, resources, **kw)
+
+    def _read(self, path: Path) -> NotebookNode:
+        """The notebook to grade (module doc); ``self._notes``: what this reader noted."""
+        self._notes: list[str] = []
+        path = Path(path)
         nb_name, assignment = path.stem, path.parent.name
         if _through_a_link(path):
             reason = (f"Your notebook file {path.name} is a symbolic link, not a file: the grader does not "
                       "follow links. It was graded as if the solution were empty. Submit the notebook itself.")
-            return self.from_notebook_node(self._stand_in(nb_name, assignment, reason), resources, **kw)
+            return self._stand_in(nb_name, assignment, reason)
         if path.exists():
             # Only reading is the student's: an error of the preprocessors after it is the
             # grader's, and must not be reported (and graded) as an unreadable notebook.
@@ -72,7 +82,7 @@ class TolerantNotebookExporter(NotebookExporter):
                 reason = (f"Your notebook file {path.name} could not be read ({what}). It was graded "
                           "as if the solution were empty. Open it in Jupyter, or submit a fresh copy.")
                 nb = self._stand_in(nb_name, assignment, reason)
-            return self.from_notebook_node(nb, resources, **kw)
+            return nb
         others = sorted(p for p in path.parent.glob("*.ipynb") if p != path)
         if len(others) == 1:
             try:
@@ -80,13 +90,17 @@ class TolerantNotebookExporter(NotebookExporter):
             except Exception:  # noqa: BLE001  unreadable too: fall through to the stand-in
                 pass
             else:
-                add_note(nb, f"No notebook named {path.name} was submitted; your notebook "
-                             f"{others[0].name} was graded in its place.")
-                return self.from_notebook_node(nb, resources, **kw)
+                self._note(nb, f"No notebook named {path.name} was submitted; your notebook "
+                               f"{others[0].name} was graded in its place.")
+                return nb
         found = ", ".join(p.name for p in others) or "no notebook at all"
         reason = (f"No notebook named {path.name} was submitted (found: {found}), so there was "
                   "no solution to grade. Submit the assignment's notebook under its own name.")
-        return self.from_notebook_node(self._stand_in(nb_name, assignment, reason), resources, **kw)
+        return self._stand_in(nb_name, assignment, reason)
+
+    def _note(self, nb: NotebookNode, text: str) -> None:
+        add_note(nb, text)
+        self._notes.append(text)
 
     def _stand_in(self, nb_name: str, assignment: str, reason: str) -> NotebookNode:
         self.log.warning("%s/%s: %s", assignment, nb_name, reason)
@@ -94,7 +108,7 @@ class TolerantNotebookExporter(NotebookExporter):
         for cell in nb.cells:  # an empty solution; written answers stay as released ("no response": 0)
             if is_solution(cell) and cell.cell_type == "code":
                 cell.source = ""
-        add_note(nb, reason)
+        self._note(nb, reason)
         return nb
 
 
