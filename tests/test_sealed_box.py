@@ -17,7 +17,6 @@ so another grading run on the same machine does not disturb this test.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import pwd
 import secrets
@@ -32,7 +31,7 @@ import hostile
 import nbformat
 import pytest
 from corpus import FULL, notebook_with
-from helpers import ASSIGNMENT, BIN, ROOT, admin_tool, cmdline, copy_course
+from helpers import ASSIGNMENT, BIN, ROOT, admin_tool, cmdline, copy_course, digests
 from make_sample_class import LOOP_CORRECT, VECTORIZED_CORRECT
 from nbgrader.api import Gradebook
 
@@ -86,19 +85,6 @@ def _as_instructor(argv: list[str], env: dict) -> list[str]:
 
 
 # ------------------------------------------------------------------ one graded batch
-def _digests(*folders: Path, skip=("autograded", "feedback", "gradebook.db", ".maxpool-grader", "report",
-                                   "grades.csv")) -> dict[str, str]:
-    found = {}
-    for folder in folders:
-        for path in sorted(folder.rglob("*")):
-            relative = path.relative_to(folder)
-            if relative.parts[0] in skip:
-                continue
-            found[str(path)] = ("link:" + os.readlink(path)) if path.is_symlink() else \
-                hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "folder"
-    return found
-
-
 def _cgroup_folders(tag: str) -> set[Path]:
     """The cgroups of the grading runs whose names carry ``tag`` (cgroups.run_tag)."""
     folders = set()
@@ -175,7 +161,7 @@ class Batch:
             for path in (self.course, *self.course.rglob("*")):
                 os.lchown(path, user.pw_uid, user.pw_gid)
 
-        self.before = _digests(self.course, self.neighbour)
+        self.before = digests(self.course, self.neighbour)
         tag = cgroups.run_tag(str(self.tmpdir), user.pw_uid if user else os.getuid())
         started = time.monotonic()
         if command == "nbgrader autograde":  # nbgrader itself, measuring its own peak memory
@@ -185,7 +171,7 @@ class Batch:
             self.graded = self.feedback = self.run(["maxpool-grader", "grade", "--workers", "2"])
         self.seconds = time.monotonic() - started
         time.sleep(1)
-        self.after = _digests(self.course, self.neighbour)
+        self.after = digests(self.course, self.neighbour)
         self.left_cgroups = sorted(str(path) for path in _cgroup_folders(tag))
         self.survivors = self._survivors()
         self.left_in_tmpdir = sorted(str(path) for path in self.tmpdir.rglob("*"))
