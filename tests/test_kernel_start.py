@@ -14,6 +14,7 @@ Real ``nbgrader autograde`` and ``generate_feedback`` in a copy of the course, s
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import nbformat
@@ -24,7 +25,7 @@ from nbgrader.api import Gradebook
 
 from maxpool_grader.exercise.checks import GRADED_CHECKS
 from maxpool_grader.isolation import cgroups
-from maxpool_grader.isolation.box import Caps
+from maxpool_grader.isolation.box import Box, Caps
 
 pytestmark = pytest.mark.integration  # real kernels, sandboxes, nbgrader or servers
 
@@ -113,3 +114,19 @@ def test_a_kernel_that_never_starts_gets_a_0_with_the_reason(tmp_path):
     assert "The Python kernel that runs your notebook did not start, twice" in page
     assert page.count("the Python kernel that runs your notebook did not start (see the notes at the top)") == len(
         GRADED_CHECKS)
+
+
+def test_an_emptied_box_counts_no_process():
+    """Box.empty kills every process of the box, orphans included, and returns only once the
+    cgroup counts none (an orphan counts until the machine's PID 1 has reaped it)."""
+    assert cgroups.available(), f"the box needs a cgroup here: {cgroups.why_unavailable()}"
+    box = Box(Caps())
+    try:
+        # the shell ends at once; its five sleeping children are orphans in the box's cgroup
+        subprocess.run(box.cgroup.enter_argv() + ["/bin/sh", "-c", "for i in 1 2 3 4 5; do sleep 60 & done"],
+                       check=True, timeout=30)
+        assert box.cgroup.processes() >= 5
+        box.empty()
+        assert box.cgroup.processes() == 0
+    finally:
+        box.close()
