@@ -138,6 +138,9 @@ class SolutionProcess:
                         argv, pass_fds=(request_read, reply_write, info_write, *launch.fds), cwd=self.directory,
                         env=environment, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                         stderr=subprocess.DEVNULL, start_new_session=True)
+                except BaseException:
+                    os.close(info_read)
+                    raise
                 finally:
                     os.close(info_write)
                 with os.fdopen(info_read, "rb") as info:
