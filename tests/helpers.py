@@ -4,6 +4,7 @@ conftest.py.)"""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -42,6 +43,21 @@ def copy_course(target: Path, *, with_submissions: bool = True, students: list[s
         for student in students or sorted(p.name for p in (ROOT / "submitted").iterdir() if p.is_dir()):
             shutil.copytree(ROOT / "submitted" / student, target / "submitted" / student)
     return target
+
+
+def digests(*folders: Path, skip=("autograded", "feedback", "gradebook.db", ".maxpool-grader", "report",
+                                  "grades.csv")) -> dict[str, str]:
+    """Every file, link and folder of ``folders`` (a course, and what lies next to it) with its
+    SHA-256, its target or "folder", except what grading writes (``skip``: top-level names)."""
+    found = {}
+    for folder in folders:
+        for path in sorted(folder.rglob("*")):
+            relative = path.relative_to(folder)
+            if relative.parts[0] in skip:
+                continue
+            found[str(path)] = ("link:" + os.readlink(path)) if path.is_symlink() else \
+                hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "folder"
+    return found
 
 
 STUDENTS = sorted(p.name for p in (ROOT / "submitted").iterdir() if p.is_dir())  # the sample class

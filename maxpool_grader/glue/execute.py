@@ -5,6 +5,13 @@ It runs the notebook in a sandboxed kernel of the submission's box as nbgrader's
 instead of running (the notebook can lower a score, never raise it), that a dead kernel
 or a used-up time budget costs only what the out-of-process verdict failed, that output
 on stderr in a test cell does not cost points, and that what a cell prints is capped.
+
+The kernel starts only once the verdict is decided and the box is empty (every process
+the verdict left is gone), so nothing of the verdict's can starve it: a fork bomb's
+sleeping children once filled the box's processes cap while the kernel started, and the
+kernel died before it was ready, in some runs and not in others. A kernel that still does
+not start gets one more try in an emptied box; after that every test cell scores 0 and
+says why, instead of nbgrader failing the submission with no grade.
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbformat import NotebookNode
 from nbformat.v4 import new_output
 from nbgrader.preprocessors import Execute
+from nbgrader.utils import is_grade
 from traitlets import Float, default
 
 from ..isolation.box import disk_hit
@@ -48,7 +56,6 @@ class SafeExecute(Execute):
         self._graded: set[str] = ours.get("graded", set())
         self._verdicts: dict[str, Verdict] | None = None if self._pending else {}
         self._not_running: str | None = None
-        self._deadline = time.monotonic() + self.notebook_seconds
         settings = SealedBox(parent=self)
         box = box_for(self, resources if resources is not None else {})
         self._caps = box.caps if box else settings.caps()
@@ -56,10 +63,7 @@ class SafeExecute(Execute):
         self.kernel_manager_class = kernel_manager(settings.sandbox, settings.kernel_memory_mib << 20, self.log, box,
                                                    settings.warm_start, int(self.notebook_seconds) + 30)
         try:
-            try:
-                nb, resources = super().preprocess(nb, resources, km)
-            except DeadKernelError:  # while shutting down: every cell has its outputs already
-                pass
+            nb, resources = self._run_in_kernel(nb, resources, km, box)
             found = self._decided()
         finally:
             hits = box.hits() if box else []
@@ -95,6 +99,36 @@ class SafeExecute(Execute):
         # the kernel's Python version depends on the grading machine: without it, grading the
         # same notebook anywhere writes the same file
         nb.metadata.get("language_info", {}).pop("version", None)
+        return nb, resources
+
+    def _run_in_kernel(self, nb, resources, km, box):
+        """Run the notebook in a kernel started after the verdict, in an emptied box (module
+        doc); a kernel that does not start twice leaves every test cell a 0 and the reason."""
+        self._decided()  # the verdict's processes are closed then; an error here is the grader's
+        problem = None
+        for attempt in range(KERNEL_STARTS):
+            if box:
+                box.empty()
+            self._deadline = time.monotonic() + self.notebook_seconds
+            self._kernel_ready = False  # set by the first cell: the kernel answered kernel_info
+            try:
+                return super().preprocess(nb, resources, km)
+            except DeadKernelError:
+                if self._kernel_ready:  # while shutting down: every cell has its outputs already
+                    return nb, resources
+                problem = "it ended before it was ready"
+            except Exception as failure:  # noqa: BLE001  jupyter_client raises RuntimeError, OSError...
+                if self._kernel_ready:
+                    raise
+                problem = f"{type(failure).__name__}: {str(failure)[:300]}"
+            self.log.warning("The kernel did not start (attempt %d of %d): %s", attempt + 1, KERNEL_STARTS, problem)
+        self.log.error("The kernel did not start %d times (%s): every test cell of %s scores 0.", KERNEL_STARTS,
+                       problem, resources.get("nbgrader", {}).get("student", "this notebook"))
+        add_note(nb, KERNEL_NOT_STARTED.format(problem=problem))
+        for cell in nb.cells:
+            if cell.cell_type == "code" and is_grade(cell):
+                cell.outputs = [_error_output("Not run: the Python kernel that runs your notebook did not "
+                                              "start (see the notes at the top), so this test scores 0.")]
         return nb, resources
 
     def output(self, outs, msg, display_id, cell_index):
@@ -145,6 +179,7 @@ class SafeExecute(Execute):
         return self._verdicts
 
     def preprocess_cell(self, cell, resources, index):
+        self._kernel_ready = True
         if cell.cell_type != "code":
             return cell, resources
         verdict = self._decided().get(grade_id(cell)) if grade_id(cell) in self._graded else None
@@ -185,6 +220,12 @@ def _failed_to_import_the_grader(cell) -> bool:
                and PACKAGE_DIR.name in str(output.get("evalue", "")) for output in cell.get("outputs", []))
 
 
+KERNEL_STARTS = 2  # a kernel that does not start gets one more try, in an emptied box
+KERNEL_NOT_STARTED = (
+    "The Python kernel that runs your notebook did not start, twice ({problem}), so no cell of your "
+    "notebook ran and every test scores 0. A file in your submission's folder named like a module the "
+    "kernel loads when it starts (ipykernel_launcher.py, for one) stops it; if there is none, tell your "
+    "instructor.")
 OUTPUT_CUT = "\n[... output cut: this cell printed too much ...]\n"
 ERROR_BYTES = 64 << 10  # the first error of a cell is kept, shortened to this
 

@@ -1,5 +1,5 @@
 """``OutOfProcessVerdicts``: every graded test decided in a separate, limited, sandboxed
-process (isolation/verdicts.py), in a thread while the kernel starts."""
+process (isolation/verdicts.py), before the kernel starts."""
 
 from __future__ import annotations
 
@@ -56,8 +56,9 @@ class OutOfProcessVerdicts(NbGraderPreprocessor):
                      time.monotonic() - started, "" if wrap else " [UNSANDBOXED]")
             return found
 
-        # Decided in a thread while SafeExecute starts the kernel (the kernel's start-up
-        # is mostly waiting); SafeExecute waits for it before the first graded cell.
+        # Decided in a thread; SafeExecute waits for it, and for every process it left in the
+        # box to be gone, before it starts the kernel: the verdict has the box's caps to
+        # itself, and nothing it started can starve the kernel's start (glue/execute.py).
         pending = _VERDICT_THREADS.submit(decide)
         resources.setdefault(RESOURCES_KEY, {}).update(verdicts=pending, graded=set(graded))
         return nb, resources

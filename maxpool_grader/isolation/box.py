@@ -20,6 +20,7 @@ with limits but unsandboxed, and says so loudly once per run.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import os
@@ -102,8 +103,7 @@ def bwrap_works() -> bool:
     if BWRAP is None or (AS_ROOT and SETPRIV is None):
         return False
     try:
-        probe = subprocess.run(_bwrap_base() + system_binds(False) + ["--", "true"], capture_output=True,
-                               timeout=30)
+        probe = subprocess.run(_bwrap_base() + system_binds(False) + ["--", "true"], capture_output=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired):
         return False
     return probe.returncode == 0
@@ -112,8 +112,7 @@ def bwrap_works() -> bool:
 def _warn_once(key: str, log: logging.Logger, text: str) -> None:
     if key not in _warned:
         _warned.add(key)
-        banner = "!" * 78
-        log.warning("\n%s\n%s\n%s", banner, text, banner)
+        log.warning("\n%s\n%s\n%s", "!" * 78, text, "!" * 78)
 
 
 def use_sandbox(mode: str, log: logging.Logger) -> bool:
@@ -151,10 +150,8 @@ class Launch:
 def close_fds(fds) -> None:
     """Close every descriptor of ``fds``; one already closed is no error."""
     for fd in fds:
-        try:
+        with contextlib.suppress(OSError):
             os.close(fd)
-        except OSError:
-            pass
 
 
 class Box:
@@ -195,8 +192,7 @@ class Box:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
                 os.close(fd)
                 continue
-            parent = os.path.dirname(relative)
-            if parent:
+            if parent := os.path.dirname(relative):
                 argv += ["--perms", "1777", "--dir", f"{WORKDIR}/{parent}"]
             launch.fds.append(fd)
             argv += ["--perms", "0666", "--file", str(fd), f"{WORKDIR}/{relative}"]
@@ -247,6 +243,12 @@ class Box:
             found.append(f"tried to start more than {self.caps.processes} processes")
         return found
 
+    def empty(self) -> None:
+        """Kill every process of the submission and wait until its cgroup counts none: the
+        kernel starts with the caps to itself, whatever the verdict's processes left behind."""
+        if self.cgroup is not None and not self.cgroup.empty():
+            self.log.warning("A submission's box still counts processes 10 s after they were killed")
+
     def close(self) -> None:
         """Kill whatever is left of the submission, remove its cgroup."""
         if self.cgroup is not None:
@@ -277,14 +279,11 @@ def _bwrap_base() -> list[str]:
     As root there is no user namespace: the command drops to ``STUDENT_UID`` (setpriv or
     the zygote), so it has no kernel uid of root's, which a user namespace would give it."""
     argv = [BWRAP or "bwrap", "--die-with-parent", "--unshare-ipc", "--unshare-pid", "--unshare-net",
-            "--unshare-uts", "--new-session"]
-    if not AS_ROOT:
-        argv += ["--unshare-user", "--cap-drop", "ALL"]
+            "--unshare-uts", "--new-session"] + ([] if AS_ROOT else ["--unshare-user", "--cap-drop", "ALL"])
     return argv + ["--proc", "/proc", "--dev", "/dev"]
 
 
-def rlimits(memory_bytes: int, file_bytes: int | None = None,
-            cpu_seconds: int | None = None) -> dict[str, int]:
+def rlimits(memory_bytes: int, file_bytes: int | None = None, cpu_seconds: int | None = None) -> dict[str, int]:
     """The limits of a process running student code, by their names in ``resource``: its
     address space, no core dumps, and optionally file size and CPU time ({} for none)."""
     if not memory_bytes:

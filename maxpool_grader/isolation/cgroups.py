@@ -176,7 +176,27 @@ class Cgroup:
             oom = _number(self.directories["memory"] / "memory.memsw.failcnt") or 0
         return {"oom_kill": oom, "pids_max": _keyed(self.directories["pids"] / "pids.events").get("max", 0)}
 
+    def processes(self) -> int | None:
+        """How many processes (threads included) the cgroup counts now: an ended process
+        counts until its parent has reaped it. None when the count cannot be read."""
+        return _number(self.directories["" if self.version == 2 else "pids"] / "pids.current")
+
     # ---------------------------------------------------------------- the end
+    def empty(self, seconds: float = 10.0) -> bool:
+        """Kill every process inside and wait until the cgroup counts none, so that what
+        starts next has the caps to itself; False if some are still counted after
+        ``seconds`` (a parent that does not reap them)."""
+        deadline = time.monotonic() + seconds
+        while True:
+            if self.version == 2:
+                with contextlib.suppress(OSError):
+                    (self.directories[""] / "cgroup.kill").write_text("1")
+            for directory in self.directories.values():
+                _kill_all(directory, rounds=1)
+            if self.processes() in (0, None) or time.monotonic() > deadline:
+                return self.processes() in (0, None)
+            time.sleep(0.005)
+
     def close(self) -> None:
         """Kill whatever is still inside, then remove the cgroup."""
         if self.version == 2:
@@ -210,8 +230,8 @@ def _number(path: Path) -> int | None:
         return None
 
 
-def _kill_all(directory: Path) -> None:
-    for _ in range(50):
+def _kill_all(directory: Path, rounds: int = 50) -> None:
+    for _ in range(rounds):
         try:
             pids = [int(pid) for pid in (directory / "cgroup.procs").read_text().split()]
         except OSError:

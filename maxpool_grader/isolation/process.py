@@ -9,6 +9,7 @@ does not come in time, or a process that ends, is an exception the verdict repor
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import selectors
@@ -128,13 +129,22 @@ class SolutionProcess:
                         "Warm start of the verdict process failed (%s); starting it cold", problem)
             if self.process is None:
                 # the limits by prlimit: no preexec_fn, so it is safe from the verdict thread
-                argv = launch.argv + box.command(rlimits) + [
+                info_read, info_write = os.pipe()  # bwrap writes the sandbox's init's pid there
+                argv = launch.argv[:-1] + ["--info-fd", str(info_write), "--"] + box.command(rlimits) + [
                     filesystem.PYTHON, "-I", f"{filesystem.VERDICT_DIR}/{script.name}", str(request_read),
                     str(reply_write)]
-                self.process = subprocess.Popen(
-                    argv, pass_fds=(request_read, reply_write, *launch.fds), cwd=self.directory,
-                    env=environment, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                    stderr=subprocess.DEVNULL, start_new_session=True)
+                try:
+                    self.process = subprocess.Popen(
+                        argv, pass_fds=(request_read, reply_write, info_write, *launch.fds), cwd=self.directory,
+                        env=environment, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                        stderr=subprocess.DEVNULL, start_new_session=True)
+                except BaseException:
+                    os.close(info_read)
+                    raise
+                finally:
+                    os.close(info_write)
+                with os.fdopen(info_read, "rb") as info:
+                    self.process.sandbox_pid = json.loads(info.read() or b"{}").get("child-pid")
         finally:
             launch.close()
 
@@ -198,7 +208,17 @@ class SolutionProcess:
             return reply, blobs
 
     def close(self) -> None:
-        """Kill the process and everything it started (its session), remove its directory."""
+        """Kill the process and everything it started (its session), remove its directory.
+        A sandbox's init goes first, and its PID namespace with it: bwrap, its parent, then
+        reaps it and ends. Killed the other way round, the init would wait for the machine's
+        PID 1 to reap it (up to seconds), and the submission's box would count it until then
+        (``Box.empty``, before the kernel starts, waits for a count of 0)."""
+        sandbox = getattr(self.process, "sandbox_pid", None)
+        if sandbox and self.process.poll() is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(sandbox, signal.SIGKILL)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(timeout=1)
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.process.pid, signal.SIGKILL)  # the session outlives its leader
         with contextlib.suppress(ProcessLookupError, PermissionError):

@@ -1,0 +1,132 @@
+"""A kernel that cannot start costs a reason and a 0, never a missing grade, and nothing the
+out-of-process verdict started can keep the notebook's kernel from starting.
+
+The bug these tests pin down: a fork bomb at the top of the solution cell, whose children
+sleep, filled the submission's processes cap (256) from the verdict's process while the
+kernel started in the same box. The kernel could not make its threads and died before it
+was ready ("Kernel died before replying to kernel_info") in 4 of 5 runs: nbgrader removed
+the autograded notebook, the gradebook waited for a person and there was no feedback. The
+kernel now starts once the verdict is decided and every process it left is gone
+(glue/execute.py), so the same submission gets the same grade on every run.
+
+Real ``nbgrader autograde`` and ``generate_feedback`` in a copy of the course, sandboxed.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import nbformat
+import pytest
+from corpus import LOOP_CORRECT, notebook_with
+from helpers import ASSIGNMENT, all_grades, copy_course, digests, flat, nbgrader, sqlite
+from nbgrader.api import Gradebook
+
+from maxpool_grader.exercise.checks import GRADED_CHECKS
+from maxpool_grader.isolation import cgroups
+from maxpool_grader.isolation.box import Box, Caps
+
+pytestmark = pytest.mark.integration  # real kernels, sandboxes, nbgrader or servers
+
+# Forks until the box's cap stops it (at most 2,000 children, each gone within 30 s even
+# without a sandbox); the children sleep, so they hold the cap until they are killed. The
+# cell raises BlockingIOError before max_pool_backward is defined: Part B scores 0.
+SLEEPING_FORK_BOMB = """import os
+import time
+
+for _ in range(2000):
+    if os.fork() == 0:
+        time.sleep(30)
+        os._exit(0)
+
+""" + LOOP_CORRECT
+COPIES = 20  # graded one after another by one `nbgrader autograde`: 20 times in a row
+
+
+def _graded_class(course: Path, code: str, students: list[str], *options: str):
+    """``students`` who all submitted ``code``, graded by plain nbgrader, with feedback."""
+    nbgrader(course, "generate_assignment", ASSIGNMENT)
+    release = nbformat.read(course / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", as_version=4)
+    for student in students:
+        folder = course / "submitted" / student / ASSIGNMENT
+        folder.mkdir(parents=True)
+        nbformat.write(notebook_with(release, code), folder / f"{ASSIGNMENT}.ipynb")
+    before = digests(course)
+    graded = nbgrader(course, "autograde", ASSIGNMENT, *options, check=False)
+    feedback = nbgrader(course, "generate_feedback", ASSIGNMENT, check=False)
+    return graded, feedback, before
+
+
+def _assert_part_b_scored_zero(course: Path, students: list[str]) -> None:
+    """Every test cell of Part B has a recorded 0 (not None, not waiting for a person), and
+    every student has an autograded notebook and a feedback page."""
+    grades = all_grades(sqlite(course))
+    with Gradebook(sqlite(course)) as gradebook:
+        for student in students:
+            submission = gradebook.find_submission(ASSIGNMENT, student)
+            assert submission.code_score == 0, student
+            assert not any(grade.needs_manual_grade for notebook in submission.notebooks
+                           for grade in notebook.grades if grade.cell_type == "code"), student
+    for student in students:
+        assert {cell: grades.get((student, cell)) for cell in GRADED_CHECKS} == dict.fromkeys(GRADED_CHECKS, 0), student
+        assert (course / "autograded" / student / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").is_file(), student
+        assert (course / "feedback" / student / ASSIGNMENT / f"{ASSIGNMENT}.html").is_file(), student
+
+
+def _feedback(course: Path, student: str) -> str:
+    return flat((course / "feedback" / student / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text())
+
+
+def test_a_fork_bomb_with_sleeping_children_gets_a_0_and_feedback_every_time(tmp_path):
+    course = copy_course(tmp_path / "course", with_submissions=False)
+    students = [f"fork_bomb_{number:02d}" for number in range(COPIES)]
+    graded, feedback, before = _graded_class(course, SLEEPING_FORK_BOMB, students)
+
+    assert graded.returncode == 0, graded.stdout[-5000:]
+    assert "There was an error processing" not in graded.stdout
+    assert "did not start" not in graded.stdout  # the kernel started at the first try, every time
+    assert feedback.returncode == 0, feedback.stdout[-3000:]
+    _assert_part_b_scored_zero(course, students)
+    caps = Caps()
+    for student in students:
+        page = _feedback(course, student)
+        assert "Your solution cell raised BlockingIOError" in page, student
+        if cgroups.available():  # the cap of the submission's cgroup: named in its notes
+            assert f"tried to start more than {caps.processes} processes" in page, student
+    after = digests(course)  # every file of the course but what grading writes
+    assert sorted(path for path in set(before) | set(after) if before.get(path) != after.get(path)) == []
+
+
+def test_a_kernel_that_never_starts_gets_a_0_with_the_reason(tmp_path):
+    """A kernel that dies before it is ready, twice (here: 16 MiB of address space, too little
+    for Python), leaves every test cell a 0 and the reason, not a submission nbgrader failed."""
+    course = copy_course(tmp_path / "course", with_submissions=False)
+    graded, feedback, _ = _graded_class(course, LOOP_CORRECT, ["correct_but_no_kernel"],
+                                        "--SealedBox.kernel_memory_mib=16")
+
+    assert graded.returncode == 0, graded.stdout[-5000:]
+    assert "There was an error processing" not in graded.stdout
+    assert "The kernel did not start (attempt 2 of 2)" in graded.stdout  # it was tried again
+    assert feedback.returncode == 0, feedback.stdout[-3000:]
+    _assert_part_b_scored_zero(course, ["correct_but_no_kernel"])
+    page = _feedback(course, "correct_but_no_kernel")
+    assert "The Python kernel that runs your notebook did not start, twice" in page
+    assert page.count("the Python kernel that runs your notebook did not start (see the notes at the top)") == len(
+        GRADED_CHECKS)
+
+
+def test_an_emptied_box_counts_no_process():
+    """Box.empty kills every process of the box, orphans included, and returns only once the
+    cgroup counts none (an orphan counts until the machine's PID 1 has reaped it)."""
+    assert cgroups.available(), f"the box needs a cgroup here: {cgroups.why_unavailable()}"
+    box = Box(Caps())
+    try:
+        # the shell ends at once; its five sleeping children are orphans in the box's cgroup
+        subprocess.run(box.cgroup.enter_argv() + ["/bin/sh", "-c", "for i in 1 2 3 4 5; do sleep 60 & done"],
+                       check=True, timeout=30)
+        assert box.cgroup.processes() >= 5
+        box.empty()
+        assert box.cgroup.processes() == 0
+    finally:
+        box.close()
