@@ -49,9 +49,10 @@ class SpawnError(RuntimeError):
 
 # ---------------------------------------------------------------- the zygote's side
 def serve(sock: socket.socket, run, directory: str | None = None) -> None:
-    """Answer spawn requests on ``sock`` until it closes (the worker ended, however it
-    ended), then remove ``directory`` (the zygote's own private one); ``run(request, fds)``
-    is what each child runs, in the sandbox, once it is ready (it should not return)."""
+    """Answer spawn requests on ``sock`` until it closes or the worker is no longer this
+    process's parent (the worker ended, however it ended), then remove ``directory`` (the
+    zygote's own private one); ``run(request, fds)`` is what each child runs, in the
+    sandbox, once it is ready (it should not return)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the worker's to handle
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the forked children reap themselves
     worker = os.getppid()
