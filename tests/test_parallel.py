@@ -10,6 +10,8 @@ import re
 import signal
 import subprocess
 import sys
+import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -89,11 +91,13 @@ def test_report_numbers_match_the_gradebook(classes):
     assert (parallel / "report" / "scores.png").stat().st_size > 1000
 
 
-def start_grading(course: Path, workers: int) -> subprocess.Popen:
-    """`maxpool-grader grade` running in the background, its output readable line by line."""
+def start_grading(course: Path, workers: int, ctrl_c_ignored: bool = False) -> subprocess.Popen:
+    """`maxpool-grader grade` running in the background, its output readable line by line;
+    ``ctrl_c_ignored``: started with SIGINT ignored, as a script's background job is."""
     env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
+    ignore = (lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if ctrl_c_ignored else None
     return subprocess.Popen([str(BIN / "maxpool-grader"), "grade", "--course-dir", str(course),
-                             "--workers", str(workers)], env=env, text=True,
+                             "--workers", str(workers)], env=env, text=True, preexec_fn=ignore,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
 
 
@@ -104,35 +108,100 @@ def assert_every_autograded_cell_recorded(course: Path) -> None:
                if not grade_id.startswith("part_a"))
 
 
-def test_an_interrupted_run_resumes_and_completes(tmp_path):
-    course = copy_course(tmp_path / "course")
-    process = start_grading(course, workers=1)
-    seen = []
-    for line in process.stdout:  # Ctrl-C once the first submissions are graded
+@contextmanager
+def cpu_load():
+    """Every core kept busy beside the test, as another grading run on the machine would."""
+    spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 1)]
+    try:
+        yield
+    finally:
+        for spinner in spinners:
+            spinner.kill()
+            spinner.wait()
+
+
+def interrupted_run(course: Path, when: str) -> str:
+    """A run sent Ctrl-C (SIGINT, to the command alone) as soon as it prints a line that
+    starts with the pattern ``when``; it must stop promptly with 130. Its output."""
+    process = start_grading(course, workers=1, ctrl_c_ignored=True)
+    seen, sent = [], None
+    for line in process.stdout:
         seen.append(line)
-        if line.startswith("[autograde 2/"):
+        if re.match(when, line):
             process.send_signal(signal.SIGINT)
+            sent = time.monotonic()
             break
     output = "".join(seen) + process.communicate(timeout=300)[0]
-    assert process.returncode == 130, output[-3000:]
+    assert sent is not None and process.returncode == 130, output[-3000:]
+    assert time.monotonic() - sent < 20, "it did not stop promptly"
     assert "Run the command again" in output
-    graded_before = len(re.findall(r"^\[autograde \d+/", output, re.M))
-    assert 2 <= graded_before < len(STUDENTS)
+    return output
+
+
+def graded_lines(output: str, phase: str = "autograde") -> int:
+    return len(re.findall(rf"^\[{phase} \d+/", output, re.M))
+
+
+def test_an_interrupted_run_resumes_and_completes(tmp_path):
+    """Ctrl-C stops a run wherever it comes (grading, the workers starting under load,
+    feedback), even when the command was started with SIGINT ignored (a script's background
+    job); the next run goes on where it stopped."""
+    course = copy_course(tmp_path / "course")
+    grading = interrupted_run(course, r"\[autograde 2/")
+    assert 2 <= graded_lines(grading) < len(STUDENTS)
+    with cpu_load():  # the release is current: this run only starts its workers
+        starting = interrupted_run(course, r"\d+ submission\(s\) to grade")
+    graded_before = graded_lines(grading) + graded_lines(starting)
+    assert graded_before < len(STUDENTS)
 
     # what a worker killed inside a submission leaves: its kernel's private directory
     ended = Path(subprocess.run([sys.executable, "-c", "from maxpool_grader.isolation import box as sealed_box; "
                                  "print(sealed_box.private_directory('kernel-'))"],
                                 capture_output=True, text=True, check=True).stdout.strip())
     running = sealed_box.private_directory("test-")  # this process's: in use, must stay
-    resumed = grade_command(course)
-    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    feedback = interrupted_run(course, r"\[feedback 1/")
     assert not ended.exists() and running.exists()
     running.rmdir()
     # what was shown as graded is not graded again (one more may have finished unseen)
-    left = int(re.search(r"(\d+) submission\(s\) to grade", resumed.stdout).group(1))
+    left = int(re.search(r"(\d+) submission\(s\) to grade", feedback).group(1))
     assert 1 <= left <= len(STUDENTS) - graded_before
+    assert graded_lines(feedback, "feedback") < len(STUDENTS)
+    resumed = grade_command(course)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "0 submission(s) to grade" in resumed.stdout
+    assert all((course / "feedback" / student / ASSIGNMENT / f"{ASSIGNMENT}.html").is_file() for student in STUDENTS)
     assert_every_autograded_cell_recorded(course)
     assert sealed_box.abandoned_private_directories() == []  # what the killed workers left: swept
+
+
+def test_a_killed_run_leaves_no_process_behind(tmp_path):
+    """kill -9 of `grade` mid-run: its workers, their zygotes and everything they started
+    (sandboxes, kernels, verdict processes) end with it, within seconds."""
+    import psutil
+    course = copy_course(tmp_path / "course", students=["loop_correct", "ties_split", "vectorized_correct"])
+    env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
+    keeper = subprocess.Popen([sys.executable, str(Path(__file__).with_name("subreaper.py")), "5",
+                               str(BIN / "maxpool-grader"), "grade", "--course-dir", str(course), "--force",
+                               "--workers", "2"], env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    grading = psutil.Process(int(keeper.stdout.readline()))
+    tree = []
+    for line in keeper.stdout:
+        if line.startswith("[autograde 1/"):  # mid-run: both workers busy, with their zygotes
+            tree = [_command_line(process) for process in grading.children(recursive=True)]
+            grading.kill()
+            break
+    output = keeper.communicate(timeout=120)[0]
+    assert sum("grade --course-dir" in command for command in tree) >= 2, tree  # the two workers
+    assert any("kernel_zygote" in command for command in tree), tree
+    left = json.loads(re.search(r"^left: (.*)$", output, re.M).group(1))
+    assert left == [], left
+
+
+def _command_line(process) -> str:
+    try:
+        return " ".join(process.cmdline())
+    except Exception:  # noqa: BLE001  (ended meanwhile)
+        return ""
 
 
 def test_a_killed_worker_is_replaced_and_the_run_completes(tmp_path):

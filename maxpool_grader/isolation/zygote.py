@@ -28,6 +28,7 @@ import fcntl
 import json
 import os
 import resource
+import select
 import shutil
 import signal
 import socket
@@ -48,13 +49,21 @@ class SpawnError(RuntimeError):
 
 # ---------------------------------------------------------------- the zygote's side
 def serve(sock: socket.socket, run, directory: str | None = None) -> None:
-    """Answer spawn requests on ``sock`` until it closes (the worker ended, however it
-    ended), then remove ``directory`` (the zygote's own private one); ``run(request, fds)``
-    is what each child runs, in the sandbox, once it is ready (it should not return)."""
+    """Answer spawn requests on ``sock`` until it closes or the worker is no longer this
+    process's parent (the worker ended, however it ended), then remove ``directory`` (the
+    zygote's own private one); ``run(request, fds)`` is what each child runs, in the
+    sandbox, once it is ready (it should not return)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the worker's to handle
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the forked children reap themselves
+    worker = os.getppid()
     try:
         while True:
+            # the socket closes when the worker ends; its parent changing says the same if
+            # anything else still holds the worker's end (no thread: this process forks)
+            if not select.select([sock], [], [], 1.0)[0]:
+                if os.getppid() != worker:
+                    break
+                continue
             message, fds, _, _ = socket.recv_fds(sock, 1 << 20, 8)
             if not message:
                 break
@@ -151,7 +160,18 @@ def _join(pid: int) -> None:
     os.close(root)
 
 
-_PR_CAPBSET_DROP, _PR_SET_NO_NEW_PRIVS, _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 24, 38, 47, 4
+_PR_SET_PDEATHSIG, _PR_CAPBSET_DROP, _PR_SET_NO_NEW_PRIVS, _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = \
+    1, 24, 38, 47, 4
+
+
+def die_with_parent(parent: int) -> None:
+    """Be killed (SIGKILL) when ``parent`` ends, however it ends; exit now if it already has.
+
+    The kernel sends the signal when the *thread* that forked this process ends: call it
+    only in a process forked by a thread that lives as long as its process (the main one)."""
+    _check(_libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "parent death signal")
+    if os.getppid() != parent:  # it died before prctl: nothing would ever send the signal
+        os._exit(1)
 
 
 class _CapHeader(ctypes.Structure):

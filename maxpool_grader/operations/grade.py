@@ -6,7 +6,9 @@ student wrote (130 after Ctrl-C: run it again to finish)."""
 from __future__ import annotations
 
 import os
+import signal
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -143,11 +145,23 @@ class GradingRun:
         print(f"\nClass report: {report_path}\nGrades: {self.course / 'grades.csv'}")
 
 
+def _listen_for_ctrl_c() -> None:
+    """Ctrl-C (SIGINT) stops the run, even when it was started with SIGINT ignored: a shell
+    without job control (a script) starts a background job so, and Python then keeps it
+    ignored. Each line of output shows when it happens, on a pipe too (who sends the signal
+    may be watching the progress lines)."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    if hasattr(sys.stdout, "reconfigure"):
+        sys.stdout.reconfigure(line_buffering=True)
+
+
 def grade(course: Path, *, workers: int | None = None, force: bool = False, db_url: str | None = None,
           assignment: str = ASSIGNMENT, similarity_threshold: float = similarity.THRESHOLD,
           cluster: str | None = None, security=None) -> int:
     """Grade the class; 0 unless grading itself broke (a student's code never makes it fail).
     ``security``: how to reach the ``cluster`` (cluster_tls.coordinator_security)."""
+    _listen_for_ctrl_c()
     course = course.resolve()
     run = GradingRun(course, db_url or configured_db_url(course), workers or os.cpu_count() or 1, force, cluster,
                      similarity_threshold, assignment, security)
@@ -156,11 +170,16 @@ def grade(course: Path, *, workers: int | None = None, force: bool = False, db_u
         run.release()
         run.prepare()
         batch, current = run.autograde()
+        feedback = run.feedback(batch, current)
+        if feedback.interrupted:
+            raise KeyboardInterrupt
+        exported = run.export()
     except Broke as broke:
         print(str(broke), file=sys.stderr)
         return broke.status
-    feedback = run.feedback(batch, current)
-    exported = run.export()
+    except KeyboardInterrupt:
+        print("\nInterrupted. Run the command again to finish: what was graded is kept.", file=sys.stderr)
+        return 130
     paths = report.write_report(course, run.db_url, assignment, similarity_threshold)
     run.timings["total_seconds"] = time.monotonic() - started
     state.save_timings(course, run.timings)

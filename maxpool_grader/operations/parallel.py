@@ -16,18 +16,22 @@ import sys
 import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..isolation.zygote import die_with_parent
 from ..names import ASSIGNMENT, KERNEL_IMPORT_FAILED
 
 _API = None
 
 
-def _start_worker(course: str, db_url: str) -> None:
+def _start_worker(course: str, db_url: str, parent: int) -> None:
     """Runs once in each worker process: one NbGraderAPI for all its submissions."""
     global _API
+    die_with_parent(parent)  # a killed grade leaves no worker (nor its zygotes, sandboxes) behind
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # blocked while the parent forked it
     os.chdir(course)
     from nbgrader.apps import NbGraderAPI
     from nbgrader.coursedir import CourseDirectory
@@ -123,9 +127,10 @@ def run_batch(course: Path, db_url: str, students: list[str], workers: int, job,
             if not remaining:
                 break
             executor = ProcessPoolExecutor(max_workers=max(1, min(workers, len(remaining))),
-                                           initializer=_start_worker, initargs=(str(course), db_url))
+                                           initializer=_start_worker, initargs=(str(course), db_url, os.getpid()))
             try:
-                pending = {executor.submit(job, student, assignment): student for student in remaining}
+                with _ctrl_c_held():  # the first submit forks the workers and starts the pool's threads
+                    pending = {executor.submit(job, student, assignment): student for student in remaining}
                 while pending:
                     done, _ = wait(pending, return_when=FIRST_COMPLETED)
                     for future in done:
@@ -152,6 +157,18 @@ def run_batch(course: Path, db_url: str, students: list[str], workers: int, job,
     finally:
         progress.close()
     return result
+
+
+@contextmanager
+def _ctrl_c_held():
+    """SIGINT blocked, then delivered on leaving: a Ctrl-C while the pool starts is not lost
+    in a worker that has not ignored it yet, and the pool's threads, started meanwhile,
+    keep it blocked for good, so it always reaches the main thread (Python's handler)."""
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
 def _stop(executor: ProcessPoolExecutor) -> None:
