@@ -19,7 +19,7 @@ from pathlib import Path
 from ..names import ASSIGNMENT
 from .course import configured_db_url, nbgrader_environment, run_nbgrader
 from .grade import grade
-from .lms import LmsError
+from .lms_zip import LAYOUTS, LmsError
 from .roster import RosterError, import_roster
 from .similarity import THRESHOLD
 
@@ -50,6 +50,14 @@ def _parser() -> argparse.ArgumentParser:
                                                      "penalty")
     collect.add_argument("--zip-timezone", default="UTC",
                          help="the time zone of the zip's file times (default UTC), e.g. Europe/Berlin")
+    collect.add_argument("--max-file-size", default="50MiB", metavar="SIZE",
+                         help="skip (and name) any file of the zip that unpacks to more than this (default 50MiB)")
+    collect.add_argument("--max-total-size", default="2GiB", metavar="SIZE",
+                         help="skip (and name) the files past this much unpacked in all (default 2GiB)")
+    collect.add_argument("--lms", choices=LAYOUTS, default=None,
+                         help="the zip's layout, when its names fit two equally (default: told from the names)")
+    collect.add_argument("--replace-newer", action="store_true",
+                         help="replace a submission in submitted/ even when it is newer than the zip's")
     export = commands.add_parser("export-lms", help="write canvas_grades.csv (Canvas gradebook import) and "
                                                     "lms_grades.csv (every number)")
     export.add_argument("--out-dir", type=Path, default=None, help="where to write them (default: the course)")
@@ -108,27 +116,41 @@ def collect_lms(args, db_url: str) -> int:
         if result.returncode != 0:
             print(result.stdout[-4000:], file=sys.stderr)
             return 1
-    found = lms.collect(args.zip, args.course_dir, db_url, due=due, zip_timezone=zone)
+    limits = lms.Limits(per_file=_size("--max-file-size", args.max_file_size),
+                        total=_size("--max-total-size", args.max_total_size))
+    found = lms.collect(args.zip, args.course_dir, db_url, due=due, zip_timezone=zone, limits=limits, lms=args.lms,
+                        replace_newer=args.replace_newer)
     late = sorted(student for student, info in found.students.items() if info["late"])
-    print(f"{len(found.students)} students' submissions put in submitted/ from {args.zip.name}"
-          + (f"; late: {', '.join(late)}" if late else ""))
+    print(f"{len(found.students)} students' submissions put in submitted/ from {args.zip.name} "
+          f"({found.layout or 'no LMS'} layout)" + (f"; late: {', '.join(late)}" if late else ""))
     for message in found.messages:
         print(f"  {message}")
-    if found.unmatched:
-        print(f"{len(found.unmatched)} file(s) match no student (copied to {lms.UNMATCHED}/{args.zip.stem}/; add the "
-              "student to roster.csv, or an lms_id column, and run collect-lms again):")
-        for line in found.unmatched:
+    if found.notes:
+        print(f"{len(found.notes)} file(s) not collected as named ({found.unmatched} copied to {lms.UNMATCHED}/; add "
+              "a missing student to roster.csv, or an lms_id column, and run collect-lms again):")
+        for line in found.notes:
             print(f"  {line}")
     if late and due is None:
         print("Late submissions were found but no --due was given: no late penalty is applied.")
+    if found.failed:
+        print(f"{found.failed} file(s) SKIPPED or KEPT OUT of submitted/ (see above; exit status 1)")
+        return 1
     print("Next: maxpool-grader grade")
     return 0
 
 
+def _size(option: str, text: str) -> int:
+    from .lms_zip import parse_size
+    size = parse_size(text)
+    if size <= 0:
+        raise LmsError(f"{option} {text!r} must be more than 0")
+    return size
+
+
 def export_lms(args, db_url: str) -> int:
-    from . import lms
+    from . import lms_export
     out_dir = args.out_dir or args.course_dir
-    result = lms.export(args.course_dir, db_url, out_dir, canvas_column=args.canvas_column)
+    result = lms_export.export(args.course_dir, db_url, out_dir, canvas_column=args.canvas_column)
     print(f"{result['rows']} students: {out_dir / 'canvas_grades.csv'} (Canvas gradebook import), "
           f"{out_dir / 'lms_grades.csv'} (every number)")
     if result["ungraded"]:
