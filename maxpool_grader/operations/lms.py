@@ -195,7 +195,9 @@ def _collect_student(folder: Path, uploads: list[Upload], keep_out: KeepOut, *, 
             reason = f"kept out: submitted/{student} could not be replaced ({shown(str(error))}); it is left as it was"
     for upload in latest.values():
         if reason:
-            keep_out(upload.entry, f"{student}'s file, {reason}", failed=True)
+            unreadable_itself = unreadable and upload.entry in keep_out.skipped
+            keep_out(upload.entry, f"{student}'s file, " + (f"so submitted/{student} is left as it was"
+                                                            if unreadable_itself else reason), failed=True)
         elif _stored_name(upload) != upload.file:
             keep_out.result.notes.append(f"{shown(upload.entry.filename)}: {student}'s file, saved as "
                                          f"submitted/{student}/{folder.name}/{shown(_stored_name(upload))}")
@@ -213,6 +215,9 @@ def _notebook_messages(student: str, assignment: str, files: list[str]) -> list[
     if not notebooks:
         return [f"{student}: uploaded no notebook ({', '.join(shown(name) for name in files)}); it is graded 0, "
                 "with a note saying so"]
+    if len(notebooks) == 1 and notebooks[0] != expected:
+        return [f"{student}: uploaded one notebook, {shown(notebooks[0])}, not named {expected}: it is graded 0 "
+                "unless you rename it"]
     if len(notebooks) > 1:
         which = (f"{expected} is graded" if expected in notebooks else
                  f"none is named {expected}, so none is graded: ask the student which one counts and rename it")

@@ -207,4 +207,7 @@ def _bounded_copy(archive: zipfile.ZipFile, entry: zipfile.ZipInfo, target: Path
 
 
 def _size(count: int) -> str:
-    return f"{count / MiB:g} MiB" if count >= MiB else f"{count:,} bytes"
+    for unit, scale in (("GiB", 1 << 30), ("MiB", MiB), ("KiB", 1 << 10)):
+        if count >= scale:
+            return f"{count / scale:.4g} {unit}"
+    return f"{count} bytes"
