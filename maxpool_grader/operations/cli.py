@@ -6,7 +6,8 @@
   ``grades.csv`` and the class report, and prints each student's score per test cell.
 * ``roster`` imports the class list (roster.py).
 * ``collect-lms`` and ``export-lms`` bring a Canvas or Moodle zip in and the grades back
-  out (lms.py).
+  out (lms.py; the zip is read and checked in lms_zip.py, written in lms_store.py, the
+  CSVs in lms_export.py).
 """
 
 from __future__ import annotations
@@ -19,9 +20,14 @@ from pathlib import Path
 from ..names import ASSIGNMENT
 from .course import configured_db_url, nbgrader_environment, run_nbgrader
 from .grade import grade
-from .lms_zip import LAYOUTS, LmsError
+from .lms_zip import LAYOUTS, Limits, LmsError
 from .roster import RosterError, import_roster
 from .similarity import THRESHOLD
+
+COLLECT_EXIT = ("Exit status: 0 when every file of the zip is in submitted/ or lms-unmatched/ (each file not "
+                "collected is named); 1 when a file was skipped (encrypted, damaged, too large) or a student's folder "
+                "was left as it was (one of their files could not be read, or submitted/ holds a newer submission); "
+                "2 when the zip, the roster or an option cannot be used.")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -43,17 +49,17 @@ def _parser() -> argparse.ArgumentParser:
     roster.add_argument("csv", type=Path, help="the roster file")
     collect = commands.add_parser("collect-lms", help="put a Canvas or Moodle 'download all submissions' zip into "
                                                       "submitted/ (students from roster.csv; late flags and times "
-                                                      "become nbgrader timestamps)")
+                                                      "become nbgrader timestamps)", epilog=COLLECT_EXIT)
     collect.add_argument("zip", type=Path, help="the zip the LMS gave")
     collect.add_argument("--due", default=None, help="the due date, e.g. '2026-11-20 23:59' (UTC) or "
                                                      "2026-11-20T23:59+01:00; stored in the gradebook for the late "
                                                      "penalty")
     collect.add_argument("--zip-timezone", default="UTC",
                          help="the time zone of the zip's file times (default UTC), e.g. Europe/Berlin")
-    collect.add_argument("--max-file-size", default="50MiB", metavar="SIZE",
-                         help="skip (and name) any file of the zip that unpacks to more than this (default 50MiB)")
-    collect.add_argument("--max-total-size", default="2GiB", metavar="SIZE",
-                         help="skip (and name) the files past this much unpacked in all (default 2GiB)")
+    collect.add_argument("--max-file-size", default=f"{Limits.per_file >> 20}MiB", metavar="SIZE",
+                         help="skip (and name) a file of the zip that unpacks to more than this (default %(default)s)")
+    collect.add_argument("--max-total-size", default=f"{Limits.total >> 20}MiB", metavar="SIZE",
+                         help="skip (and name) the files past this much unpacked in all (default %(default)s)")
     collect.add_argument("--lms", choices=LAYOUTS, default=None,
                          help="the zip's layout, when its names fit two equally (default: told from the names)")
     collect.add_argument("--replace-newer", action="store_true",
@@ -116,7 +122,7 @@ def collect_lms(args, db_url: str) -> int:
         if result.returncode != 0:
             print(result.stdout[-4000:], file=sys.stderr)
             return 1
-    limits = lms.Limits(per_file=_size("--max-file-size", args.max_file_size),
+    limits = Limits(per_file=_size("--max-file-size", args.max_file_size),
                         total=_size("--max-total-size", args.max_total_size))
     found = lms.collect(args.zip, args.course_dir, db_url, due=due, zip_timezone=zone, limits=limits, lms=args.lms,
                         replace_newer=args.replace_newer)

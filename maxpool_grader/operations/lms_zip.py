@@ -33,7 +33,7 @@ CANVAS = re.compile(r"^(?P<name>[^\W_]*?)(?P<late>_LATE)?_(?P<lms_id>[0-9]+)_(?P
 MOODLE_FOLDER = re.compile(r"^(?P<name>.*)_(?P<lms_id>[0-9]+)_assignsubmission_file_?$")  # the first folder only
 MOODLE_FLAT = re.compile(r"^(?P<name>[^/]*?)_(?P<lms_id>[0-9]+)_assignsubmission_file_(?P<file>[^/]+)$")
 ATTEMPT = re.compile(r"^(?P<stem>.+?)-(?P<attempt>[0-9]+)(?P<suffix>\.[^.]+)$")
-LITTER = ("__MACOSX", ".DS_Store", "Thumbs.db")
+LITTER = "__MACOSX"  # macOS's zip adds it; no LMS does
 NAME_BYTES = 200  # a path component on disk; file systems allow 255
 MiB = 1 << 20
 CHUNK = MiB
@@ -110,9 +110,10 @@ def safe_parts(path: str) -> list[str]:
 
 
 def files_of(archive: zipfile.ZipFile) -> list[zipfile.ZipInfo]:
-    """The files of the zip, without folders and the litter of macOS and Windows."""
-    return [entry for entry in archive.infolist() if not entry.is_dir()
-            and not any(part in LITTER for part in PurePosixPath(entry.filename).parts)]
+    """The files of the zip, without folders and the ``__MACOSX/`` folder that macOS's zip
+    adds (at the top only: further down, a student could have named a folder so)."""
+    return [entry for entry in archive.infolist()
+            if not entry.is_dir() and PurePosixPath(entry.filename).parts[:1] != (LITTER,)]
 
 
 def parse(entry: zipfile.ZipInfo, layout: str | None) -> Upload | None:
