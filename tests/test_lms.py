@@ -31,7 +31,16 @@ from nbgrader.api import Gradebook
 from maxpool_grader.names import PART_A_CELL, grade_id
 from maxpool_grader.operations.lms import match_key
 from maxpool_grader.operations.lms_export import cell as csv_cell
-from maxpool_grader.operations.lms_zip import LmsError, detect_layout, parse_size, safe_parts, shorten, shown
+from maxpool_grader.operations.lms_zip import (
+    Limits,
+    LmsError,
+    detect_layout,
+    parse_size,
+    safe_parts,
+    shorten,
+    shown,
+    stage,
+)
 
 integration = pytest.mark.integration  # real nbgrader commands and gradebooks (the unit tests at the end are not)
 
@@ -585,3 +594,25 @@ def test_a_csv_cell_is_a_number_or_text_that_is_not_a_formula():
     assert csv_cell(-2.5) == "-2.5" and csv_cell(3) == 3 and csv_cell(20.0) == "20"
     assert [csv_cell(text) for text in ("=1", "+1", "-1", "@a", "\t1", "\r1", "plain", "", None)] == \
         ["'=1", "'+1", "'-1", "'@a", "'\t1", "'\r1", "plain", "", ""]
+
+
+def test_staging_reads_with_a_bound_and_names_each_entry_it_skips(tmp_path):
+    path = tmp_path / "bad.zip"
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for name, data in (("good", b"x" * 100), ("encrypted", b"secret"), ("crc", b"data"), ("huge", b" " * 50_000),
+                           ("liar", b" " * 50_000), ("undated", b"when?"), ("over-total", b"y" * 901)):
+            archive.writestr(zipfile.ZipInfo(name, date_time=(1980, 0, 0, 0, 0, 0) if name == "undated" else ON_TIME),
+                             data)
+    set_header_field(path, "encrypted", 6, 8, encrypt_flag)
+    set_header_field(path, "crc", 14, 16, wrong_crc)
+    set_header_field(path, "liar", 22, 24, lambda data, at: struct.pack_into("<I", data, at, 10))  # "10 bytes"
+    (tmp_path / "staged").mkdir()
+    with zipfile.ZipFile(path) as archive:
+        read, skipped = stage(archive, archive.infolist(), tmp_path / "staged", Limits(per_file=1000, total=1000))
+    assert {entry.filename: staged.read_bytes() for entry, staged in read.items()} == {"good": b"x" * 100}
+    reasons = {entry.filename: reason for entry, reason in skipped.items()}
+    assert reasons["encrypted"].startswith("encrypted") and reasons["crc"].startswith("damaged: Bad CRC-32")
+    assert reasons["huge"] == "unpacks to 48.83 KiB, more than 1000 bytes (--max-file-size)"
+    assert reasons["liar"].startswith("damaged") and reasons["undated"].startswith("damaged: its time")
+    assert reasons["over-total"] == "the zip unpacks to more than 1000 bytes in all (--max-total-size)"
+    assert sorted(p.name for p in (tmp_path / "staged").iterdir()) == ["0"]  # nothing half-read is left

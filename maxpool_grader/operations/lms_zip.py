@@ -58,7 +58,10 @@ class Upload:
 
     @property
     def time(self) -> dt.datetime:
-        return dt.datetime(*self.entry.date_time)
+        try:
+            return dt.datetime(*self.entry.date_time)
+        except ValueError:  # month 0 and the like: stage() skips the entry, sorting must not fail
+            return dt.datetime(1980, 1, 1)
 
 
 @dataclass(frozen=True)
