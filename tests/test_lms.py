@@ -34,7 +34,9 @@ from maxpool_grader.operations.lms_export import cell as csv_cell
 from maxpool_grader.operations.lms_zip import (
     Limits,
     LmsError,
+    ambiguous,
     detect_layout,
+    parse,
     parse_size,
     safe_parts,
     shorten,
@@ -299,8 +301,11 @@ def test_an_upload_named_like_another_student_stays_with_its_uploader_in_moodle(
         add(archive, f"Noah Fischer_55501_assignsubmission_file_{ASSIGNMENT}.ipynb", b"noah again")
     out = run(course, "collect-lms", str(flat)).stdout
     assert "(moodle-flat layout)" in out and submitted_trees(course)["s_vera"] == before["s_vera"]
-    assert (course / "submitted" / "s_lina" / ASSIGNMENT / f"Vera Kowalski_104_assignsubmission_file_{ASSIGNMENT}"
-            ".ipynb").read_bytes() == b"lina again"
+    # her full name, which Moodle lets her edit, could hold the marker too: whose file it is cannot be told
+    assert "'_<id>_assignsubmission_file_' is in its name twice" in out
+    assert (course / "lms-unmatched" / "moodle-flat" / f"Lina Haddad_55503_assignsubmission_file_Vera Kowalski_104_"
+            f"assignsubmission_file_{ASSIGNMENT}.ipynb").read_bytes() == b"lina again"
+    assert_every_upload_accounted_for(course, flat, out)
 
 
 UNICODE_ROSTER = ROSTER + """s_vera_k,Вера,Ковальская,vk@example.edu,
@@ -568,6 +573,8 @@ def test_the_layout_is_told_by_the_whole_zip_and_a_tie_is_refused():
     assert detect_layout(zip_names("A B_1_assignsubmission_file/x", "C_2_assignsubmission_file_/y")) == \
         "moodle-folders"
     assert detect_layout(zip_names("A B_1_assignsubmission_file_x", "readme.txt")) == "moodle-flat"
+    twice = zip_names("Eve_9_assignsubmission_file_Vera_104_assignsubmission_file_x")[0]
+    assert ambiguous(twice, "moodle-flat") and parse(twice, "moodle-flat") is None
     assert detect_layout(zip_names("readme.txt")) is None
     with pytest.raises(LmsError, match="--lms"):
         detect_layout(zip_names(impostor))

@@ -50,7 +50,7 @@ from traitlets import Float
 from ..names import ASSIGNMENT
 from .lms_export import STATE, export  # noqa: F401  (the other half of "from the LMS and back")
 from .lms_store import Collected, KeepOut, submitted_time, swap_in
-from .lms_zip import Limits, LmsError, Upload, detect_layout, files_of, parse, safe_parts, shown, stage
+from .lms_zip import Limits, LmsError, Upload, ambiguous, detect_layout, files_of, parse, safe_parts, shown, stage
 from .roster import read_roster
 
 UNMATCHED = "lms-unmatched"
@@ -123,7 +123,10 @@ def collect(zip_path: Path, course: Path, db_url: str, *, due: dt.datetime | Non
         uploads = [upload for entry in entries if (upload := parse(entry, result.layout))]
         parsed = {upload.entry for upload in uploads}
         for entry in entries:
-            if entry not in parsed:
+            if ambiguous(entry, result.layout):
+                keep_out(entry, "Moodle's '_<id>_assignsubmission_file_' is in its name twice, so whose file it "
+                                "is cannot be told (download the submissions in folders)")
+            elif entry not in parsed:
                 keep_out(entry, f"not named as {result.layout or 'Canvas or Moodle'} names its files")
         why = _match(uploads, roster)
         by_student: dict[str, list[Upload]] = {}

@@ -7,7 +7,9 @@
   that explains the most entries wins; a tie (only possible when students named their
   files after the other LMS's prefix) is refused, and ``--lms`` decides. Each entry is
   then read with that layout only: the part a student chose (their file name, their
-  sub-folders) never decides whose submission it is.
+  sub-folders) never decides whose submission it is. A Moodle flat name that holds
+  Moodle's marker twice is nobody's: Moodle lets students edit their full name, so both
+  sides of the marker can be theirs.
 * **Can it be read.** Every entry is copied out with a bounded read into a staging folder:
   encrypted entries, damaged ones (bad CRC, a broken stream) and entries larger than the
   per-file or total limit (counted while reading, so a lying header cannot blow memory
@@ -32,6 +34,7 @@ LAYOUTS = ("canvas", "moodle-folders", "moodle-flat")
 CANVAS = re.compile(r"^(?P<name>[^\W_]*?)(?P<late>_LATE)?_(?P<lms_id>[0-9]+)_(?P<submission>[0-9]+)_(?P<file>[^/]+)$")
 MOODLE_FOLDER = re.compile(r"^(?P<name>.*)_(?P<lms_id>[0-9]+)_assignsubmission_file_?$")  # the first folder only
 MOODLE_FLAT = re.compile(r"^(?P<name>[^/]*?)_(?P<lms_id>[0-9]+)_assignsubmission_file_(?P<file>[^/]+)$")
+MOODLE_MARK = re.compile(r"_[0-9]+_assignsubmission_file_")  # twice in a flat name: whose it is cannot be told
 ATTEMPT = re.compile(r"^(?P<stem>.+?)-(?P<attempt>[0-9]+)(?P<suffix>\.[^.]+)$")
 LITTER = "__MACOSX"  # macOS's zip adds it; no LMS does
 NAME_BYTES = 200  # a path component on disk; file systems allow 255
@@ -132,9 +135,16 @@ def parse(entry: zipfile.ZipInfo, layout: str | None) -> Upload | None:
         folder, file = name.split("/", 1)
         if found := MOODLE_FOLDER.match(folder):
             return Upload(entry, "moodle", found["name"], found["lms_id"], file)
-    if layout == "moodle-flat" and (found := MOODLE_FLAT.match(name)):
+    if layout == "moodle-flat" and not ambiguous(entry, layout) and (found := MOODLE_FLAT.match(name)):
         return Upload(entry, "moodle", found["name"], found["lms_id"], found["file"])
     return None
+
+
+def ambiguous(entry: zipfile.ZipInfo, layout: str | None) -> bool:
+    """Whether a Moodle flat name holds Moodle's marker twice: the full name (which Moodle
+    lets a student edit) and the file name are both the student's, so the LMS's own
+    participant id cannot be told from one the student wrote."""
+    return layout == "moodle-flat" and len(MOODLE_MARK.findall(entry.filename)) > 1
 
 
 def detect_layout(entries: list[zipfile.ZipInfo], forced: str | None = None) -> str | None:
