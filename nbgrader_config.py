@@ -21,6 +21,16 @@ c.Exchange.root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "exch
 # run in a separate, sandboxed process with these limits, and the notebook's own test cell
 # can only lower that verdict. The tests of a correct solution take milliseconds.
 c.Autograde.exporter_class = "maxpool_grader.glue.submission.TolerantNotebookExporter"
+# What a notebook shows is made inert, as JupyterLab treats an untrusted notebook (README.md,
+# "What the instructor's side trusts"): first as the student sent it, then after it ran.
+c.Autograde.sanitize_preprocessors = [
+    "maxpool_grader.glue.inert.MakeSubmissionInert",
+    "nbgrader.preprocessors.ClearOutput",
+    "nbgrader.preprocessors.DeduplicateIds",
+    "nbgrader.preprocessors.OverwriteKernelspec",
+    "nbgrader.preprocessors.OverwriteCells",
+    "nbgrader.preprocessors.CheckCellMetadata",
+]
 c.Autograde.autograde_preprocessors = [
     "maxpool_grader.glue.submission.RestoreCellOrder",
     "maxpool_grader.glue.verdicts.OutOfProcessVerdicts",
@@ -29,6 +39,7 @@ c.Autograde.autograde_preprocessors = [
     "nbconvert.preprocessors.ClearMetadataPreprocessor",
     "maxpool_grader.glue.grades.ShowRubric",  # Part A's rubric under the answer, for formgrader
     "nbgrader.preprocessors.LimitOutput",
+    "maxpool_grader.glue.inert.MakeInert",  # what the notebook shows, as an untrusted notebook
     "maxpool_grader.glue.grades.KeepHandGrades",  # nbgrader's SaveAutoGrades, keeping hand grades
     "nbgrader.preprocessors.AssignLatePenalties",
     "nbgrader.preprocessors.CheckCellMetadata",
@@ -89,6 +100,12 @@ c.GenerateFeedback.preprocessors = [
     "maxpool_grader.glue.feedback.MathToMathML",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
-# Formulas as MathML in every HTML page nbgrader makes here (feedback, formgrader's grading
-# page): they render without a network, where nbconvert's MathJax comes from a CDN.
-c.HTMLExporter.preprocessors = ["maxpool_grader.glue.feedback.MathToMathML"]
+# Every HTML page nbgrader makes here (feedback, formgrader's grading page) shows student
+# content inert again (a notebook graded before counts too), formulas as MathML that
+# render without a network, and no MathJax from a CDN: the page's own
+# Content-Security-Policy stands in its place (maxpool_grader/glue/templates/classic/):
+# the course's templates first, then nbgrader's own (formgrader's and the feedback's).
+from maxpool_grader.glue.inert import TEMPLATE_DIRS  # noqa: E402
+
+c.HTMLExporter.preprocessors = ["maxpool_grader.glue.inert.MakeInert", "maxpool_grader.glue.feedback.MathToMathML"]
+c.HTMLExporter.extra_template_basedirs = TEMPLATE_DIRS

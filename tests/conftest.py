@@ -56,6 +56,17 @@ def postgres_server():
         shutil.rmtree(home, ignore_errors=True)
 
 
+@pytest.fixture(scope="session")
+def browser():
+    """A real headless Chromium (tests/pages.py)."""
+    from pages import launch_chromium
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as playwright:
+        launched = launch_chromium(playwright)
+        yield launched
+        launched.close()
+
+
 def pytest_collection_modifyitems(items):
     """Every test not marked ``integration`` is a ``unit`` test: ``pytest -m unit`` runs the
     fast ones alone (no kernel, sandbox, nbgrader command or server)."""

@@ -2,16 +2,22 @@
 loopback, each worker in its own working directory with the course's folder hidden from
 it (a mount namespace with an empty tmpfs over the test's folder), as on another machine,
 and a real PostgreSQL gradebook. The sample class plus corpus faults and attacks are
-graded through `maxpool-grader grade --cluster`, one worker is killed in the middle of
-the run, and the grades must equal plain serial nbgrader's cell for cell. Workers of
-another grader version, or without a sandbox, are refused with the reason."""
+graded through `maxpool-grader grade --cluster tls://...` with certificates made by
+`maxpool-grader cluster-certs`, one worker is killed in the middle of the run, and the
+grades must equal plain serial nbgrader's cell for cell. Only a holder of the course's
+certificates reaches the scheduler and workers; a plain tcp:// address off loopback is
+refused unless --insecure. Workers of another grader version, or without a sandbox, are
+refused with the reason."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import signal
 import site
+import socket
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -25,19 +31,45 @@ from helpers import ASSIGNMENT, BIN, EXTRA, ROOT, STUDENTS, all_grades, copy_cou
 pytestmark = pytest.mark.integration  # real kernels, sandboxes, nbgrader or servers
 
 
-class Cluster:
-    """A scheduler and workers; each worker in its own process group, so killing the group
-    is losing the machine."""
+def make_certificates(folder: Path) -> Path:
+    """A course's certificates, made as an instructor makes them."""
+    made = subprocess.run([str(BIN / "maxpool-grader"), "cluster-certs", str(folder)], text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    assert made.returncode == 0, made.stdout
+    return folder
 
-    def __init__(self, hide: Path):
+
+def tls_options(certs: Path, role: str) -> list[str]:
+    """The command-line options of ``dask scheduler``, ``dask worker`` and ``grade`` alike."""
+    return ["--tls-ca-file", str(certs / "ca.pem"), "--tls-cert", str(certs / f"{role}.pem"),
+            "--tls-key", str(certs / f"{role}-key.pem")]
+
+
+def client_security(certs: Path, ca: Path | None = None):
+    from distributed.security import Security
+    return Security(tls_ca_file=str(ca or certs / "ca.pem"), tls_client_cert=str(certs / "client.pem"),
+                    tls_client_key=str(certs / "client-key.pem"), require_encryption=True)
+
+
+class Cluster:
+    """A scheduler and workers, all on loopback; with ``tls`` they speak TLS with the
+    certificates in ``certs`` (outside the folder the workers do not see). Each worker is in
+    its own process group, so killing the group is losing the machine."""
+
+    def __init__(self, hide: Path, tls: bool = False):
         self.hide = hide
         self.home = Path(tempfile.mkdtemp(prefix="maxpool-dask-"))
+        self.certs = make_certificates(self.home / "certs") if tls else None
+        self.security = client_security(self.certs) if tls else None
         self.port = free_port()
-        self.address = f"tcp://127.0.0.1:{self.port}"
+        self.address = f"{'tls' if tls else 'tcp'}://127.0.0.1:{self.port}"
         self.processes: dict[str, subprocess.Popen] = {}
         self._start("scheduler", [str(BIN / "dask"), "scheduler", "--host", "127.0.0.1", "--port", str(self.port),
-                                  "--no-dashboard"])
+                                  "--no-dashboard", "--dashboard-address", "127.0.0.1:0", *self.tls("scheduler")])
         self._wait_for_scheduler()
+
+    def tls(self, role: str) -> list[str]:
+        return tls_options(self.certs, role) if self.certs else []
 
     def _start(self, name: str, argv: list[str], env: dict | None = None, hidden: bool = False) -> None:
         folder = self.home / name
@@ -54,7 +86,7 @@ class Cluster:
         deadline = time.monotonic() + 60
         while True:
             try:
-                Client(self.address, timeout=2).close()
+                Client(self.address, timeout=2, security=self.security).close()
                 return
             except OSError:
                 if time.monotonic() > deadline:
@@ -63,12 +95,13 @@ class Cluster:
 
     def add_worker(self, name: str, env: dict | None = None, python: Path | None = None) -> None:
         self._start(name, [str(python or sys.executable), "-m", "distributed.cli.dask_worker", self.address,
-                           "--nworkers", "1", "--nthreads", "1", "--name", name, "--no-dashboard",
-                           "--local-directory", str(self.home / name)], env=env, hidden=True)
+                           "--nworkers", "1", "--nthreads", "1", "--name", name, "--host", "127.0.0.1",
+                           "--no-dashboard", "--dashboard-address", "127.0.0.1:0",
+                           "--local-directory", str(self.home / name), *self.tls("worker")], env=env, hidden=True)
 
     def wait_for_workers(self, count: int) -> None:
         from distributed import Client
-        with Client(self.address, timeout=10) as client:
+        with Client(self.address, timeout=10, security=self.security) as client:
             client.wait_for_workers(count, timeout=120)
 
     def lose(self, name: str) -> None:
@@ -108,12 +141,12 @@ def grading(course: Path, *args: str) -> subprocess.Popen:
 def test_a_cluster_grades_the_class_as_serial_nbgrader_does_even_when_a_worker_is_lost(
         course, tmp_path, serial_class, postgres_server):
     url = postgres_server("cluster")
-    cluster = Cluster(hide=tmp_path)
+    cluster = Cluster(hide=tmp_path, tls=True)
     try:
         cluster.add_worker("w1")
         cluster.add_worker("w2")
         cluster.wait_for_workers(2)
-        process = grading(course, "--cluster", cluster.address, "--db", url)
+        process = grading(course, "--cluster", cluster.address, "--db", url, *cluster.tls("client"))
         seen, lost = [], False
         for line in process.stdout:
             seen.append(line)
@@ -133,7 +166,8 @@ def test_a_cluster_grades_the_class_as_serial_nbgrader_does_even_when_a_worker_i
         assert (course / "autograded" / student / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").exists()
         assert (course / "feedback" / student / ASSIGNMENT / f"{ASSIGNMENT}.html").exists()
     assert (course / "report" / "report.json").exists()
-    again = grading(course, "--cluster", "tcp://127.0.0.1:1", "--db", url)  # nothing changed: no cluster needed
+    # nothing changed: no cluster needed; --insecure lets a plain address off loopback through
+    again = grading(course, "--cluster", "tcp://192.0.2.1:8786", "--insecure", "--db", url)
     assert "0 submission(s) to grade" in again.communicate(timeout=300)[0] and again.returncode == 0
 
 
@@ -162,3 +196,81 @@ def test_workers_of_another_grader_or_without_a_sandbox_are_refused(course, tmp_
     assert "refused: bubblewrap does not work there" in output
     assert "Not graded: no worker of" in output
     assert not (course / "autograded").exists()
+
+
+async def _identity(address: str, security) -> dict:
+    """Open a Dask connection to ``address`` and ask the server who it is."""
+    from distributed.comm import connect
+    comm = await connect(address, timeout=10, **(security.get_connection_args("client") if security else {}))
+    try:
+        await comm.write({"op": "identity"})
+        return await comm.read()
+    finally:
+        comm.abort()
+
+
+def _without_certificate(address: str, ca: Path) -> bytes:
+    """A TLS client that trusts the course's CA but shows no certificate of its own."""
+    host, port = address.removeprefix("tls://").rsplit(":", 1)
+    context = ssl.create_default_context(cafile=str(ca))
+    context.check_hostname = False  # as Dask: the CA is the course's own
+    with socket.create_connection((host, int(port)), timeout=10) as raw, context.wrap_socket(raw) as tls:
+        tls.sendall(b"\0" * 8)
+        return tls.recv(16)
+
+
+def test_only_holders_of_the_course_certificates_reach_the_scheduler_and_workers(tmp_path):
+    import dask
+    from distributed import Client
+
+    from maxpool_grader.operations.cluster_tls import coordinator_security
+    cluster = Cluster(hide=tmp_path, tls=True)
+    try:
+        # another CA's client certificate, held by someone who has the course's (public) ca.pem:
+        # this client accepts the servers, so the refusals below are theirs
+        outsider = client_security(make_certificates(tmp_path / "another-ca"), ca=cluster.certs / "ca.pem")
+        cluster.add_worker("w1")
+        cluster.wait_for_workers(1)
+        with dask.config.set({"distributed.comm.tls.ca-file": str(cluster.certs / "ca.pem"),  # as a Dask config
+                              "distributed.comm.tls.client.cert": str(cluster.certs / "client.pem"),  # file says
+                              "distributed.comm.tls.client.key": str(cluster.certs / "client-key.pem")}):
+            security = coordinator_security(cluster.address)
+        with Client(cluster.address, security=security, timeout=10) as coordinator:
+            assert list(coordinator.run(os.getpid).values())  # the course's client gets work done
+            workers = coordinator.scheduler_info()["workers"]
+            servers = [cluster.address, *workers, *(info["nanny"] for info in workers.values())]
+            assert len(servers) == 3 and all(server.startswith("tls://127.0.0.1:") for server in servers)
+            # each server answers the course's client, and drops the others during the handshake
+            # (with an alert, or by closing: which one the client sees depends on timing)
+            for server in servers:
+                assert asyncio.run(_identity(server, security))["type"] in {"Scheduler", "Worker", "Nanny"}
+                with pytest.raises(OSError):  # plain tcp
+                    asyncio.run(_identity(server.replace("tls://", "tcp://"), None))
+                with pytest.raises(OSError):
+                    asyncio.run(_identity(server, outsider))
+                with pytest.raises(OSError):
+                    _without_certificate(server, cluster.certs / "ca.pem")
+            with pytest.raises(OSError):
+                Client(cluster.address.replace("tls://", "tcp://"), timeout=5)
+            with pytest.raises(OSError):
+                Client(cluster.address, security=outsider, timeout=5)
+            # none of them became a client of the scheduler; the course's still works
+            clients = coordinator.run_on_scheduler(lambda dask_scheduler: sorted(dask_scheduler.clients))
+            assert clients == sorted([coordinator.id, "fire-and-forget"])
+            assert list(coordinator.run(os.getpid).values())
+    finally:
+        cluster.stop()
+
+
+def test_grade_refuses_a_plain_address_off_loopback_and_tls_without_certificates(tmp_path):
+    course = copy_course(tmp_path / "course")
+    plain = "is not encrypted: anyone who reaches it can run code on the grading workers and read every submission; " \
+            "use tls:// with the course's certificates"
+    for address, reason in (("tcp://10.20.30.40:8786", plain),
+                            ("tls://10.20.30.40:8786", "needs the course's CA and the coordinator's certificate")):
+        process = grading(course, "--cluster", address)
+        output = process.communicate(timeout=120)[0]
+        assert process.returncode == 2, output
+        assert f"--cluster refused: {address} {reason}" in output
+        assert "--insecure" in output or address.startswith("tls")
+    assert not (course / "release").exists() and not (course / "autograded").exists()  # refused before anything

@@ -12,63 +12,15 @@ feedback, and the figures fit their column.
 from __future__ import annotations
 
 import json
-import os
-import secrets
 import shutil
-import socket
-import subprocess
-import time
-import urllib.request
-from pathlib import Path
 
 import pytest
-from helpers import ASSIGNMENT, BIN, ROOT, copy_course, grade_command
+from helpers import ASSIGNMENT, ROOT, copy_course, grade_command
+from pages import Server, offline_page
 
 pytestmark = pytest.mark.integration  # real kernels, sandboxes, nbgrader or servers
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 STUDENT = "loop_correct"
-
-
-class Server:
-    """`jupyter server` in the course, with formgrader, on a free loopback port."""
-
-    def __init__(self, course: Path):
-        self.token = secrets.token_hex(12)
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            self.port = probe.getsockname()[1]
-        self.base = f"http://127.0.0.1:{self.port}"
-        self.log = course.parent / "server.log"
-        env = dict(os.environ, PATH=os.pathsep.join([str(BIN), os.environ.get("PATH", "")]))
-        self.process = subprocess.Popen(
-            [str(BIN / "jupyter"), "server", f"--port={self.port}", "--ip=127.0.0.1", "--no-browser",
-             f"--IdentityProvider.token={self.token}", f"--ServerApp.root_dir={course}", "--allow-root"],
-            cwd=course, env=env, stdout=open(self.log, "w"), stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                self.call("GET", "/api/status")
-                return
-            except OSError:
-                if time.monotonic() > deadline or self.process.poll() is not None:
-                    raise AssertionError("jupyter server did not start:\n" + self.log.read_text()[-3000:]) from None
-                time.sleep(0.3)
-
-    def call(self, method: str, path: str, body=None):
-        request = urllib.request.Request(
-            self.base + path, method=method, data=None if body is None else json.dumps(body).encode(),
-            headers={"Authorization": f"token {self.token}", "Content-Type": "application/json"})
-        with urllib.request.urlopen(request, timeout=60) as response:
-            text = response.read().decode()
-        return json.loads(text) if path.startswith("/formgrader/api") or path.startswith("/api") else text
-
-    def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
 
 
 @pytest.fixture(scope="module")
@@ -122,26 +74,6 @@ def test_a_grade_entered_in_formgrader_survives_a_forced_regrade(served):
     assert "still have parts to grade by hand" in (course / "report" / "index.html").read_text()
 
 
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-    assert Path(CHROMIUM).exists(), "apt-get install chromium (the README's test command does)"
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"])
-        yield launched
-        launched.close()
-
-
-def _offline_page(browser):
-    """A page that may reach this machine only: like a campus lab with no internet."""
-    page = browser.new_page(viewport={"width": 1280, "height": 900})
-    page.route("**/*", lambda request_route: request_route.continue_()
-               if request_route.request.url.startswith(("file:", "http://127.0.0.1", "data:"))
-               else request_route.abort())
-    return page
-
-
 def _check_rendered_math(page) -> None:
     assert page.locator("math").count() >= 10
     box = page.locator("math").first.bounding_box()
@@ -159,7 +91,7 @@ def _check_figures_fit(page) -> None:
 
 def test_the_grading_page_renders_formulas_offline_and_shows_the_rubric(served, browser):
     _, server, _ = served
-    page = _offline_page(browser)
+    page = offline_page(browser)
     page.goto(f"{server.base}/formgrader/submissions/{_submission(server)['id']}/?token={server.token}")
     page.wait_for_load_state("networkidle")
     _check_rendered_math(page)
@@ -171,7 +103,7 @@ def test_the_grading_page_renders_formulas_offline_and_shows_the_rubric(served, 
 
 def test_a_feedback_page_renders_formulas_offline_with_the_model_answer(served, browser):
     course, _, _ = served
-    page = _offline_page(browser)
+    page = offline_page(browser)
     page.goto((course / "feedback" / STUDENT / ASSIGNMENT / f"{ASSIGNMENT}.html").as_uri())
     page.wait_for_load_state("load")
     _check_rendered_math(page)

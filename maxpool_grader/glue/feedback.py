@@ -22,6 +22,7 @@ from traitlets import Bool
 
 from ..exercise.part_a import EXPLANATION, MODEL_ANSWER, figure_png
 from ..names import MODEL_ANSWER_TAG, PART_A_CELL, RUBRIC_TAG, grade_id
+from .inert import clean_mathml
 
 
 class ModelAnswer(Preprocessor):
@@ -80,7 +81,7 @@ def latex_to_mathml(markdown: str) -> str:
             mathml = convert(latex.strip(), display="block" if display else "inline")
         except Exception:  # noqa: BLE001  anything latex2mathml cannot read stays LaTeX
             return match[0]
-        mathml = mathml.replace("\n", " ")
+        mathml = clean_mathml(mathml).replace("\n", " ")  # \text{<img ...>} and \href stay inert
         return f"\n\n{mathml}\n\n" if display else mathml
     return _MATH.sub(replace, markdown)
 

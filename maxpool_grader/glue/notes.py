@@ -3,6 +3,8 @@ reads them) and shown in a cell at the top of the graded notebook and the feedba
 
 from __future__ import annotations
 
+import html
+
 from nbformat import NotebookNode
 from nbformat.v4 import new_markdown_cell
 
@@ -19,7 +21,8 @@ def add_note(nb: NotebookNode, text: str) -> None:
 def show_notes(nb: NotebookNode) -> None:
     notes = nb.metadata.get(NOTES_KEY, [])  # stays in the metadata too, for the class report
     if notes:
-        text = "**Notes from the grader**\n\n" + "\n".join(f"- {note}" for note in notes)
+        # a note can quote the student (a file name): as text, never as HTML
+        text = "**Notes from the grader**\n\n" + "\n".join(f"- {html.escape(note, quote=False)}" for note in notes)
         notes_cell = new_markdown_cell(text, metadata={"tags": [NOTES_TAG]})
         notes_cell.id = NOTES_TAG  # a fixed id: regrading writes the same notebook
         nb.cells.insert(0, notes_cell)

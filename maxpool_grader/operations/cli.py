@@ -8,6 +8,7 @@
 * ``collect-lms`` and ``export-lms`` bring a Canvas or Moodle zip in and the grades back
   out (lms.py; the zip is read and checked in lms_zip.py, written in lms_store.py, the
   CSVs in lms_export.py).
+* ``cluster-certs`` writes the certificates of a course's Dask cluster (cluster_tls.py).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import sys
 from pathlib import Path
 
 from ..names import ASSIGNMENT
+from . import cluster_tls
 from .course import configured_db_url, nbgrader_environment, run_nbgrader
 from .grade import grade
 from .lms_zip import LAYOUTS, Limits, LmsError
@@ -38,9 +40,7 @@ def _parser() -> argparse.ArgumentParser:
                                                 "the class report")
     grading.add_argument("--workers", type=int, default=None, help="grading processes (default: one per core)")
     grading.add_argument("--force", action="store_true", help="regrade every submission, not only new or changed ones")
-    grading.add_argument("--cluster", metavar="ADDRESS", default=None,
-                         help="grade on the workers of a Dask scheduler, e.g. tcp://host:8786 (README: grading past "
-                              "one machine); feedback, CSV and report stay here")
+    _cluster_options(grading)
     grading.add_argument("--similarity-threshold", type=float, default=THRESHOLD, metavar="SHARE",
                          help="list pairs of submissions in the report when at least this share (0-1) of one side's "
                               f"own code is also in the other (default {THRESHOLD})")
@@ -69,6 +69,11 @@ def _parser() -> argparse.ArgumentParser:
     export.add_argument("--out-dir", type=Path, default=None, help="where to write them (default: the course)")
     export.add_argument("--canvas-column", default=None,
                         help="the Canvas assignment column, as Canvas exports it: 'Name (assignment id)'")
+    certs = commands.add_parser("cluster-certs", help="write a Dask cluster's TLS certificates: ca.pem, and "
+                                                      "<role>.pem + <role>-key.pem for scheduler, worker, client")
+    certs.add_argument("dir", type=Path, help="the folder to write them to (a new one)")
+    certs.add_argument("--days", type=int, default=cluster_tls.DAYS,
+                       help=f"how long they are valid (default {cluster_tls.DAYS})")
     for command in (grading, roster, collect, export):
         command.add_argument("--course-dir", type=Path, default=Path.cwd(),
                              help="the nbgrader course directory (default: the current directory)")
@@ -78,9 +83,26 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _cluster_options(grading: argparse.ArgumentParser) -> None:
+    grading.add_argument("--cluster", metavar="ADDRESS", default=None,
+                         help="grade on the workers of a Dask scheduler, e.g. tls://host:8786 (README: grading past "
+                              "one machine); feedback, CSV and report stay here")
+    for option, what, config in (("--tls-ca-file", "the course's CA certificate", "ca-file"),
+                                 ("--tls-cert", "the coordinator's certificate", "client.cert"),
+                                 ("--tls-key", "the coordinator's private key", "client.key")):
+        grading.add_argument(option, metavar="PEM", default=None,
+                             help=f"for a tls:// --cluster: {what} (default: Dask's config distributed.comm.tls."
+                                  f"{config}); 'maxpool-grader cluster-certs' makes them")
+    grading.add_argument("--insecure", action="store_true",
+                         help="allow a plain tcp:// --cluster that is not loopback: whoever reaches the scheduler can "
+                              "run code on the workers and read every submission")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    if args.command == "cluster-certs":
+        return cluster_certs(args, parser)
     if not (args.course_dir / "nbgrader_config.py").is_file():
         parser.error(f"{args.course_dir.resolve()} has no nbgrader_config.py: "
                      "run this in the course directory or pass --course-dir")
@@ -89,8 +111,15 @@ def main(argv: list[str] | None = None) -> int:
             parser.error("--workers must be at least 1")
         if not 0 < args.similarity_threshold <= 1:
             parser.error("--similarity-threshold must be a share between 0 and 1, e.g. 0.8")
+        security = None
+        try:  # refused before anything is graded
+            if args.cluster:
+                security = cluster_tls.coordinator_security(args.cluster, ca_file=args.tls_ca_file, cert=args.tls_cert,
+                                                            key=args.tls_key, insecure=args.insecure)
+        except cluster_tls.InsecureCluster as problem:
+            parser.error(f"--cluster refused: {problem}")
         return grade(args.course_dir, workers=args.workers, force=args.force, db_url=args.db,
-                     similarity_threshold=args.similarity_threshold, cluster=args.cluster)
+                     similarity_threshold=args.similarity_threshold, cluster=args.cluster, security=security)
     os.environ["PATH"] = nbgrader_environment()["PATH"]  # a new gradebook runs alembic
     db_url = args.db or configured_db_url(args.course_dir)
     command = {"roster": roster_command, "collect-lms": collect_lms, "export-lms": export_lms}[args.command]
@@ -98,6 +127,23 @@ def main(argv: list[str] | None = None) -> int:
         return command(args, db_url)
     except (LmsError, RosterError) as problem:
         parser.exit(2, f"maxpool-grader {args.command}: {problem}\n")
+
+
+def cluster_certs(args, parser: argparse.ArgumentParser) -> int:
+    if args.days < 1:
+        parser.error("--days must be at least 1")
+    try:
+        written = cluster_tls.make_certificates(args.dir, days=args.days)
+    except FileExistsError as problem:
+        parser.exit(2, f"maxpool-grader cluster-certs: {problem}\n")
+    folder = args.dir.resolve()
+    print(f"{len(written)} files in {folder}, valid {args.days} days; the CA's own key was not kept:\n"
+          f"  every machine:        {folder / 'ca.pem'}\n"
+          f"  the scheduler:        scheduler.pem scheduler-key.pem\n"
+          f"  each grading machine: worker.pem worker-key.pem\n"
+          f"  the coordinator:      client.pem client-key.pem\n"
+          "Each key lets its holder into the cluster: copy it only to its machine, readable by its owner only.")
+    return 0
 
 
 def roster_command(args, db_url: str) -> int:

@@ -1,6 +1,6 @@
 """Grading past one machine: each submission graded by a worker of a Dask cluster.
 
-``maxpool-grader grade --cluster tcp://HOST:8786`` sends each submission to a worker of
+``maxpool-grader grade --cluster tls://HOST:8786`` sends each submission to a worker of
 Dask's ``distributed`` scheduler instead of the local pool; everything else of the
 command (incremental state, progress, feedback, CSV, report) stays on the machine that
 runs it, the *coordinator*.
@@ -24,11 +24,13 @@ runs it, the *coordinator*.
 * **A lost worker** (machine gone, process killed): the scheduler gives its submissions
   to another worker (Dask's own rescheduling).
 
-Start the scheduler and workers (each worker with one thread per process: nbgrader's
-API is not thread-safe)::
+Start the scheduler and workers with the course's certificates (cluster_tls.py: only
+the coordinator may reach them), each worker with one thread per process (nbgrader's API
+is not thread-safe)::
 
-    dask scheduler --port 8786
-    dask worker tcp://HOST:8786 --nworkers <cores> --nthreads 1
+    dask scheduler --port 8786 --tls-ca-file ca.pem --tls-cert scheduler.pem --tls-key scheduler-key.pem
+    dask worker tls://HOST:8786 --nworkers <cores> --nthreads 1 \\
+        --tls-ca-file ca.pem --tls-cert worker.pem --tls-key worker-key.pem
 """
 
 from __future__ import annotations
@@ -116,19 +118,21 @@ def check_workers(client, grader: str) -> tuple[list[str], dict[str, list[str]]]
 
 
 def run_batch(course: Path, db_url: str, students: list[str], address: str, on_done=None,
-              assignment: str = ASSIGNMENT):
-    """Grade ``students`` on the cluster at ``address`` (see the module doc); returns what
-    ``parallel.run_batch`` returns, so the rest of ``grade`` is the same."""
+              assignment: str = ASSIGNMENT, security=None):
+    """Grade ``students`` on the cluster at ``address`` (see the module doc), connecting with
+    ``security`` (cluster_tls.coordinator_security); returns what ``parallel.run_batch``
+    returns, so the rest of ``grade`` is the same."""
     from dask.distributed import Client, as_completed
 
     from .parallel import BatchResult
     if not students:  # nothing changed: no need for the cluster
         return BatchResult()
     try:
-        client = Client(address, timeout=30)
-    except OSError as problem:
+        client = Client(address, timeout=30, security=security)
+    except OSError as problem:  # with TLS also: a certificate either side refuses
         raise WorkerRefused(f"no Dask scheduler answers at {address} ({problem}); start one with "
-                            "'dask scheduler' and workers with 'dask worker ADDRESS --nthreads 1'") from None
+                            "'dask scheduler' and workers with 'dask worker ADDRESS --nthreads 1' (README, "
+                            "'Grading past one machine'; with tls:// both need the course's certificates)") from None
     with client:
         futures = _submit(client, course, students, address, assignment)
         collector = _Collector(course, db_url, assignment, len(futures), on_done)

@@ -38,6 +38,7 @@ class GradingRun:
     cluster: str | None = None
     similarity_threshold: float = similarity.THRESHOLD
     assignment: str = ASSIGNMENT
+    security: object = None  # the coordinator's distributed.security.Security for a tls:// cluster
     state: dict = field(default_factory=dict)
     timings: dict = field(default_factory=dict)
 
@@ -116,7 +117,8 @@ class GradingRun:
                                       "autograde", done, self.assignment)
         from . import cluster
         try:
-            return cluster.run_batch(self.course, self.db_url, todo, self.cluster, done, self.assignment)
+            return cluster.run_batch(self.course, self.db_url, todo, self.cluster, done, self.assignment,
+                                     security=self.security)
         except cluster.WorkerRefused as problem:
             raise Broke(1, f"\nNot graded: {problem}") from None
 
@@ -143,11 +145,12 @@ class GradingRun:
 
 def grade(course: Path, *, workers: int | None = None, force: bool = False, db_url: str | None = None,
           assignment: str = ASSIGNMENT, similarity_threshold: float = similarity.THRESHOLD,
-          cluster: str | None = None) -> int:
-    """Grade the class; 0 unless grading itself broke (a student's code never makes it fail)."""
+          cluster: str | None = None, security=None) -> int:
+    """Grade the class; 0 unless grading itself broke (a student's code never makes it fail).
+    ``security``: how to reach the ``cluster`` (cluster_tls.coordinator_security)."""
     course = course.resolve()
     run = GradingRun(course, db_url or configured_db_url(course), workers or os.cpu_count() or 1, force, cluster,
-                     similarity_threshold, assignment)
+                     similarity_threshold, assignment, security)
     started = time.monotonic()
     try:
         run.release()

@@ -1,0 +1,260 @@
+"""Student content made inert, as JupyterLab treats an untrusted notebook: no script runs
+and nothing is loaded from another host wherever a graded notebook is shown (formgrader's
+grading page, the feedback page, the autograded notebook in JupyterLab).
+
+* ``inert_notebook`` cleans a notebook in place: every markdown cell that holds HTML or a
+  link becomes one block of sanitized HTML (its formulas as MathML, its pasted images
+  inlined as ``data:image/...``), every rich output keeps only what is safe to show
+  (HTML sanitized; SVG, Markdown and LaTeX turned into sanitized HTML; JavaScript, widget
+  views and every other type dropped), raw cells become quoted text, and metadata that a
+  page puts into HTML unescaped (cell tags, image sizes, widget state) is checked or
+  dropped. It is idempotent: cleaning a clean notebook changes nothing.
+* ``MakeInert`` runs it: after the notebook is executed in autograde, and again at every
+  HTML export (``HTMLExporter.preprocessors``), which also covers notebooks graded before.
+* ``clean_html`` is the allow-list itself (nh3, the Ammonia sanitizer): text, tables,
+  lists, emphasis, code, links to http(s) and mail, images only as ``data:image/...``,
+  and MathML; no attributes that run code, style a page or name an element.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import html
+import re
+from pathlib import Path
+
+import nbgrader
+import nh3
+from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
+from nbconvert.preprocessors import Preprocessor
+from nbformat import NotebookNode
+from nbformat.v4 import new_markdown_cell
+from traitlets import Bool
+
+from ..names import MODEL_ANSWER_TAG, NOTES_KEY, NOTES_TAG, RUBRIC_TAG
+
+HTML_TAGS = {
+    "p", "br", "hr", "h1", "h2", "h3", "h4", "h5", "h6", "div", "span", "blockquote", "pre", "code", "kbd",
+    "samp", "var", "em", "strong", "b", "i", "u", "s", "del", "ins", "sub", "sup", "small", "mark", "q", "cite",
+    "abbr", "ul", "ol", "li", "dl", "dt", "dd", "table", "thead", "tbody", "tfoot", "tr", "th", "td", "caption",
+    "colgroup", "col", "a", "img", "figure", "figcaption", "details", "summary"}
+MATHML_TAGS = {
+    "math", "mi", "mn", "mo", "ms", "mtext", "mspace", "mrow", "mfrac", "msqrt", "mroot", "mstyle", "merror",
+    "mpadded", "mphantom", "mfenced", "menclose", "msub", "msup", "msubsup", "munder", "mover", "munderover",
+    "mmultiscripts", "mprescripts", "none", "mtable", "mtr", "mtd", "semantics", "annotation"}
+MATHML_ATTRIBUTES = {
+    "display", "mathvariant", "stretchy", "fence", "separator", "separators", "lspace", "rspace", "form",
+    "accent", "accentunder", "movablelimits", "largeop", "symmetric", "minsize", "maxsize", "displaystyle",
+    "scriptlevel", "columnalign", "rowalign", "columnspacing", "rowspacing", "columnlines", "rowlines", "frame",
+    "framespacing", "linethickness", "width", "height", "depth", "voffset", "notation", "open", "close",
+    "encoding", "rowspan", "columnspan", "xmlns"}
+ATTRIBUTES = {
+    "a": {"href", "title"}, "img": {"src", "alt", "title", "width", "height"}, "ol": {"start"},
+    "td": {"colspan", "rowspan", "align"}, "th": {"colspan", "rowspan", "align", "scope"}, "col": {"span"},
+    "table": {"border"}, "details": {"open"}, "abbr": {"title"}, **{tag: MATHML_ATTRIBUTES for tag in MATHML_TAGS}}
+IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif")  # shown as they are: the page decodes them as pictures
+_DATA_IMAGE = re.compile(r"data:image/(png|jpeg|gif|webp|svg\+xml);base64,[A-Za-z0-9+/=\s]*", re.I)
+_LINK = re.compile(r"(https?:|mailto:|#)", re.I)
+_NUMBER = re.compile(r"\d{1,5}")
+_TAG = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+_GRADE_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
+RESERVED_TAGS = {RUBRIC_TAG, MODEL_ANSWER_TAG, NOTES_TAG}  # the grader's own cells; a student cannot claim them
+BLOCK_CLASS = "maxpool-inert"  # the one element a cleaned markdown cell is made of
+# classic/mathjax.html.j2 (no CDN, a Content-Security-Policy instead) ahead of nbgrader's templates
+TEMPLATE_DIRS = [str(Path(__file__).resolve().parent / "templates"),
+                 str(Path(nbgrader.__file__).resolve().parent / "server_extensions" / "formgrader" / "templates")]
+
+
+def _attribute(tag: str, name: str, value: str) -> str | None:
+    if tag == "img" and name == "src":
+        return value if _DATA_IMAGE.fullmatch(value) else None
+    if tag == "a" and name == "href":
+        return value if _LINK.match(value) else None
+    if name in ("width", "height") and tag not in MATHML_TAGS:
+        return value if _NUMBER.fullmatch(value) else None
+    return value
+
+
+def clean_html(text: str) -> str:
+    """``text`` with only the allow-listed tags, attributes and links (module doc)."""
+    return nh3.clean(text, tags=HTML_TAGS | MATHML_TAGS, attributes=ATTRIBUTES, attribute_filter=_attribute,
+                     url_schemes={"http", "https", "mailto", "data"}, strip_comments=True,
+                     link_rel="noopener noreferrer nofollow")
+
+
+def clean_mathml(mathml: str) -> str:
+    """Sanitized MathML: what latex2mathml makes of a student's ``\\text{<img ...>}`` or
+    ``\\href{javascript:...}`` loses the HTML and the link."""
+    return clean_html(mathml)
+
+
+# ------------------------------------------------------------------ markdown cells
+def _needs_cleaning(source: str) -> bool:
+    """Whether markdown can put HTML or a link on the page: raw HTML and autolinks start
+    with ``<``, links and images have ``](`` or a ``]:`` definition. Without them, markdown
+    renders to text, emphasis, lists, code and math only (and math is cleaned by itself)."""
+    return "<" in source or "](" in source or "]:" in source
+
+
+def _image_data(attachments: dict) -> dict[str, str]:
+    """Each pasted image as a ``data:`` URL, if it is one (name -> URL)."""
+    found = {}
+    for name, bundle in (attachments or {}).items():
+        for kind in (*IMAGE_TYPES, "image/svg+xml"):
+            payload = bundle.get(kind) if isinstance(bundle, dict) else None
+            if kind == "image/svg+xml" and isinstance(payload, str) and not _is_base64(payload):
+                payload = base64.b64encode(payload.encode()).decode()  # nbformat keeps SVG as text
+            if isinstance(payload, str) and _is_base64(payload):
+                found[name] = f"data:{kind};base64,{''.join(payload.split())}"
+                break
+    return found
+
+
+def _is_base64(text: str) -> bool:
+    try:
+        base64.b64decode("".join(text.split()), validate=True)
+        return True
+    except (binascii.Error, ValueError):
+        return False
+
+
+class _Renderer(IPythonRenderer):
+    def image(self, text, url, title=None):
+        if url.startswith("attachment:"):  # a missing or unsafe one is left out, never an error
+            url = self.attachments.get(url[len("attachment:"):], "")
+        return super().image(text, url, title) if url else html.escape(text)
+
+
+def markdown_block(source: str, attachments: dict | None = None) -> str:
+    """Markdown (with LaTeX) as one line of sanitized HTML, which markdown renders as it is."""
+    from .feedback import latex_to_mathml
+    renderer = _Renderer(escape=False, attachments=_image_data(attachments or {}))
+    return _block(MarkdownWithMath(renderer=renderer).render(latex_to_mathml(source)))
+
+
+_PREFIX = f'<div class="{BLOCK_CLASS}">'
+
+
+def _block(rendered: str) -> str:
+    # one line: an HTML block ends at a blank line; no "$": no later pass reads it as math
+    flat = clean_html(rendered).replace("\r", "").replace("\n", "&#10;").replace("$", "&#36;")
+    return f"{_PREFIX}{flat}</div>"
+
+
+def inert_markdown(cell: NotebookNode) -> None:
+    """A markdown cell that can show HTML or a link becomes one block of sanitized HTML,
+    its pasted images inlined; the attachments keep only pictures."""
+    source = cell.source
+    if source.startswith(_PREFIX) and source.endswith("</div>") and "\n" not in source:
+        cell.source = _block(source[len(_PREFIX):-len("</div>")])  # cleaned before: stays as it is
+    elif _needs_cleaning(source):
+        cell.source = markdown_block(source, cell.get("attachments"))
+    if "attachments" in cell:  # kept: a cell nbgrader restores later (its source only) still finds them
+        kept = {name: {url[5:url.index(";")]: url[url.index(",") + 1:]}
+                for name, url in _image_data(cell.attachments).items()}
+        if kept:
+            cell.attachments = kept
+        else:
+            cell.pop("attachments")
+
+
+# ------------------------------------------------------------------ outputs
+def _html_of(data: dict) -> str | None:
+    """The richest safe HTML of an output's data, from the first type that has one."""
+    from .feedback import latex_to_mathml
+    if isinstance(data.get("text/html"), str):
+        return clean_html(data["text/html"])
+    if isinstance(data.get("text/markdown"), str):
+        return clean_html(MarkdownWithMath(renderer=_Renderer(escape=False)).render(
+            latex_to_mathml(data["text/markdown"])))
+    if isinstance(data.get("image/svg+xml"), str):  # as a picture: no script, nothing loaded
+        svg = base64.b64encode(data["image/svg+xml"].encode()).decode()
+        return f'<img src="data:image/svg+xml;base64,{svg}" alt="an SVG picture">'
+    if isinstance(data.get("text/latex"), str):
+        return clean_html(latex_to_mathml(data["text/latex"]))
+    return None
+
+
+def inert_output(output: NotebookNode) -> NotebookNode | None:
+    """The output as it may be shown, or None (a kind that is never shown)."""
+    kind = output.get("output_type")
+    if kind == "stream":
+        return output if isinstance(output.get("text"), str) and output.get("name") in ("stdout", "stderr") else None
+    if kind == "error":
+        return output
+    if kind not in ("display_data", "execute_result"):
+        return None
+    data, metadata = dict(output.get("data", {})), output.get("metadata", {})
+    kept, sizes = {}, {}
+    if isinstance(data.get("text/plain"), str):
+        kept["text/plain"] = data["text/plain"]
+    for kind_ in IMAGE_TYPES:
+        if isinstance(data.get(kind_), str) and _is_base64(data[kind_]):
+            kept[kind_] = data[kind_]
+            wanted = metadata.get(kind_, {}) if isinstance(metadata.get(kind_), dict) else {}
+            size = {key: int(value) for key, value in wanted.items()
+                    if key in ("width", "height") and _NUMBER.fullmatch(str(value))}
+            if size:
+                sizes[kind_] = size
+    rich = _html_of(data)
+    if rich is not None:
+        kept["text/html"] = rich
+    dropped = sorted(set(data) - set(kept) - {"text/markdown", "text/latex", "image/svg+xml"})
+    if not kept:
+        kept["text/plain"] = f"[not shown: an output of type {', '.join(dropped)[:100]}]"
+    output.data, output.metadata = kept, sizes
+    return output
+
+
+# ------------------------------------------------------------------ the notebook
+def inert_notebook(nb: NotebookNode, *, submitted: bool = False) -> NotebookNode:
+    """Clean ``nb`` in place (module doc). ``submitted``: the notebook as the student sent
+    it, whose metadata holds nothing of the grader's yet: the grader's notes and the tags
+    of the grader's own cells are dropped too, so a student cannot forge them."""
+    keep_meta = {"kernelspec", "language_info", "nbgrader"} | (set() if submitted else {NOTES_KEY})
+    for key in set(nb.metadata) - keep_meta:
+        del nb.metadata[key]
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type == "raw":
+            quoted = new_markdown_cell(_block(f"<pre>{html.escape(cell.source)}</pre>"), metadata=cell.metadata)
+            if "id" in cell:
+                quoted.id = cell.id
+            nb.cells[index] = cell = quoted
+        _inert_metadata(cell, submitted)
+        if cell.cell_type == "markdown":
+            inert_markdown(cell)
+        elif cell.cell_type == "code":
+            cell.outputs = [kept for kept in map(inert_output, cell.get("outputs", [])) if kept is not None]
+    return nb
+
+
+def _inert_metadata(cell: NotebookNode, submitted: bool) -> None:
+    metadata = cell.metadata
+    tags = metadata.get("tags")
+    if tags is not None:
+        metadata["tags"] = [tag for tag in tags if isinstance(tag, str) and _TAG.fullmatch(tag)
+                            and not (submitted and tag in RESERVED_TAGS)] if isinstance(tags, list) else []
+    nbgrader = metadata.get("nbgrader")
+    if nbgrader is not None and not (isinstance(nbgrader, dict)
+                                     and _GRADE_ID.fullmatch(str(nbgrader.get("grade_id", "x")))):
+        del metadata["nbgrader"]  # nbgrader's pages put the grade id into HTML as it is
+
+
+class MakeInert(Preprocessor):
+    """Student content made inert (module doc), for ``Autograde.autograde_preprocessors``
+    (after the notebook ran) and ``HTMLExporter.preprocessors`` (every page)."""
+
+    enabled = Bool(True)
+
+    def preprocess(self, nb, resources):
+        return inert_notebook(nb), resources
+
+
+class MakeSubmissionInert(MakeInert):
+    """The same, first of ``Autograde.sanitize_preprocessors``, on the notebook as the student
+    sent it: metadata that would make the notebook invalid, and the tags of the grader's own
+    cells (a forged rubric), are gone before nbgrader's own steps read it."""
+
+    def preprocess(self, nb, resources):
+        return inert_notebook(nb, submitted=True), resources
