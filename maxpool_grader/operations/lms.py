@@ -219,8 +219,8 @@ def _notebook_messages(student: str, assignment: str, files: list[str]) -> list[
         return [f"{student}: uploaded no notebook ({', '.join(shown(name) for name in files)}); it is graded 0, "
                 "with a note saying so"]
     if len(notebooks) == 1 and notebooks[0] != expected:
-        return [f"{student}: uploaded one notebook, {shown(notebooks[0])}, not named {expected}: it is graded 0 "
-                "unless you rename it"]
+        return [f"{student}: uploaded one notebook, {shown(notebooks[0])}, not named {expected}: it is graded in "
+                "its place, with a note saying so"]
     if len(notebooks) > 1:
         which = (f"{expected} is graded" if expected in notebooks else
                  f"none is named {expected}, so none is graded: ask the student which one counts and rename it")
