@@ -1,12 +1,22 @@
 """From the LMS and back: Canvas and Moodle "download all submissions" zips, graded with
 the documented commands (collect-lms, grade, export-lms), and the CSVs checked against
 the gradebook: every student's grade, the late penalty, resubmissions, files of nobody,
-a student who uploaded no notebook."""
+a student who uploaded no notebook.
+
+Then every student as an attacker: uploads named to pass for another student, names
+that match nothing, unreadable or huge entries, paths that climb out, an older zip over
+a newer one, names that are formulas. After each, everything already in submitted/ is
+byte for byte as it was unless the zip's own student replaced it, and every upload is in
+submitted/ or lms-unmatched/ or named as skipped on the terminal."""
 
 from __future__ import annotations
 
 import csv
 import datetime as dt
+import hashlib
+import io
+import shutil
+import struct
 import subprocess
 import zipfile
 from pathlib import Path
@@ -19,8 +29,22 @@ from make_sample_class import LOOP_CORRECT, TIES_ALL_MAXIMA, VECTORIZED_CORRECT
 from nbgrader.api import Gradebook
 
 from maxpool_grader.names import PART_A_CELL, grade_id
+from maxpool_grader.operations.lms import match_key
+from maxpool_grader.operations.lms_export import cell as csv_cell
+from maxpool_grader.operations.lms_zip import (
+    Limits,
+    LmsError,
+    ambiguous,
+    detect_layout,
+    parse,
+    parse_size,
+    safe_parts,
+    shorten,
+    shown,
+    stage,
+)
 
-pytestmark = pytest.mark.integration  # real kernels, sandboxes, nbgrader or servers
+integration = pytest.mark.integration  # real nbgrader commands and gradebooks (the unit tests at the end are not)
 
 DUE = dt.datetime(2026, 11, 20, 23, 59)
 ON_TIME = (2026, 11, 20, 18, 0, 0)
@@ -36,10 +60,10 @@ s_tomas,Tomas,Alvarez,tomas@example.edu,
 """
 
 
-def run(course: Path, *args: str) -> subprocess.CompletedProcess:
+def run(course: Path, *args: str, status: int = 0) -> subprocess.CompletedProcess:
     result = subprocess.run([str(BIN / "maxpool-grader"), *args, "--course-dir", str(course)],
                             capture_output=True, text=True, timeout=1200)
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert result.returncode == status, result.stdout[-3000:] + result.stderr[-3000:]
     return result
 
 
@@ -55,12 +79,18 @@ def add(archive: zipfile.ZipFile, name: str, data: bytes, when=ON_TIME) -> None:
     archive.writestr(zipfile.ZipInfo(name, date_time=when), data)
 
 
-@pytest.fixture
-def course(tmp_path):
-    course = copy_course(tmp_path / "course", with_submissions=False)
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory):
+    """The course with its release generated, made once; each test gets a copy."""
+    course = copy_course(tmp_path_factory.mktemp("lms") / "course", with_submissions=False)
     (course / "roster.csv").write_text(ROSTER)
     nbgrader(course, "generate_assignment", ASSIGNMENT)
     return course
+
+
+@pytest.fixture
+def course(generated, tmp_path):
+    return Path(shutil.copytree(generated, tmp_path / "course"))
 
 
 def release_of(course: Path):
@@ -75,6 +105,7 @@ def code_scores(course: Path) -> dict[str, tuple[float, float]]:
                 for student in book.students if student.submissions}
 
 
+@integration
 def test_a_canvas_zip_graded_and_exported(course, tmp_path):
     release, zip_path = release_of(course), tmp_path / "submissions.zip"
     with zipfile.ZipFile(zip_path, "w") as archive:
@@ -130,24 +161,34 @@ def test_a_canvas_zip_graded_and_exported(course, tmp_path):
             assert row["part_a_graded"] == ("no" if student == "s_farah" else "yes")
 
 
+MOODLE_ROSTER = ROSTER.replace("s_lina,Lina,Haddad,lina@example.edu,101", "s_lina,Lina,Haddad,lina@example.edu,55503")
+
+
+@integration
 def test_a_moodle_zip_in_folders_or_flat(course, tmp_path):
-    release, zip_path = release_of(course), tmp_path / "moodle.zip"
-    with zipfile.ZipFile(zip_path, "w") as archive:
+    (course / "roster.csv").write_text(MOODLE_ROSTER)  # Lina's lms_id is her Moodle participant id
+    release, folders, flat = release_of(course), tmp_path / "moodle.zip", tmp_path / "moodle-flat.zip"
+    with zipfile.ZipFile(folders, "w") as archive:
         add(archive, f"Noah Fischer_55501_assignsubmission_file/{ASSIGNMENT}.ipynb", notebook(release, LOOP_CORRECT))
-        add(archive, f"Tomás Alvarez_55502_assignsubmission_file_{ASSIGNMENT}.ipynb",  # flat, with an accent
-            notebook(release, TIES_ALL_MAXIMA), TWO_DAYS_LATE)
         add(archive, f"Lina Haddad_55503_assignsubmission_file_/{ASSIGNMENT}.ipynb", notebook(release, ZEROS))
         add(archive, "Lina Haddad_55503_assignsubmission_file_/notes.ipynb", notebook(release, LOOP_CORRECT))
         add(archive, f"Ghost Person_55599_assignsubmission_file/{ASSIGNMENT}.ipynb", notebook(release, LOOP_CORRECT))
-    collected = run(course, "collect-lms", str(zip_path), "--due", "2026-11-20T23:59+00:00")
-    assert "3 students' submissions" in collected.stdout and "late: s_tomas" in collected.stdout
+    with zipfile.ZipFile(flat, "w") as archive:  # "Download submissions in folders" off; a name with an accent
+        add(archive, f"Tomás Alvarez_55502_assignsubmission_file_{ASSIGNMENT}.ipynb",
+            notebook(release, TIES_ALL_MAXIMA), TWO_DAYS_LATE)
+    collected = run(course, "collect-lms", str(folders), "--due", "2026-11-20T23:59+00:00")
+    assert "2 students' submissions" in collected.stdout and "(moodle-folders layout)" in collected.stdout
     assert "no student in roster.csv is 'Ghost Person'" in collected.stdout
     assert f"s_lina: uploaded 2 notebooks ({ASSIGNMENT}.ipynb, notes.ipynb); {ASSIGNMENT}.ipynb is graded" \
         in collected.stdout
+    collected = run(course, "collect-lms", str(flat), "--due", "2026-11-20T23:59+00:00")
+    assert "1 students' submissions" in collected.stdout and "(moodle-flat layout)" in collected.stdout
+    assert "late: s_tomas" in collected.stdout
     run(course, "grade")
     assert code_scores(course) == {"s_noah": (FULL, 0), "s_tomas": (12, pytest.approx(0.2 * 12)), "s_lina": (0, 0)}
 
 
+@integration
 def test_a_zip_that_is_not_one_and_a_missing_roster_are_refused(course, tmp_path):
     not_zip = tmp_path / "x.zip"
     not_zip.write_text("hello")
@@ -160,3 +201,426 @@ def test_a_zip_that_is_not_one_and_a_missing_roster_are_refused(course, tmp_path
     result = subprocess.run([str(BIN / "maxpool-grader"), "collect-lms", str(tmp_path / "empty.zip"),
                              "--course-dir", str(course)], capture_output=True, text=True, timeout=120)
     assert result.returncode == 2 and "roster.csv is missing" in result.stderr
+
+
+# ------------------------------------------------------------------ every student an attacker
+EARLIER = (2026, 11, 19, 9, 0, 0)  # what submitted/ holds before the hostile zip
+
+
+def tree(folder: Path) -> dict[str, str]:
+    """Every file and folder under ``folder``: path -> SHA-256 (or "folder")."""
+    return {str(path.relative_to(folder)): "folder" if path.is_dir() else hashlib.sha256(path.read_bytes()).hexdigest()
+            for path in sorted(folder.rglob("*"))} if folder.exists() else {}
+
+
+def seed(course: Path, *students: str) -> dict[str, dict[str, str]]:
+    """An earlier submission for each student, as collect-lms writes it; returns their trees."""
+    for student in students:
+        folder = course / "submitted" / student / ASSIGNMENT
+        folder.mkdir(parents=True)
+        (folder / f"{ASSIGNMENT}.ipynb").write_bytes(notebook(release_of(course), f"# earlier, {student}\n{ZEROS}"))
+        (folder / "timestamp.txt").write_text("2026-11-19 09:00:00.000000 UTC")
+    return {student: tree(course / "submitted" / student) for student in students}
+
+
+def submitted_trees(course: Path) -> dict[str, dict[str, str]]:
+    return {folder.name: tree(folder) for folder in sorted((course / "submitted").iterdir())}
+
+
+def assert_every_upload_accounted_for(course: Path, zip_path: Path, out: str) -> None:
+    """Each upload is in submitted/ (its bytes), or in lms-unmatched/ and named on the
+    terminal, or named on the terminal as SKIPPED."""
+    def contents(folder: Path) -> set[str]:
+        return {hashlib.sha256(p.read_bytes()).hexdigest() for p in folder.rglob("*") if p.is_file()}
+    collected, kept = contents(course / "submitted"), contents(course / "lms-unmatched")
+    lines = {line.strip().split(": ", 1)[0]: line for line in out.splitlines() if ": " in line}
+    with zipfile.ZipFile(zip_path) as archive:
+        for entry in archive.infolist():
+            line = lines.get(shown(entry.filename), "")
+            if "SKIPPED" in line:
+                continue
+            digest = hashlib.sha256(archive.read(entry)).hexdigest()
+            assert digest in collected or (digest in kept and "copied to lms-unmatched/" in line), \
+                f"{entry.filename!r} is lost or not named:\n{out}"
+
+
+def canvas_entry(name: str, lms_id: int, file: str) -> str:
+    return f"{name}_{lms_id}_{9000 + lms_id}_{file}"
+
+
+@integration
+def test_an_upload_named_like_another_student_stays_with_its_uploader_in_canvas(course, tmp_path):
+    before = seed(course, "s_vera")
+    release, zip_path = release_of(course), tmp_path / "canvas.zip"
+    impostor = f"Vera Kowalski_104_assignsubmission_file_{ASSIGNMENT}.ipynb"  # a Moodle name, inside Canvas's
+    with zipfile.ZipFile(zip_path, "w") as archive:
+        add(archive, canvas_entry("haddadlina", 101, impostor), b"lina's upload")
+        add(archive, canvas_entry("smithjohn", 199, impostor), b"a stranger's upload")
+        add(archive, canvas_entry("nguyentara", 103, f"{ASSIGNMENT}.ipynb"), notebook(release, LOOP_CORRECT))
+    out = run(course, "collect-lms", str(zip_path)).stdout
+    assert "(canvas layout)" in out
+    assert submitted_trees(course)["s_vera"] == before["s_vera"]  # Vera uploaded nothing: nothing changes
+    assert (course / "submitted" / "s_lina" / ASSIGNMENT / impostor).read_bytes() == b"lina's upload"
+    assert "no student in roster.csv is 'smithjohn' (LMS id 199)" in out
+    assert (course / "lms-unmatched" / "canvas" / canvas_entry("smithjohn", 199, impostor)).exists()
+    assert f"s_lina: uploaded one notebook, {impostor}, not named {ASSIGNMENT}.ipynb: it is graded in its place" \
+        in out  # as hers: the glue grades a lone notebook of another name in place of the expected one
+    assert_every_upload_accounted_for(course, zip_path, out)
+
+    lone = tmp_path / "lone.zip"  # only the impostor: the names fit Canvas and Moodle equally
+    with zipfile.ZipFile(lone, "w") as archive:
+        add(archive, canvas_entry("haddadlina", 101, impostor), b"lina's upload")
+    refused = run(course, "collect-lms", str(lone), status=2)
+    assert "pass --lms canvas" in refused.stderr and submitted_trees(course)["s_vera"] == before["s_vera"]
+    assert "(canvas layout)" in run(course, "collect-lms", str(lone), "--lms", "canvas").stdout
+    assert submitted_trees(course)["s_vera"] == before["s_vera"]
+
+
+@integration
+def test_an_upload_named_like_another_student_stays_with_its_uploader_in_moodle(course, tmp_path):
+    (course / "roster.csv").write_text(MOODLE_ROSTER)
+    before = seed(course, "s_vera")
+    zip_path = tmp_path / "moodle.zip"
+    with zipfile.ZipFile(zip_path, "w") as archive:  # Lina's own sub-folder, named as Vera's folder
+        add(archive, f"Lina Haddad_55503_assignsubmission_file/Vera Kowalski_104_assignsubmission_file/{ASSIGNMENT}"
+                     ".ipynb", b"lina's upload")
+        add(archive, f"Noah Fischer_55501_assignsubmission_file/Vera Kowalski_104_assignsubmission_file_{ASSIGNMENT}"
+                     ".ipynb", b"noah's upload")
+    out = run(course, "collect-lms", str(zip_path)).stdout
+    assert "(moodle-folders layout)" in out and "2 students' submissions" in out
+    assert submitted_trees(course)["s_vera"] == before["s_vera"]
+    assert (course / "submitted" / "s_lina" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").read_bytes() == b"lina's upload"
+    assert f"s_lina's file, saved as submitted/s_lina/{ASSIGNMENT}/{ASSIGNMENT}.ipynb" in out  # named: it moved
+    assert (course / "submitted" / "s_noah" / ASSIGNMENT / f"Vera Kowalski_104_assignsubmission_file_{ASSIGNMENT}"
+            ".ipynb").read_bytes() == b"noah's upload"
+    assert_every_upload_accounted_for(course, zip_path, out)
+
+    flat = tmp_path / "moodle-flat.zip"
+    with zipfile.ZipFile(flat, "w") as archive:
+        add(archive, f"Lina Haddad_55503_assignsubmission_file_Vera Kowalski_104_assignsubmission_file_{ASSIGNMENT}"
+                     ".ipynb", b"lina again")
+        add(archive, f"Noah Fischer_55501_assignsubmission_file_{ASSIGNMENT}.ipynb", b"noah again")
+    out = run(course, "collect-lms", str(flat)).stdout
+    assert "(moodle-flat layout)" in out and submitted_trees(course)["s_vera"] == before["s_vera"]
+    # her full name, which Moodle lets her edit, could hold the marker too: whose file it is cannot be told
+    assert "'_<id>_assignsubmission_file_' is in its name twice" in out
+    assert (course / "lms-unmatched" / "moodle-flat" / f"Lina Haddad_55503_assignsubmission_file_Vera Kowalski_104_"
+            f"assignsubmission_file_{ASSIGNMENT}.ipynb").read_bytes() == b"lina again"
+    assert_every_upload_accounted_for(course, flat, out)
+
+
+UNICODE_ROSTER = ROSTER + """s_vera_k,Вера,Ковальская,vk@example.edu,
+s_wang,伟,王,wang@example.edu,
+s_li,娜,李,li@example.edu,
+s_nameless,,,nameless@example.edu,
+"""
+
+
+@integration
+def test_names_in_any_script_match_their_student_and_an_empty_name_matches_nobody(course, tmp_path):
+    (course / "roster.csv").write_text(UNICODE_ROSTER)
+    zip_path = tmp_path / "unicode.zip"
+    uploads = {"s_vera_k": canvas_entry("ковальскаявера", 301, f"{ASSIGNMENT}.ipynb"),
+               "s_wang": canvas_entry("王伟", 302, f"{ASSIGNMENT}.ipynb"),
+               "s_li": canvas_entry("李娜", 303, f"{ASSIGNMENT}.ipynb")}
+    with zipfile.ZipFile(zip_path, "w") as archive:
+        for student, name in uploads.items():
+            add(archive, name, f"{student}'s work".encode())
+        add(archive, canvas_entry("", 304, f"{ASSIGNMENT}.ipynb"), b"a user whose name has no letters")
+        add(archive, canvas_entry("", 305, f"{ASSIGNMENT}.ipynb"), b"another one")
+    out = run(course, "collect-lms", str(zip_path)).stdout
+    for student in uploads:
+        assert (course / "submitted" / student / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").read_bytes() == \
+            f"{student}'s work".encode()
+    assert not (course / "submitted" / "s_nameless").exists()
+    assert out.count("the name has no letters or digits to match by") == 2
+    assert sorted(p.name for p in (course / "lms-unmatched" / "unicode").iterdir()) == \
+        [canvas_entry("", 304, f"{ASSIGNMENT}.ipynb"), canvas_entry("", 305, f"{ASSIGNMENT}.ipynb")]
+    state = (course / ".maxpool-grader" / "lms.json").read_text()
+    assert '"s_nameless"' not in state and '"lms_id": "302"' in state
+    assert_every_upload_accounted_for(course, zip_path, out)
+
+
+def set_header_field(path: Path, name: str, local_offset: int, central_offset: int, change) -> None:
+    """Change one field of ``name``'s local and central headers in the zip at ``path``:
+    ``change(bytearray, offset)`` is called at each."""
+    data = bytearray(path.read_bytes())
+    with zipfile.ZipFile(path) as archive:
+        local = archive.getinfo(name).header_offset
+    assert data[local:local + 4] == b"PK\x03\x04"
+    change(data, local + local_offset)
+    central = data.find(b"PK\x01\x02")
+    while central != -1:
+        length = struct.unpack_from("<H", data, central + 28)[0]
+        if data[central + 46:central + 46 + length] == name.encode():
+            change(data, central + central_offset)
+        central = data.find(b"PK\x01\x02", central + 4)
+    path.write_bytes(bytes(data))
+
+
+def encrypt_flag(data: bytearray, at: int) -> None:
+    data[at] |= 0x1  # general purpose flag, bit 0: encrypted
+
+
+def wrong_crc(data: bytearray, at: int) -> None:
+    struct.pack_into("<I", data, at, struct.unpack_from("<I", data, at)[0] ^ 0xDEADBEEF)
+
+
+@integration
+def test_unreadable_or_huge_entries_are_skipped_and_named_and_change_nothing(course, tmp_path):
+    before = seed(course, "s_vera", "s_lina", "s_tara", "s_felix", "s_noah")
+    release, zip_path = release_of(course), tmp_path / "bad.zip"
+    names = {student: canvas_entry(name, lms_id, f"{ASSIGNMENT}.ipynb") for student, name, lms_id in (
+        ("s_vera", "kowalskivera", 104), ("s_lina", "haddadlina", 101), ("s_tara", "nguyentara", 103),
+        ("s_felix", "brandtfelix", 105), ("s_farah", "okaforfarah", 102), ("s_noah", "fischernoah", 106))}
+    felix_extra = canvas_entry("brandtfelix", 105, "data.npz")
+    with zipfile.ZipFile(zip_path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for student, name in names.items():
+            data = b"{" + b" " * 300_000 + b"}" if student == "s_tara" else notebook(release, f"# {student}\n{ZEROS}")
+            add(archive, name, data)
+        add(archive, felix_extra, b"numbers")
+    set_header_field(zip_path, names["s_vera"], 6, 8, encrypt_flag)
+    set_header_field(zip_path, names["s_lina"], 14, 16, wrong_crc)
+    set_header_field(zip_path, felix_extra, 6, 8, encrypt_flag)  # his notebook is fine: he is kept whole
+    set_header_field(zip_path, names["s_noah"], 22, 24, lambda data, at: struct.pack_into("<I", data, at, 100))
+    out = run(course, "collect-lms", str(zip_path), "--max-file-size", "64KiB", status=1).stdout
+    after = submitted_trees(course)
+    for student in ("s_vera", "s_lina", "s_tara", "s_felix", "s_noah"):
+        assert after[student] == before[student], student
+    assert (course / "submitted" / "s_farah" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").exists()  # the good one
+    assert "1 students' submissions" in out and not list(course.rglob(".*lms-*"))
+    lines = {line.strip().split(": ", 1)[0]: line for line in out.splitlines()}
+    assert "SKIPPED, encrypted" in lines[names["s_vera"]] and "SKIPPED, encrypted" in lines[felix_extra]
+    assert "SKIPPED, damaged: Bad CRC-32" in lines[names["s_lina"]]
+    assert "SKIPPED, unpacks to 293 KiB, more than 64 KiB (--max-file-size)" in lines[names["s_tara"]]
+    assert "SKIPPED, damaged" in lines[names["s_noah"]]  # its header says 100 bytes: it is read as that, and fails
+    assert "kept out" in lines[names["s_felix"]] and "copied to lms-unmatched/bad/" in lines[names["s_felix"]]
+    assert '"s_farah"' in (course / ".maxpool-grader" / "lms.json").read_text()
+    assert_every_upload_accounted_for(course, zip_path, out)
+
+
+@integration
+def test_the_zip_may_unpack_only_so_far_in_all(course, tmp_path):
+    before = seed(course, "s_lina", "s_tara")
+    zip_path = tmp_path / "big.zip"
+    with zipfile.ZipFile(zip_path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for name, lms_id in (("kowalskivera", 104), ("haddadlina", 101), ("nguyentara", 103)):
+            add(archive, canvas_entry(name, lms_id, f"{ASSIGNMENT}.ipynb"), name.encode() * 5000)
+    out = run(course, "collect-lms", str(zip_path), "--max-total-size", "100k", status=1).stdout
+    assert (course / "submitted" / "s_vera" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").exists()
+    assert out.count("SKIPPED, the zip unpacks to more than 100 KiB in all") == 2
+    assert {student: tree for student, tree in submitted_trees(course).items() if student != "s_vera"} == before
+
+
+@integration
+def test_unmatched_files_keep_their_whole_path_and_never_overwrite_each_other(course, tmp_path):
+    zip_path, again = tmp_path / "subs.zip", tmp_path / "other" / "subs.zip"
+    again.parent.mkdir()
+    with zipfile.ZipFile(zip_path, "w") as archive:  # not Canvas-named: kept under their own paths
+        add(archive, canvas_entry("haddadlina", 101, f"{ASSIGNMENT}.ipynb"), b"lina")
+        add(archive, canvas_entry("kowalskivera", 104, f"{ASSIGNMENT}.ipynb"), b"vera")
+        add(archive, f"ghost one/{ASSIGNMENT}.ipynb", b"first ghost")
+        add(archive, f"ghost two/{ASSIGNMENT}.ipynb", b"second ghost")
+        add(archive, f"ghost one\\{ASSIGNMENT}.ipynb", b"a third, with a backslash")
+        add(archive, f"smithjohn_199_9099_{ASSIGNMENT}.ipynb", b"john")
+    with zipfile.ZipFile(again, "w") as archive:
+        add(archive, canvas_entry("haddadlina", 101, f"{ASSIGNMENT}.ipynb"), b"lina")
+        add(archive, f"smithjohn_199_9099_{ASSIGNMENT}.ipynb", b"john, changed")
+    out = run(course, "collect-lms", str(zip_path)).stdout
+    kept = course / "lms-unmatched" / "subs"
+    assert (kept / "ghost one" / f"{ASSIGNMENT}.ipynb").read_bytes() == b"first ghost"
+    assert (kept / "ghost two" / f"{ASSIGNMENT}.ipynb").read_bytes() == b"second ghost"
+    assert (kept / "ghost one" / f"{ASSIGNMENT}~2.ipynb").read_bytes() == b"a third, with a backslash"
+    assert_every_upload_accounted_for(course, zip_path, out)
+    assert run(course, "collect-lms", str(zip_path)).stdout == out  # the same zip again: the same files, once
+    run(course, "collect-lms", str(again))
+    assert (kept / f"smithjohn_199_9099_{ASSIGNMENT}.ipynb").read_bytes() == b"john"
+    assert (kept / f"smithjohn_199_9099_{ASSIGNMENT}~2.ipynb").read_bytes() == b"john, changed"
+
+
+@integration
+def test_paths_that_climb_out_or_are_too_long_stay_inside_and_are_named(course, tmp_path):
+    zip_path, long = tmp_path / "paths.zip", "ж" * 150 + ".ipynb"  # 306 bytes of UTF-8
+    with zipfile.ZipFile(zip_path, "w") as archive:
+        add(archive, canvas_entry("kowalskivera", 104, f"{ASSIGNMENT}.ipynb"), b"vera")
+        add(archive, canvas_entry("kowalskivera", 104, "..\\..\\win.ipynb"), b"climbing")
+        add(archive, canvas_entry("kowalskivera", 104, long), b"long")
+        add(archive, canvas_entry("haddadlina", 101, "timestamp.txt"), b"2099-01-01 00:00:00 UTC")
+        add(archive, canvas_entry("haddadlina", 101, f"{ASSIGNMENT}.ipynb"), b"lina")
+        add(archive, f"../../../{long}/..\\..\\evil.ipynb", b"nobody's")
+        add(archive, f"/tmp/{long}", b"absolute")
+    outside = {path for path in tmp_path.rglob("*") if "course" not in path.parts}
+    out = run(course, "collect-lms", str(zip_path)).stdout
+    vera = course / "submitted" / "s_vera" / ASSIGNMENT
+    assert (vera / "win.ipynb").read_bytes() == b"climbing" and (vera / f"{ASSIGNMENT}.ipynb").read_bytes() == b"vera"
+    assert [p.read_bytes() for p in vera.iterdir() if p.name == shorten(long)] == [b"long"]
+    assert "s_vera: uploaded 3 notebooks" in out and f"{ASSIGNMENT}.ipynb is graded" in out
+    assert "saved as submitted/s_vera/max_pool_backward/win.ipynb" in out
+    lina = course / "submitted" / "s_lina" / ASSIGNMENT
+    assert (lina / "_timestamp.txt").read_bytes() == b"2099-01-01 00:00:00 UTC"
+    assert (lina / "timestamp.txt").read_text().startswith("2026-11-20 18:00:00")
+    kept = course / "lms-unmatched" / "paths"
+    assert (kept / shorten(long) / "evil.ipynb").read_bytes() == b"nobody's"
+    assert (kept / "tmp" / shorten(long)).read_bytes() == b"absolute"
+    assert {path for path in tmp_path.rglob("*") if "course" not in path.parts} == outside
+    assert all(len(part.encode()) <= 255 for path in course.rglob("*") for part in path.parts)
+    assert_every_upload_accounted_for(course, zip_path, out)
+
+
+@integration
+def test_an_older_zip_does_not_replace_a_newer_submission_unless_told(course, tmp_path):
+    newer, older = tmp_path / "newer.zip", tmp_path / "older.zip"
+    with zipfile.ZipFile(newer, "w") as archive:
+        add(archive, canvas_entry("kowalskivera", 104, f"{ASSIGNMENT}.ipynb"), b"vera, second try", TWO_DAYS_LATE)
+    with zipfile.ZipFile(older, "w") as archive:
+        add(archive, canvas_entry("kowalskivera", 104, f"{ASSIGNMENT}.ipynb"), b"vera, first try", ON_TIME)
+        add(archive, canvas_entry("haddadlina", 101, f"{ASSIGNMENT}.ipynb"), b"lina", ON_TIME)
+    run(course, "collect-lms", str(newer))
+    assert run(course, "collect-lms", str(newer)).returncode == 0  # the same zip again: the same times
+    vera = tree(course / "submitted" / "s_vera")
+    out = run(course, "collect-lms", str(older), status=1).stdout
+    assert tree(course / "submitted" / "s_vera") == vera
+    assert (course / "submitted" / "s_lina" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").read_bytes() == b"lina"
+    assert ("kept out: submitted/s_vera holds a newer submission (2026-11-22 12:00:00 UTC) than this zip's "
+            "(2026-11-20 18:00:00 UTC); --replace-newer replaces it") in out
+    assert (course / "lms-unmatched" / "older" / canvas_entry("kowalskivera", 104, f"{ASSIGNMENT}.ipynb")).exists()
+    assert_every_upload_accounted_for(course, older, out)
+    run(course, "collect-lms", str(older), "--replace-newer")
+    assert (course / "submitted" / "s_vera" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").read_bytes() == b"vera, first try"
+
+
+@integration
+def test_two_lms_users_who_fit_one_student_are_both_left_for_the_instructor(course, tmp_path):
+    before = seed(course, "s_farah")  # no lms_id in the roster: matched by name
+    zip_path = tmp_path / "namesakes.zip"
+    with zipfile.ZipFile(zip_path, "w") as archive:
+        add(archive, canvas_entry("okaforfarah", 102, f"{ASSIGNMENT}.ipynb"), b"one farah")
+        add(archive, canvas_entry("okaforfarah", 666, f"{ASSIGNMENT}.ipynb"), b"another farah")
+        add(archive, canvas_entry("kowalskivera", 777, f"{ASSIGNMENT}.ipynb"), b"not the vera of roster.csv")
+    out = run(course, "collect-lms", str(zip_path)).stdout
+    assert submitted_trees(course) == before
+    assert out.count("2 LMS users (ids 102, 666) fit s_farah") == 2
+    assert "no student in roster.csv is 'kowalskivera' (LMS id 777)" in out  # Vera is known by her lms_id
+    assert_every_upload_accounted_for(course, zip_path, out)
+
+
+# ------------------------------------------------------------------ names that are formulas
+FORMULAS = {"s_link": ('=HYPERLINK("http://x","y")', "Link"), "s_cmd": ("Cmd", "+cmd|' /C calc'!A0"),
+            "s_minus": ("-1+1", "Minus"), "s_at": ("At", "@SUM(1)")}
+
+
+@integration
+def test_exported_text_cannot_become_a_formula_and_numbers_stay_numbers(course):
+    from nbgrader.api import Gradebook
+    roster = "id,first_name,last_name,email,lms_id\n" + "".join(
+        f'{student},"{first.replace(chr(34), chr(34) * 2)}","{last}",{student}@example.edu,=1+2\n'
+        for student, (first, last) in FORMULAS.items())
+    (course / "roster.csv").write_text(roster)
+    run(course, "roster", str(course / "roster.csv"))
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as book:
+        book.update_or_create_student("s_tab", first_name="\tTab", last_name="\rReturn", email="@tab")  # formgrader
+        for student in [*FORMULAS, "s_tab"]:
+            submission = book.add_submission(ASSIGNMENT, student)
+            for notebook_ in submission.notebooks:
+                for grade in notebook_.grades:
+                    grade.manual_score, grade.needs_manual_grade = 1, False
+            submission.notebooks[0].late_submission_penalty = -2.5 if student == "s_minus" else 0  # an early bonus
+        book.db.commit()
+    run(course, "export-lms", "--canvas-column", "-Max pooling (1)")
+    for name in ("canvas_grades.csv", "lms_grades.csv"):
+        with open(course / name, newline="") as handle:
+            for row in csv.reader(handle):
+                for value in row:
+                    try:
+                        float(value)
+                    except ValueError:
+                        assert not value.startswith(("=", "+", "-", "@", "\t", "\r")), (name, value)
+    with open(course / "lms_grades.csv", newline="") as handle:
+        rows = {row["student_id"]: row for row in csv.DictReader(handle)}
+    assert rows["s_link"]["first_name"] == '\'=HYPERLINK("http://x","y")'
+    assert rows["s_cmd"]["last_name"] == "'+cmd|' /C calc'!A0" and rows["s_at"]["last_name"] == "'@SUM(1)"
+    assert rows["s_minus"]["first_name"] == "'-1+1" and rows["s_tab"]["first_name"] == "'\tTab"
+    assert rows["s_tab"]["last_name"] == "'\rReturn" and rows["s_tab"]["email"] == "'@tab"
+    assert rows["s_link"]["lms_id"] == "'=1+2"
+    assert rows["s_minus"]["late_penalty"] == "-2.5"  # a number we wrote: still a number
+    assert float(rows["s_minus"]["total"]) == float(rows["s_link"]["total"]) + 2.5
+    with open(course / "canvas_grades.csv", newline="") as handle:
+        canvas = list(csv.reader(handle))
+    assert canvas[0][5] == "'-Max pooling (1)"
+    names = {row[2]: row[0] for row in canvas[2:]}
+    assert names["s_cmd"] == "'+cmd|' /C calc'!A0, Cmd" and names["s_link"] == 'Link, =HYPERLINK("http://x","y")'
+    assert all(float(row[5]) >= 0 for row in canvas[1:])
+
+
+# ------------------------------------------------------------------ the rules, without nbgrader
+def test_match_keys_keep_every_script_and_never_collapse_to_nothing():
+    assert match_key("Tomás Álvarez") == match_key("Tomas Alvarez") == "tomasalvarez"
+    assert match_key("Вера Ковальская") == "вераковальская" and match_key("王 伟") == "王伟"
+    assert match_key("ＡＢＣ") == "abc" and match_key("Straße") == "strasse"
+    assert match_key("-- !!") == "" and match_key("") == ""
+
+
+def zip_names(*names: str) -> list[zipfile.ZipInfo]:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name in names:
+            archive.writestr(name, b"")
+    return zipfile.ZipFile(buffer).infolist()
+
+
+def test_the_layout_is_told_by_the_whole_zip_and_a_tie_is_refused():
+    impostor = "haddadlina_101_9001_Vera Kowalski_104_assignsubmission_file_x.ipynb"
+    assert detect_layout(zip_names(impostor, "nguyentara_103_9003_x.ipynb")) == "canvas"
+    assert detect_layout(zip_names("A B_1_assignsubmission_file/x", "C_2_assignsubmission_file_/y")) == \
+        "moodle-folders"
+    assert detect_layout(zip_names("A B_1_assignsubmission_file_x", "readme.txt")) == "moodle-flat"
+    twice = zip_names("Eve_9_assignsubmission_file_Vera_104_assignsubmission_file_x")[0]
+    assert ambiguous(twice, "moodle-flat") and parse(twice, "moodle-flat") is None
+    assert detect_layout(zip_names("readme.txt")) is None
+    with pytest.raises(LmsError, match="--lms"):
+        detect_layout(zip_names(impostor))
+    assert detect_layout(zip_names(impostor), "canvas") == "canvas"
+
+
+def test_paths_are_made_safe():
+    assert safe_parts("..\\..\\win.ipynb") == ["win.ipynb"]
+    assert safe_parts("/etc/../.ssh/key\x1b[2K") == ["etc", "_.ssh", "key_[2K"]
+    assert safe_parts("../..") == ["_"]
+    long = shorten("ж" * 300 + ".ipynb")
+    assert len(long.encode()) <= 200 and long.endswith(".ipynb") and long != shorten("ж" * 301 + ".ipynb")
+    assert shown("a\nb\u202e") == "a\\nb\\u202e"
+
+
+def test_sizes_read_as_an_instructor_writes_them():
+    assert parse_size("50MiB") == parse_size("50M") == 50 << 20 and parse_size("64k") == 65536
+    assert parse_size("1000") == 1000 and parse_size("2GiB") == 2 << 30
+    with pytest.raises(LmsError):
+        parse_size("lots")
+
+
+def test_a_csv_cell_is_a_number_or_text_that_is_not_a_formula():
+    assert csv_cell(-2.5) == "-2.5" and csv_cell(3) == 3 and csv_cell(20.0) == "20"
+    assert [csv_cell(text) for text in ("=1", "+1", "-1", "@a", "\t1", "\r1", "plain", "", None)] == \
+        ["'=1", "'+1", "'-1", "'@a", "'\t1", "'\r1", "plain", "", ""]
+
+
+def test_staging_reads_with_a_bound_and_names_each_entry_it_skips(tmp_path):
+    path = tmp_path / "bad.zip"
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for name, data in (("good", b"x" * 100), ("encrypted", b"secret"), ("crc", b"data"), ("huge", b" " * 50_000),
+                           ("liar", b" " * 50_000), ("undated", b"when?"), ("over-total", b"y" * 901)):
+            archive.writestr(zipfile.ZipInfo(name, date_time=(1980, 0, 0, 0, 0, 0) if name == "undated" else ON_TIME),
+                             data)
+    set_header_field(path, "encrypted", 6, 8, encrypt_flag)
+    set_header_field(path, "crc", 14, 16, wrong_crc)
+    set_header_field(path, "liar", 22, 24, lambda data, at: struct.pack_into("<I", data, at, 10))  # "10 bytes"
+    (tmp_path / "staged").mkdir()
+    with zipfile.ZipFile(path) as archive:
+        read, skipped = stage(archive, archive.infolist(), tmp_path / "staged", Limits(per_file=1000, total=1000))
+    assert {entry.filename: staged.read_bytes() for entry, staged in read.items()} == {"good": b"x" * 100}
+    reasons = {entry.filename: reason for entry, reason in skipped.items()}
+    assert reasons["encrypted"].startswith("encrypted") and reasons["crc"].startswith("damaged: Bad CRC-32")
+    assert reasons["huge"] == "unpacks to 48.83 KiB, more than 1000 bytes (--max-file-size)"
+    assert reasons["liar"].startswith("damaged") and reasons["undated"].startswith("damaged: its time")
+    assert reasons["over-total"] == "the zip unpacks to more than 1000 bytes in all (--max-total-size)"
+    assert sorted(p.name for p in (tmp_path / "staged").iterdir()) == ["0"]  # nothing half-read is left

@@ -6,7 +6,8 @@
   ``grades.csv`` and the class report, and prints each student's score per test cell.
 * ``roster`` imports the class list (roster.py).
 * ``collect-lms`` and ``export-lms`` bring a Canvas or Moodle zip in and the grades back
-  out (lms.py).
+  out (lms.py; the zip is read and checked in lms_zip.py, written in lms_store.py, the
+  CSVs in lms_export.py).
 * ``cluster-certs`` writes the certificates of a course's Dask cluster (cluster_tls.py).
 """
 
@@ -21,9 +22,14 @@ from ..names import ASSIGNMENT
 from . import cluster_tls
 from .course import configured_db_url, nbgrader_environment, run_nbgrader
 from .grade import grade
-from .lms import LmsError
+from .lms_zip import LAYOUTS, Limits, LmsError
 from .roster import RosterError, import_roster
 from .similarity import THRESHOLD
+
+COLLECT_EXIT = ("Exit status: 0 when every file of the zip is in submitted/ or lms-unmatched/ (each file not "
+                "collected is named); 1 when a file was skipped (encrypted, damaged, too large) or a student's folder "
+                "was left as it was (one of their files could not be read, or submitted/ holds a newer submission); "
+                "2 when the zip, the roster or an option cannot be used.")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -43,13 +49,21 @@ def _parser() -> argparse.ArgumentParser:
     roster.add_argument("csv", type=Path, help="the roster file")
     collect = commands.add_parser("collect-lms", help="put a Canvas or Moodle 'download all submissions' zip into "
                                                       "submitted/ (students from roster.csv; late flags and times "
-                                                      "become nbgrader timestamps)")
+                                                      "become nbgrader timestamps)", epilog=COLLECT_EXIT)
     collect.add_argument("zip", type=Path, help="the zip the LMS gave")
     collect.add_argument("--due", default=None, help="the due date, e.g. '2026-11-20 23:59' (UTC) or "
                                                      "2026-11-20T23:59+01:00; stored in the gradebook for the late "
                                                      "penalty")
     collect.add_argument("--zip-timezone", default="UTC",
                          help="the time zone of the zip's file times (default UTC), e.g. Europe/Berlin")
+    collect.add_argument("--max-file-size", default=f"{Limits.per_file >> 20}MiB", metavar="SIZE",
+                         help="skip (and name) a file of the zip that unpacks to more than this (default %(default)s)")
+    collect.add_argument("--max-total-size", default=f"{Limits.total >> 20}MiB", metavar="SIZE",
+                         help="skip (and name) the files past this much unpacked in all (default %(default)s)")
+    collect.add_argument("--lms", choices=LAYOUTS, default=None,
+                         help="the zip's layout, when its names fit two equally (default: told from the names)")
+    collect.add_argument("--replace-newer", action="store_true",
+                         help="replace a submission in submitted/ even when it is newer than the zip's")
     export = commands.add_parser("export-lms", help="write canvas_grades.csv (Canvas gradebook import) and "
                                                     "lms_grades.csv (every number)")
     export.add_argument("--out-dir", type=Path, default=None, help="where to write them (default: the course)")
@@ -154,27 +168,41 @@ def collect_lms(args, db_url: str) -> int:
         if result.returncode != 0:
             print(result.stdout[-4000:], file=sys.stderr)
             return 1
-    found = lms.collect(args.zip, args.course_dir, db_url, due=due, zip_timezone=zone)
+    limits = Limits(per_file=_size("--max-file-size", args.max_file_size),
+                        total=_size("--max-total-size", args.max_total_size))
+    found = lms.collect(args.zip, args.course_dir, db_url, due=due, zip_timezone=zone, limits=limits, lms=args.lms,
+                        replace_newer=args.replace_newer)
     late = sorted(student for student, info in found.students.items() if info["late"])
-    print(f"{len(found.students)} students' submissions put in submitted/ from {args.zip.name}"
-          + (f"; late: {', '.join(late)}" if late else ""))
+    print(f"{len(found.students)} students' submissions put in submitted/ from {args.zip.name} "
+          f"({found.layout or 'no LMS'} layout)" + (f"; late: {', '.join(late)}" if late else ""))
     for message in found.messages:
         print(f"  {message}")
-    if found.unmatched:
-        print(f"{len(found.unmatched)} file(s) match no student (copied to {lms.UNMATCHED}/{args.zip.stem}/; add the "
-              "student to roster.csv, or an lms_id column, and run collect-lms again):")
-        for line in found.unmatched:
+    if found.notes:
+        print(f"{len(found.notes)} file(s) not collected as named ({found.unmatched} copied to {lms.UNMATCHED}/; add "
+              "a missing student to roster.csv, or an lms_id column, and run collect-lms again):")
+        for line in found.notes:
             print(f"  {line}")
     if late and due is None:
         print("Late submissions were found but no --due was given: no late penalty is applied.")
+    if found.failed:
+        print(f"{found.failed} file(s) SKIPPED or KEPT OUT of submitted/ (see above; exit status 1)")
+        return 1
     print("Next: maxpool-grader grade")
     return 0
 
 
+def _size(option: str, text: str) -> int:
+    from .lms_zip import parse_size
+    size = parse_size(text)
+    if size <= 0:
+        raise LmsError(f"{option} {text!r} must be more than 0")
+    return size
+
+
 def export_lms(args, db_url: str) -> int:
-    from . import lms
+    from . import lms_export
     out_dir = args.out_dir or args.course_dir
-    result = lms.export(args.course_dir, db_url, out_dir, canvas_column=args.canvas_column)
+    result = lms_export.export(args.course_dir, db_url, out_dir, canvas_column=args.canvas_column)
     print(f"{result['rows']} students: {out_dir / 'canvas_grades.csv'} (Canvas gradebook import), "
           f"{out_dir / 'lms_grades.csv'} (every number)")
     if result["ungraded"]:

@@ -1,5 +1,6 @@
 """From the LMS and back: a Canvas or Moodle "download all submissions" zip into
-``submitted/``, and the grades out again as a CSV the LMS imports.
+``submitted/`` (here; lms_zip.py reads and checks the zip), and the grades out again as a
+CSV the LMS imports (lms_export.py).
 
 How the LMSs name the files in their bulk download (from their source and guides):
 
@@ -13,11 +14,17 @@ How the LMSs name the files in their bulk download (from their source and guides
   plugin, ``<Full Name>_<participant id>_assignsubmission_file/<file name>`` (Moodle 3.1
   and later; some versions end the folder name with ``_``), or with "Download
   submissions in folders" off, flat ``<Full Name>_<participant id>_assignsubmission_file_<file name>``.
-  Moodle keeps only the last version of each file.
 
-Files are matched to the course's ``roster.csv``: by its ``lms_id`` column when it has
-one (the Canvas user id or Moodle participant id), else by name. A file that matches
-no student is copied to ``lms-unmatched/`` and listed, never dropped.
+Every student is treated as an attacker. Files are matched to the course's ``roster.csv``
+by the LMS's part of the name only: a student whose ``lms_id`` is in the roster is matched
+by it alone, the others by name (Unicode letters and digits, accents dropped; a name with
+none matches nobody); two LMS users who fit one student are both left unmatched. Nothing
+is written until the whole zip is read and checked; then each student's folder is built
+next to the old one and renamed into place, so a failure leaves the old one whole. A
+student whose upload cannot be read, or whose ``submitted/`` folder holds a newer
+submission than the zip's (unless ``replace_newer``), keeps their folder as it was. Every
+file not collected is copied to ``lms-unmatched/<zip>/`` under its own path, or, if it
+cannot be read, skipped, and each is named with what happened (``Collected.notes``).
 
 Submission times: each zip entry's time (taken as UTC unless ``--zip-timezone`` says
 otherwise) becomes nbgrader's ``timestamp.txt``; a Canvas file marked ``_LATE`` whose
@@ -28,202 +35,197 @@ into the gradebook, and nbgrader's ``AssignLatePenalties`` applies ``LatePolicy`
 
 from __future__ import annotations
 
-import csv
 import datetime as dt
 import json
 import math
-import re
-import shutil
+import tempfile
 import unicodedata
 import zipfile
-from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.plugins import LateSubmissionPlugin
 from traitlets import Float
 
 from ..names import ASSIGNMENT
+from .lms_export import STATE, export  # noqa: F401  (the other half of "from the LMS and back")
+from .lms_store import Collected, KeepOut, submitted_time, swap_in
+from .lms_zip import Limits, LmsError, Upload, ambiguous, detect_layout, files_of, parse, safe_parts, shown, stage
 from .roster import read_roster
 
-STATE = Path(".maxpool-grader") / "lms.json"  # who is who in the LMS, for export-lms
 UNMATCHED = "lms-unmatched"
 
-CANVAS = re.compile(r"^(?P<name>[a-z0-9]+?)(?P<late>_LATE)?_(?P<lms_id>\d+)_(?P<submission>\d+)_(?P<file>.+)$")
-MOODLE_FOLDER = re.compile(r"^(?P<name>.+?)_(?P<lms_id>\d+)_assignsubmission_file_?$")
-MOODLE_FLAT = re.compile(r"^(?P<name>.+?)_(?P<lms_id>\d+)_assignsubmission_file_(?P<file>.+)$")
-ATTEMPT = re.compile(r"^(?P<stem>.+?)-(?P<attempt>\d+)(?P<suffix>\.[^.]+)$")
+
+def match_key(text: str) -> str:
+    """A name reduced for matching: case folded, accents dropped, only letters and digits
+    of any script kept ("Tomás Álvarez" and "alvareztomas" meet; "Вера" stays "вера")."""
+    decomposed = unicodedata.normalize("NFKD", unicodedata.normalize("NFKC", text).casefold())
+    kept = "".join(ch for ch in decomposed if ch.isalnum() and not unicodedata.combining(ch))
+    return unicodedata.normalize("NFKC", kept)
 
 
-class LmsError(ValueError):
-    """A zip or a setting that cannot be used, in words for the instructor."""
-
-
-@dataclass
-class Upload:
-    """One file of the zip, and what its name says."""
-
-    entry: zipfile.ZipInfo
-    lms: str  # "canvas" or "moodle"
-    name: str  # the student's name as the LMS wrote it
-    lms_id: str
-    file: str  # the file name the student uploaded
-    attempt: int = 0  # Canvas: the n of "-n" (uploaded again)
-    late: bool = False  # Canvas: "_LATE"
-    student: str | None = None  # matched in the roster
-
-    @property
-    def time(self) -> dt.datetime:
-        return dt.datetime(*self.entry.date_time)
-
-
-@dataclass
-class Collected:
-    """What collect-lms did, for the instructor (printed) and export-lms (saved)."""
-
-    students: dict[str, dict] = field(default_factory=dict)  # id -> lms, lms_id, files, timestamp, late
-    unmatched: list[str] = field(default_factory=list)  # zip entries that match no student
-    messages: list[str] = field(default_factory=list)  # per student: two notebooks, no notebook ...
-
-
-# ------------------------------------------------------------------ reading the zip
-def _key(text: str) -> str:
-    """A name reduced to lower-case letters and digits (accents dropped), for matching."""
-    plain = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
-    return re.sub(r"[^a-z0-9]", "", plain.lower())
-
-
-def parse(entry: zipfile.ZipInfo) -> Upload | None:
-    """What the LMS's name of a zip entry says, or None for a name of neither LMS."""
-    path = PurePosixPath(entry.filename)
-    if len(path.parts) >= 2 and (found := MOODLE_FOLDER.match(path.parts[-2])):
-        return Upload(entry, "moodle", found["name"], found["lms_id"], path.name)
-    if found := MOODLE_FLAT.match(path.name):
-        return Upload(entry, "moodle", found["name"], found["lms_id"], found["file"])
-    if found := CANVAS.match(path.name):
-        file, attempt = found["file"], 0
-        if again := ATTEMPT.match(file):
-            file, attempt = again["stem"] + again["suffix"], int(again["attempt"])
-        return Upload(entry, "canvas", found["name"], found["lms_id"], file, attempt, bool(found["late"]))
-    return None
-
-
-def _entries(archive: zipfile.ZipFile) -> list[zipfile.ZipInfo]:
-    """The files of the zip, without folders and the litter of macOS and Windows."""
-    return [entry for entry in archive.infolist() if not entry.is_dir()
-            and not any(part in ("__MACOSX", ".DS_Store", "Thumbs.db") for part in PurePosixPath(entry.filename).parts)]
-
-
-def _match(uploads: list[Upload], roster: list[dict]) -> None:
-    """Set each upload's student: the roster's lms_id, else its name (Canvas: last name then
-    first name; Moodle: first name then last name)."""
-    by_lms_id = {row["lms_id"]: row["id"] for row in roster if row.get("lms_id")}
-    by_name: dict[str, set[str]] = {}
+def _match(uploads: list[Upload], roster: list[dict]) -> dict[tuple[str, str], str]:
+    """Set each upload's student; returns why, for each LMS user (lms, lms_id) left unmatched.
+    A roster row with an lms_id is matched by it only; a row without one by its name (Canvas:
+    last name then first name; Moodle: first then last). Ambiguity matches nobody."""
+    by_lms_id: dict[str, list[str]] = {}
+    by_name: dict[str, list[str]] = {}
     for row in roster:
+        if row.get("lms_id"):
+            by_lms_id.setdefault(row["lms_id"], []).append(row["id"])
+            continue
         first, last = row.get("first_name") or "", row.get("last_name") or ""
-        for key in {_key(last + first), _key(first + last)}:
-            by_name.setdefault(key, set()).add(row["id"])
+        for key in {match_key(last + first), match_key(first + last)} - {""}:
+            by_name.setdefault(key, []).append(row["id"])
+    users: dict[tuple[str, str], list[Upload]] = {}
     for upload in uploads:
-        if upload.lms_id in by_lms_id:
-            upload.student = by_lms_id[upload.lms_id]
+        users.setdefault((upload.lms, upload.lms_id), []).append(upload)
+    why, claims = {}, {}
+    for user, theirs in users.items():
+        name, key = theirs[0].name, match_key(theirs[0].name)
+        found = by_lms_id.get(user[1]) or (by_name.get(key, []) if key else [])
+        if len(found) == 1:
+            claims.setdefault(found[0], []).append(user)
+        elif found:
+            why[user] = f"{len(found)} students of roster.csv fit {name!r} (LMS id {user[1]}): {', '.join(found)}"
         else:
-            found = by_name.get(_key(upload.name), set())
-            upload.student = next(iter(found)) if len(found) == 1 else None  # two namesakes: ask the instructor
+            why[user] = f"no student in roster.csv is {name!r} (LMS id {user[1]})" + (
+                "" if key else "; the name has no letters or digits to match by: add the lms_id to roster.csv")
+    for student, claimants in claims.items():
+        for user in claimants:
+            if len(claimants) > 1:
+                why[user] = (f"{len(claimants)} LMS users (ids {', '.join(u[1] for u in claimants)}) fit {student}: "
+                             "add the right lms_id to roster.csv")
+            else:
+                for upload in users[user]:
+                    upload.student = student
+    return why
 
 
 # ------------------------------------------------------------------ into submitted/
 def collect(zip_path: Path, course: Path, db_url: str, *, due: dt.datetime | None = None,
-            zip_timezone: dt.tzinfo = dt.timezone.utc, assignment: str = ASSIGNMENT) -> Collected:
+            zip_timezone: dt.tzinfo = dt.timezone.utc, assignment: str = ASSIGNMENT, limits: Limits | None = None,
+            lms: str | None = None, replace_newer: bool = False) -> Collected:
     """Put the zip's submissions into ``submitted/<student>/<assignment>/`` (each student's
-    folder replaced), with ``timestamp.txt``; see the module doc."""
-    roster_path = course / "roster.csv"
-    if not roster_path.is_file():
-        raise LmsError(f"{roster_path} is missing: collect-lms matches the zip's files to the students of "
-                       "roster.csv (id, first name, last name, email, and optionally lms_id)")
-    roster = read_roster(roster_path)
+    folder replaced whole), with ``timestamp.txt``; see the module doc."""
+    roster = _roster(course)
     try:
         archive = zipfile.ZipFile(zip_path)
     except (OSError, zipfile.BadZipFile) as problem:
         raise LmsError(f"{zip_path} is not a zip file that can be read ({problem})") from None
     result = Collected()
-    with archive:
-        uploads = []
-        for entry in _entries(archive):
-            upload = parse(entry)
-            if upload is None:
-                result.unmatched.append(f"{entry.filename}: not named as Canvas or Moodle name files")
-            else:
-                uploads.append(upload)
-        _match(uploads, roster)
-        unmatched = [upload for upload in uploads if upload.student is None]
-        for upload in unmatched:
-            result.unmatched.append(f"{upload.entry.filename}: no student in roster.csv is "
-                                    f"{upload.name!r} (LMS id {upload.lms_id})")
-        _keep(archive, [upload.entry for upload in unmatched] + [
-            entry for entry in _entries(archive) if parse(entry) is None], course / UNMATCHED / zip_path.stem)
+    (course / STATE.parent).mkdir(exist_ok=True)
+    with archive, tempfile.TemporaryDirectory(prefix="lms-staging-", dir=course / STATE.parent) as staging:
+        entries = files_of(archive)
+        result.layout = detect_layout(entries, lms)
+        read, skipped = stage(archive, entries, Path(staging), limits or Limits())
+        keep_out = KeepOut(course, course / UNMATCHED / safe_parts(zip_path.stem)[-1], read, skipped, result)
+        uploads = [upload for entry in entries if (upload := parse(entry, result.layout))]
+        parsed = {upload.entry for upload in uploads}
+        for entry in entries:
+            if ambiguous(entry, result.layout):
+                keep_out(entry, "Moodle's '_<id>_assignsubmission_file_' is in its name twice, so whose file it "
+                                "is cannot be told (download the submissions in folders)")
+            elif entry not in parsed:
+                keep_out(entry, f"not named as {result.layout or 'Canvas or Moodle'} names its files")
+        why = _match(uploads, roster)
         by_student: dict[str, list[Upload]] = {}
         for upload in uploads:
-            if upload.student is not None:
+            if upload.student is None:
+                keep_out(upload.entry, why[upload.lms, upload.lms_id])
+            else:
                 by_student.setdefault(upload.student, []).append(upload)
         for student, theirs in sorted(by_student.items()):
-            result.students[student] = _write_submission(archive, course, student, theirs, due, zip_timezone,
-                                                         assignment, result.messages)
+            info = _collect_student(course / "submitted" / student / assignment, theirs, keep_out,
+                                    due=due, zip_timezone=zip_timezone, replace_newer=replace_newer)
+            if info is not None:
+                result.students[student] = info
     if due is not None:
         with Gradebook(db_url) as book:
             book.update_or_create_assignment(assignment, duedate=due.astimezone(dt.timezone.utc).replace(tzinfo=None))
-    state = course / STATE
-    state.parent.mkdir(exist_ok=True)
+    _save_state(course / STATE, result)
+    return result
+
+
+def _roster(course: Path) -> list[dict]:
+    roster_path = course / "roster.csv"
+    if not roster_path.is_file():
+        raise LmsError(f"{roster_path} is missing: collect-lms matches the zip's files to the students of "
+                       "roster.csv (id, first name, last name, email, and optionally lms_id)")
+    roster = read_roster(roster_path)
+    unsafe = [row["id"] for row in roster if safe_parts(row["id"]) != [row["id"]]]
+    if unsafe:
+        raise LmsError(f"roster.csv: student ids {unsafe!r} cannot be folder names in submitted/")
+    return roster
+
+
+def _save_state(state: Path, result: Collected) -> None:
     saved = json.loads(state.read_text()) if state.exists() else {}
     saved.update({student: {key: value for key, value in info.items() if key in ("lms", "lms_id", "name")}
                   for student, info in result.students.items()})
     state.write_text(json.dumps(saved, indent=1, sort_keys=True))
-    return result
 
 
-def _keep(archive: zipfile.ZipFile, entries: list[zipfile.ZipInfo], folder: Path) -> None:
-    """Copy entries that match no student out of the zip, so nothing is lost."""
-    for entry in entries:
-        target = folder / PurePosixPath(entry.filename).name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with archive.open(entry) as source, open(target, "wb") as out:
-            shutil.copyfileobj(source, out)
+def _stored_name(upload: Upload) -> str:
+    """The name a file gets in the student's folder: the last component of their path, made safe."""
+    name = safe_parts(upload.file)[-1]
+    return "_" + name if name == "timestamp.txt" else name
 
 
-def _write_submission(archive, course: Path, student: str, uploads: list[Upload], due, zip_timezone,
-                      assignment: str, messages: list[str]) -> dict:
-    latest: dict[str, Upload] = {}
-    for upload in uploads:  # an upload made again replaces the earlier one
-        kept = latest.get(upload.file)
-        if kept is None or (upload.attempt, upload.time) > (kept.attempt, kept.time):
-            latest[upload.file] = upload
-    folder = course / "submitted" / student / assignment
-    if folder.exists():
-        shutil.rmtree(folder)
-    folder.mkdir(parents=True)
-    for upload in latest.values():
-        name = PurePosixPath(upload.file).name
-        if name.startswith(".") or name in ("timestamp.txt",):
-            name = "_" + name
-        with archive.open(upload.entry) as source, open(folder / name, "wb") as out:
-            shutil.copyfileobj(source, out)
-    notebooks = sorted(name for name in latest if name.endswith(".ipynb"))
-    expected = f"{assignment}.ipynb"
-    if not notebooks:
-        messages.append(f"{student}: uploaded no notebook ({', '.join(sorted(latest))}); it is graded 0, with a "
-                        "note saying so")
-    elif len(notebooks) > 1:
-        which = (f"{expected} is graded" if expected in notebooks else
-                 f"none is named {expected}, so none is graded: ask the student which one counts and rename it")
-        messages.append(f"{student}: uploaded {len(notebooks)} notebooks ({', '.join(notebooks)}); {which}")
-    late = any(upload.late for upload in latest.values())
+def _collect_student(folder: Path, uploads: list[Upload], keep_out: KeepOut, *, due, zip_timezone,
+                     replace_newer: bool) -> dict | None:
+    """Swap one student's folder for their uploads; None when it is kept as it was."""
+    student, latest = folder.parent.name, {}
+    for upload in sorted(uploads, key=lambda upload: (upload.attempt, upload.time, upload.entry.filename)):
+        if (earlier := latest.get(_stored_name(upload))) is not None:  # an upload made again replaces it
+            keep_out(earlier.entry, f"{student}'s file, superseded by {shown(upload.entry.filename)}")
+        latest[_stored_name(upload)] = upload
+    unreadable = [shown(upload.entry.filename) for upload in latest.values() if upload.entry in keep_out.skipped]
     times = [upload.time.replace(tzinfo=zip_timezone).astimezone(dt.timezone.utc) for upload in latest.values()]
-    when = max(times)
+    late, when, before = any(upload.late for upload in latest.values()), max(times), submitted_time(folder)
     if late and due is not None and when <= due:
         when = due + dt.timedelta(seconds=1)  # late by the LMS's word: the earliest it can have been
-    (folder / "timestamp.txt").write_text(when.strftime("%Y-%m-%d %H:%M:%S.%f UTC"))
-    first = uploads[0]
+    reason = None
+    if unreadable:
+        reason = f"kept out: {', '.join(unreadable)} cannot be read, so submitted/{student} is left as it was"
+    elif before is not None and before > when and not replace_newer:
+        reason = (f"kept out: submitted/{student} holds a newer submission ({before:%Y-%m-%d %H:%M:%S} UTC) than "
+                  f"this zip's ({when:%Y-%m-%d %H:%M:%S} UTC); --replace-newer replaces it")
+    else:
+        try:
+            swap_in(folder, {name: keep_out.read[upload.entry] for name, upload in latest.items()}, when)
+        except OSError as error:
+            reason = f"kept out: submitted/{student} could not be replaced ({shown(str(error))}); it is left as it was"
+    for upload in latest.values():
+        if reason:
+            unreadable_itself = unreadable and upload.entry in keep_out.skipped
+            keep_out(upload.entry, f"{student}'s file, " + (f"so submitted/{student} is left as it was"
+                                                            if unreadable_itself else reason), failed=True)
+        elif _stored_name(upload) != upload.file:
+            keep_out.result.notes.append(f"{shown(upload.entry.filename)}: {student}'s file, saved as "
+                                         f"submitted/{student}/{folder.name}/{shown(_stored_name(upload))}")
+    if reason:
+        return None
+    keep_out.result.messages.extend(_notebook_messages(student, folder.name, sorted(latest)))
+    first = next(iter(latest.values()))
     return {"lms": first.lms, "lms_id": first.lms_id, "name": first.name, "files": sorted(latest),
             "timestamp": when.isoformat(), "late": late or (due is not None and when > due)}
+
+
+def _notebook_messages(student: str, assignment: str, files: list[str]) -> list[str]:
+    notebooks = [name for name in files if name.endswith(".ipynb")]
+    expected = f"{assignment}.ipynb"
+    if not notebooks:
+        return [f"{student}: uploaded no notebook ({', '.join(shown(name) for name in files)}); it is graded 0, "
+                "with a note saying so"]
+    if len(notebooks) == 1 and notebooks[0] != expected:
+        return [f"{student}: uploaded one notebook, {shown(notebooks[0])}, not named {expected}: it is graded in "
+                "its place, with a note saying so"]
+    if len(notebooks) > 1:
+        which = (f"{expected} is graded" if expected in notebooks else
+                 f"none is named {expected}, so none is graded: ask the student which one counts and rename it")
+        return [f"{student}: uploaded {len(notebooks)} notebooks ({', '.join(shown(n) for n in notebooks)}); {which}"]
+    return []
 
 
 def parse_due(text: str) -> dt.datetime:
@@ -258,53 +260,3 @@ class LatePolicy(LateSubmissionPlugin):
         return round(min(1.0, days * self.percent_per_day / 100) * autograded, 6)
 
 
-# ------------------------------------------------------------------ back to the LMS
-def export(course: Path, db_url: str, out_dir: Path, *, canvas_column: str | None = None,
-           assignment: str = ASSIGNMENT) -> dict:
-    """Write ``canvas_grades.csv`` (Canvas's gradebook import) and ``lms_grades.csv`` (every
-    number, for any LMS). A student whose Part A is not graded yet gets no grade in the
-    Canvas file (an upload changes nothing for them) and ``part_a_graded = no`` in the other.
-    Returns {"ungraded": [...], "rows": n}."""
-    state = course / STATE
-    lms = json.loads(state.read_text()) if state.exists() else {}
-    roster = {row["id"]: row for row in read_roster(course / "roster.csv")} \
-        if (course / "roster.csv").is_file() else {}
-    rows, ungraded = [], []
-    with Gradebook(db_url) as book:
-        graded_assignment = book.find_assignment(assignment)
-        maximum = graded_assignment.max_score
-        for student in sorted(book.students, key=lambda s: s.id):
-            try:
-                submission = book.find_submission(assignment, student.id)
-            except MissingEntry:
-                continue
-            manual = [grade for notebook in submission.notebooks for grade in notebook.grades
-                      if grade.cell_type == "markdown"]
-            part_a_graded = all(not grade.needs_manual_grade for grade in manual)
-            penalty = submission.late_submission_penalty or 0
-            total = max(0.0, submission.score - penalty)
-            lms_id = (roster.get(student.id) or {}).get("lms_id") or lms.get(student.id, {}).get("lms_id") or ""
-            if not part_a_graded:
-                ungraded.append(student.id)
-            rows.append({"student_id": student.id, "first_name": student.first_name or "",
-                         "last_name": student.last_name or "", "email": student.email or "", "lms_id": lms_id,
-                         "autograded": submission.code_score, "part_a": sum(g.score or 0 for g in manual),
-                         "part_a_graded": "yes" if part_a_graded else "no", "late_penalty": penalty,
-                         "total": total, "max": maximum})
-    out_dir.mkdir(parents=True, exist_ok=True)
-    with open(out_dir / "lms_grades.csv", "w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(rows[0]) if rows else ["student_id"])
-        writer.writeheader()
-        writer.writerows({key: (f"{value:g}" if isinstance(value, float) else value) for key, value in row.items()}
-                         for row in rows)
-    column = canvas_column or f"{assignment}"
-    with open(out_dir / "canvas_grades.csv", "w", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["Student", "ID", "SIS User ID", "SIS Login ID", "Section", column])
-        writer.writerow(["Points Possible", "", "", "", "", f"{maximum:g}"])
-        for row in rows:
-            name = ", ".join(part for part in (row["last_name"], row["first_name"]) if part) or row["student_id"]
-            grade = f"{row['total']:g}" if row["part_a_graded"] == "yes" else ""
-            writer.writerow([name, row["lms_id"], row["student_id"], "", "", grade])
-    return {"rows": len(rows), "ungraded": ungraded,
-            "missing_lms_id": [row["student_id"] for row in rows if not row["lms_id"]]}
