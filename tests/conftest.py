@@ -56,9 +56,11 @@ def postgres_server():
         shutil.rmtree(home, ignore_errors=True)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser():
-    """A real headless Chromium (tests/pages.py)."""
+    """A real headless Chromium (tests/pages.py), for one test module: Playwright's sync API
+    keeps an event loop running in the main thread while it is open, and later modules
+    (the cluster's) run asyncio themselves."""
     from pages import launch_chromium
     from playwright.sync_api import sync_playwright
     with sync_playwright() as playwright:

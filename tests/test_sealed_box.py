@@ -311,7 +311,9 @@ def test_the_caps_held(batch):
     memory = batch.report("hostile_memory_spread")
     assert memory, "the memory attack reported nothing"
     if batch.as_root:  # a cgroup caps the submission as a whole (a normal user here has none: README)
-        assert memory["peak_mib"] <= CAPS.memory_bytes >> 20, memory
+        # the attack sums what its living children last reported holding: a child the cgroup's
+        # OOM killer just ended still counts its last 64 MiB chunk until it is reaped
+        assert memory["peak_mib"] <= (CAPS.memory_bytes >> 20) + 64, memory
         assert f"more than {CAPS.memory_bytes >> 30} GiB of memory" in batch.feedback_text("hostile_memory_spread")
         assert f"more than {CAPS.processes} processes" in batch.feedback_text("hostile_fork_bomb")
     else:
