@@ -18,6 +18,16 @@ each importing only from the ones above it in this list (tests/test_layout.py ch
 cells of committed and submitted notebooks call it.
 """
 
-from .exercise.reference import max_pool_backward, max_pool_forward
+import sys as _sys
+
+# jsonschema, which nbformat imports (so every command, worker and nbgrader run of ours),
+# builds about 35 Earley parsers of rfc3987-syntax when it is imported: 2 s at each process
+# start on a 2-core machine (python-jsonschema/jsonschema#1428). They check only the "iri"
+# formats, which no Jupyter or nbgrader schema uses, so a process that imports this package
+# first goes without them: jsonschema then leaves those two formats unchecked.
+if "jsonschema" not in _sys.modules:
+    _sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[assignment]
+
+from .exercise.reference import max_pool_backward, max_pool_forward  # noqa: E402
 
 __all__ = ["max_pool_backward", "max_pool_forward"]

@@ -22,8 +22,13 @@ def nbgrader_environment() -> dict[str, str]:
 def run_nbgrader(course: Path, *args: str) -> subprocess.CompletedProcess:
     """A real nbgrader command in the course (shown on the terminal as it is run)."""
     print("$ nbgrader " + " ".join(args), flush=True)
-    return subprocess.run([str(Path(sys.executable).parent / "nbgrader"), *args], cwd=course,
+    # nbgrader's own entry point, after this package's import (its fast start: __init__.py)
+    return subprocess.run([sys.executable, "-c", _NBGRADER_MAIN, *args], cwd=course,
                           env=nbgrader_environment(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+_NBGRADER_MAIN = ("import sys, maxpool_grader; from nbgrader.apps.nbgraderapp import main; "
+                  "sys.argv[0] = 'nbgrader'; sys.exit(main())")
 
 
 def configured_db_url(course: Path) -> str:
