@@ -33,8 +33,11 @@ COLLECT_EXIT = ("Exit status: 0 when every file of the zip is in submitted/ or l
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="maxpool-grader", description=__doc__.splitlines()[0])
-    commands = parser.add_subparsers(dest="command", required=True)
+    parser = argparse.ArgumentParser(prog="maxpool-grader", description="The instructor's commands of the "
+                                     "max_pool_backward nbgrader course: grade a class, bring its files in from an "
+                                     "LMS and its grades back out.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    commands = _Commands(parser.add_subparsers(dest="command", required=True, metavar="COMMAND"))
     grading = commands.add_parser("grade", help="regenerate the release if the source changed, autograde new or "
                                                 "changed submissions in parallel, write feedback, grades.csv and "
                                                 "the class report")
@@ -83,6 +86,26 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _Commands:
+    """add_parser that gives each command its one-line help as its description too (shown by
+    ``maxpool-grader COMMAND --help``)."""
+
+    def __init__(self, subparsers):
+        self._subparsers = subparsers
+
+    def add_parser(self, name: str, **kwargs) -> argparse.ArgumentParser:
+        kwargs.setdefault("description", kwargs["help"][:1].upper() + kwargs["help"][1:] + ".")
+        return self._subparsers.add_parser(name, **kwargs)
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version("maxpool-grader")
+    except PackageNotFoundError:  # run from a checkout that was not installed
+        return "(not installed)"
+
+
 def _cluster_options(grading: argparse.ArgumentParser) -> None:
     grading.add_argument("--cluster", metavar="ADDRESS", default=None,
                          help="grade on the workers of a Dask scheduler, e.g. tls://host:8786 (README: grading past "
@@ -112,6 +135,11 @@ def main(argv: list[str] | None = None) -> int:
         if not 0 < args.similarity_threshold <= 1:
             parser.error("--similarity-threshold must be a share between 0 and 1, e.g. 0.8")
         security = None
+        given = [option for option, value in (("--tls-ca-file", args.tls_ca_file), ("--tls-cert", args.tls_cert),
+                                              ("--tls-key", args.tls_key), ("--insecure", args.insecure)) if value]
+        if given and not args.cluster:
+            parser.error(f"{', '.join(given)} {'applies' if len(given) == 1 else 'apply'} only with --cluster "
+                         "(grading on this machine needs no certificates)")
         try:  # refused before anything is graded
             if args.cluster:
                 security = cluster_tls.coordinator_security(args.cluster, ca_file=args.tls_ca_file, cert=args.tls_cert,
