@@ -23,6 +23,7 @@ from corpus import LOOP_CORRECT, notebook_with
 from helpers import ASSIGNMENT, all_grades, copy_course, digests, flat, nbgrader, sqlite
 from nbgrader.api import Gradebook
 
+from maxpool_grader import names
 from maxpool_grader.exercise.checks import GRADED_CHECKS
 from maxpool_grader.isolation import cgroups
 from maxpool_grader.isolation.box import Box, Caps
@@ -114,6 +115,11 @@ def test_a_kernel_that_never_starts_gets_a_0_with_the_reason(tmp_path):
     assert "The Python kernel that runs your notebook did not start, twice" in page
     assert page.count("the Python kernel that runs your notebook did not start (see the notes at the top)") == len(
         GRADED_CHECKS)
+    graded_path = course / "autograded" / "correct_but_no_kernel" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    graded_notebook = nbformat.read(graded_path, as_version=4)
+    reports = [cell.metadata[names.REPORT_KEY] for cell in graded_notebook.cells if names.REPORT_KEY in cell.metadata]
+    assert len(reports) == len(GRADED_CHECKS)  # every test's verdict passed, but the class report counts what scored
+    assert not any(report["passed"] for report in reports), reports
 
 
 def test_an_emptied_box_counts_no_process():

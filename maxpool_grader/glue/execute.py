@@ -56,6 +56,7 @@ class SafeExecute(Execute):
         self._graded: set[str] = ours.get("graded", set())
         self._verdicts: dict[str, Verdict] | None = None if self._pending else {}
         self._not_running: str | None = None
+        self._no_kernel = False
         settings = SealedBox(parent=self)
         box = box_for(self, resources if resources is not None else {})
         self._caps = box.caps if box else settings.caps()
@@ -82,7 +83,7 @@ class SafeExecute(Execute):
             if verdict is None:
                 continue
             # kept in the autograded notebook for the class report
-            cell.metadata[REPORT_KEY] = {"passed": verdict.passed, "kind": verdict.kind,
+            cell.metadata[REPORT_KEY] = {"passed": verdict.passed and not self._no_kernel, "kind": verdict.kind,
                                          "bugs": list(verdict.bugs)}
             if verdict.passed and _failed_to_import_the_grader(cell):
                 self.log.error("%s: %s in the test cell, which scores 0 although the out-of-process "
@@ -125,6 +126,7 @@ class SafeExecute(Execute):
         self.log.error("The kernel did not start %d times (%s): every test cell of %s scores 0.", KERNEL_STARTS,
                        problem, resources.get("nbgrader", {}).get("student", "this notebook"))
         add_note(nb, KERNEL_NOT_STARTED.format(problem=problem))
+        self._no_kernel = True  # the class report counts these tests as failed, as they score
         for cell in nb.cells:
             if cell.cell_type == "code" and is_grade(cell):
                 cell.outputs = [_error_output("Not run: the Python kernel that runs your notebook did not "
