@@ -105,7 +105,7 @@ class SandboxedKernelManager(QuickShutdown, AsyncKernelManager):
                 except (SpawnError, OSError) as problem:
                     self.log.warning("Warm start of the kernel failed (%s); starting it cold", problem)
             if process is None:
-                process = _start_cold(launch, box.command(limits) + kernel_cmd, kw["env"])
+                process = _start_cold(launch, box.command(limits) + _safe_path(kernel_cmd), kw["env"])
         finally:
             launch.close()
         provisioner = self.provisioner  # what LocalProvisioner.launch_kernel would record
@@ -172,6 +172,23 @@ def _start_cold(launch: Launch, command: list[str], env: dict) -> subprocess.Pop
     with os.fdopen(info_read, "rb") as info:
         process.sandbox_pid = json.loads(info.read() or b"{}").get("child-pid", 0)
     return process
+
+
+# ``python -m ipykernel_launcher`` puts the working directory (the student's folder) first on
+# sys.path, so a file there named ``ipykernel_launcher.py``, ``pathlib.py`` or ``numpy.py`` ran
+# instead of the module, and a cold kernel failed where a warm one (whose zygote imported
+# them before the fork) did not. A cold kernel starts as a warm one does: its folder off the
+# path, the zygote's imports done, then the launcher; IPython puts the folder back (after the
+# standard library) once the kernel is up, so the student's own modules import, as in Jupyter.
+COLD_START = ("import sys; del sys.path[0]; import numpy, numpy.random, maxpool_grader.checks; import runpy; "
+              "runpy.run_module('ipykernel_launcher', run_name='__main__', alter_sys=True)")
+
+
+def _safe_path(argv: list[str]) -> list[str]:
+    """``python -m ipykernel_launcher ARGS`` as ``python -c COLD_START ARGS``."""
+    if _warm_kernel_command(argv):
+        return [argv[0], "-c", COLD_START, *argv[3:]]
+    return argv
 
 
 def _warm_kernel_command(argv: list[str]) -> bool:
