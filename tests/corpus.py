@@ -27,7 +27,7 @@ ZEROS = SIGNATURE + "    return np.zeros(x.shape)\n"
 # Files an attack tries to change; the test checks they are unchanged afterwards.
 # Paths are relative to the submission's working directory, autograded/<student>/<assignment>.
 COURSE_FROM_KERNEL = "../../.."
-PASSED_LAST = "Passed: Inputs left unmodified, floating result"  # the last test: every test ran
+PASSED_LAST = "Passed: Inputs left unmodified"  # the last test: every test ran
 
 
 @dataclass(frozen=True)
