@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import io
+import re
 from dataclasses import dataclass
 from typing import Callable
 
@@ -27,6 +28,7 @@ from maxpool_grader import max_pool_backward
 from maxpool_grader.exercise.catalogue import BUGS, CONTROLS
 from maxpool_grader.exercise.checks import HIDDEN_CHECKS
 from maxpool_grader.exercise.grading import evaluate
+from maxpool_grader.exercise.part_a import PART_A_POINTS, RUBRIC
 from maxpool_grader.exercise.reproducer import ProbeConfig, all_configs, upstream, values
 from maxpool_grader.exercise.rules import Case, valid_subgradient
 from maxpool_grader.exercise.student_call import quiet_student_code
@@ -205,3 +207,13 @@ def test_readme_states_the_rule():
     readme = " ".join((ROOT / "README.md").read_text().split())
     assert "One mistake costs its own points" in readme
     assert "tests/test_fair_points.py" in readme
+
+
+def test_part_a_rubric_puts_its_points_on_the_derivation_not_the_picture():
+    """Figure 1 and the visible test show each window's gradient at its maximum and 0
+    elsewhere; Part A's points rest on what no visible output shows."""
+    items = re.findall(r"^- (\d+) p: (.*?)(?=^- |\Z)", RUBRIC, flags=re.M | re.S)
+    points = {text.split()[0].rstrip(":"): int(p) for p, text in items}
+    assert points == {"justification": 2, "ties": 1, "overlapping": 2}
+    assert sum(points.values()) == PART_A_POINTS
+    assert "earns nothing on its own" in " ".join(RUBRIC.split())
