@@ -8,7 +8,17 @@ import shutil
 from pathlib import Path
 
 import pytest
-from helpers import ASSIGNMENT, EXTRA, KILL_MATRIX, POSTGRES_HELP, as_postgres, copy_course, free_port, nbgrader
+from helpers import (
+    ASSIGNMENT,
+    EXTRA,
+    FAIR_POINTS,
+    KILL_MATRIX,
+    POSTGRES_HELP,
+    as_postgres,
+    copy_course,
+    free_port,
+    nbgrader,
+)
 
 
 @pytest.fixture
@@ -78,8 +88,13 @@ def pytest_collection_modifyitems(items):
 
 
 def pytest_terminal_summary(terminalreporter, config):
-    """Print the mutation test's kill matrix at the end of every run that computed it."""
+    """Print the mutation test's kill matrix, and each bug's points lost against the
+    properties it breaks, at the end of every run that computed them."""
     matrix = config.stash.get(KILL_MATRIX, None)
     if matrix:
         terminalreporter.write_sep("=", "kill matrix (tests/test_mutation.py)")
         terminalreporter.write_line(matrix)
+    fair = config.stash.get(FAIR_POINTS, None)
+    if fair:
+        terminalreporter.write_sep("=", "points lost against properties broken (tests/test_fair_points.py)")
+        terminalreporter.write_line(fair)

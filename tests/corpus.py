@@ -27,7 +27,7 @@ ZEROS = SIGNATURE + "    return np.zeros(x.shape)\n"
 # Files an attack tries to change; the test checks they are unchanged afterwards.
 # Paths are relative to the submission's working directory, autograded/<student>/<assignment>.
 COURSE_FROM_KERNEL = "../../.."
-PASSED_LAST = "Passed: Inputs left unmodified, floating result"  # the last test: every test ran
+PASSED_LAST = "Passed: Inputs left unmodified"  # the last test: every test ran
 
 
 @dataclass(frozen=True)
@@ -385,7 +385,7 @@ LAYOUTS = [
     Submission("layout_helper_cell_deleted", "correct only with a helper from a cell it deleted",
                solution(SPLIT_SOLUTION + "\n\n" + ROUTE), ZERO, "name 'to_pair' is not defined"),
     Submission("layout_fancy_index", "accumulates with dx[rows, cols] += d (repeated indices add once)",
-               solution(FANCY_INDEX), 7, "Likely mistake: `dx[rows, cols] += d` with repeated indices adds only once"),
+               solution(FANCY_INDEX), 13, "Likely mistake: `dx[rows, cols] += d` with repeated indices adds only once"),
 ]
 
 CORPUS = {submission.name: submission for submission in ATTACKS + FAULTS + LAYOUTS}

@@ -110,6 +110,7 @@ def free_port() -> int:
 
 
 KILL_MATRIX = pytest.StashKey[str]()
+FAIR_POINTS = pytest.StashKey[str]()  # tests/test_fair_points.py's table
 
 
 def flat(text: str) -> str:

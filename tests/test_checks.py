@@ -76,13 +76,17 @@ def test_a_function_without_the_stride_argument_is_still_graded_on_its_results()
     assert flat("overlapping windows") in flat(message)
 
 
-def test_integer_truncation_is_explained():
+def test_integer_truncation_is_explained_and_costs_only_the_integer_input_test():
+    """The issue's case: ``np.zeros_like(x)`` in an otherwise correct solution. Only the
+    integer-input test has integer x, so only it fails (the tie tests once had integer x
+    and it cost 5 points), and its message says why."""
     def zeros_like(d_output, x, pool_size, stride=None):
         dx = np.zeros_like(x)
         dx[...] = max_pool_backward(d_output, x, pool_size, stride)
         return dx
-    message = evaluate("hidden_inputs_unmodified_float_result", zeros_like)
-    assert flat("np.zeros_like(x) makes an integer array") in flat(message)
+    failed = {grade_id: message for grade_id in HIDDEN_CHECKS if (message := evaluate(grade_id, zeros_like))}
+    assert list(failed) == ["hidden_forum_integer_input"]
+    assert flat("np.zeros_like(x) makes an integer array") in flat(failed["hidden_forum_integer_input"])
 
 
 def test_modifying_x_is_reported():

@@ -66,7 +66,7 @@ def test_an_empty_solution_cell_is_said_to_be_empty():
 def test_run_check_on_a_namespace_without_the_function_fails_with_the_explanation():
     with pytest.raises(CheckFailed) as failure:
         run_check("hidden_gradient_check", {"In": [FORUM_VERBATIM]})
-    assert "Hidden test failed: Numerical gradient check (0 of 2 points)." in str(failure.value)
+    assert "Hidden test failed: Numerical gradient check on negative values (0 of 2 points)." in str(failure.value)
     assert failure.value._render_traceback_() == str(failure.value).split("\n")
 
 

@@ -1,7 +1,8 @@
 """A student fixes the forum answer by following the hidden tests' feedback alone.
 
 The steps are the edits made by hand, reading only the feedback, when this was tried
-through the real pipeline (`maxpool-grader grade`): 2/15 -> 3/15 -> 15/15. Each step's
+through the real pipeline (`maxpool-grader grade`), then 2/15 -> 3/15 -> 15/15; since each
+hidden test isolates one property it is 10/15 -> 11/15 -> 15/15. Each step's
 feedback must name what the next step fixes.
 """
 

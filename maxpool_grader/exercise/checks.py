@@ -22,8 +22,9 @@ from .rules import (
     Case,
     Given,
     finite_differences,
-    leaves_inputs_and_returns_float,
+    leaves_inputs_unmodified,
     numerical_gradient,
+    returns_float_for_integer_input,
     same_as_reference,
     valid_subgradient,
 )
@@ -41,16 +42,35 @@ class GradedCheck:
     verdict: Callable[[Case, np.ndarray, Given], str | None]  # None when dx is right
     probes: Callable[[], tuple[Case, ...]]  # small inputs of the same kind, smallest first
     hidden: bool = True  # a hidden test (its code is not in the release), or a visible one
+    # The one property the check is about (README, "One mistake costs its own points"): its
+    # inputs are plain in every other way. tests/test_fair_points.py finds the properties
+    # each catalogue bug breaks on inputs of its own and bounds the points it loses.
+    property: str = ""
 
 
 def _distinct(shape, seed: int) -> np.ndarray:
-    """Values 1 apart in random order: no ties anywhere, arg-max well defined."""
+    """Values 1, 2, ..., n in random order: no ties anywhere, arg-max well defined, and
+    every window's maximum positive (negative values have a test of their own)."""
     rng = np.random.default_rng(seed)
-    return rng.permutation(np.arange(int(np.prod(shape)), dtype=np.float64)).reshape(shape) - 10.0
+    return rng.permutation(np.arange(1, int(np.prod(shape)) + 1, dtype=np.float64)).reshape(shape)
 
 
-def _ties(shape, seed: int, values=(0, 1)) -> np.ndarray:
-    return np.random.default_rng(seed).choice(np.array(values, dtype=np.int64), size=shape)
+def _ties(shape, seed: int, values=(1, 2)) -> np.ndarray:
+    """Float x with many ties: x is float so that a dtype slip does not fail a tie test."""
+    return np.random.default_rng(seed).choice(np.array(values, dtype=np.float64), size=shape)
+
+
+def _negative_with_first_maximum(shape, pool: int, seed: int) -> np.ndarray:
+    """All-negative x whose every (stride = pool) window, clipped ones too, has its maximum
+    first: a running maximum started at 0 still picks it, but zeros padded at the border
+    beat it. It isolates the border windows from the negative-values test."""
+    x = _distinct(shape, seed) - (int(np.prod(shape)) + 1)
+    for top in range(0, shape[0], pool):
+        for left in range(0, shape[1], pool):
+            window = x[top:top + pool, left:left + pool]
+            where = np.unravel_index(np.argmax(window), window.shape)
+            window[where], window[0, 0] = window[0, 0], window[where]
+    return x
 
 
 def _case(x, pool_size, stride=None, seed=0, ceil_mode=False, d_output=None) -> Case:
@@ -62,12 +82,19 @@ def _case(x, pool_size, stride=None, seed=0, ceil_mode=False, d_output=None) -> 
     return Case(np.asarray(d_output), x, pool_size, stride)
 
 
+# Each hidden check isolates one property (README, "One mistake costs its own points"):
+# its inputs have that property and are plain in every other way, so that a mistake
+# about something else does not fail it. Plain means float x with positive values
+# 1 apart, square pools on square 2-D planes, stride None (or equal to the pool), the
+# floor grid, and x and d_output that the function may not modify.
+
 def rectangular_and_leading_axes_cases() -> list[Case]:
     return [
         _case(_distinct((4, 6), 1), (2, 3), seed=1),
         _case(_distinct((3, 6, 4), 2), (3, 2), (3, 2), seed=2),
         _case(_distinct((2, 3, 4, 6), 3), (2, 3), seed=3),
         _case(_distinct((2, 5, 4), 4), (1, 2), seed=4),
+        _case(_distinct((4, 8), 5), 2, seed=5),  # a wide plane: 2 x 4 windows
     ]
 
 
@@ -77,57 +104,63 @@ def overlapping_cases() -> list[Case]:
     return [
         _case(peak, 2, 1, seed=10),
         _case(_distinct((5, 5), 11), 3, 1, seed=11),
-        _case(_distinct((2, 6, 7), 12), (3, 2), (2, 1), seed=12),
+        _case(_distinct((6, 6), 12), 3, 2, seed=12),
     ]
 
 
 def ties_cases() -> list[Case]:
     return [
-        _case(np.array([[1, 7], [7, 7]]), 2, seed=20),
-        _case(_ties((2, 4, 6), 21), 2, seed=21),
-        _case(_ties((7, 5), 22, (-1, 0, 1)), (2, 3), seed=22),
+        _case(np.array([[1.0, 7.0], [7.0, 7.0]]), 2, seed=20),
+        _case(_ties((6, 6), 21), 2, seed=21),
+        _case(_ties((6, 6), 22, (1, 2, 3)), 3, seed=22),
         _case(np.full((4, 4), 3.0), 2, seed=23),
     ]
 
 
 def first_maximum_cases() -> list[Case]:
     return ties_cases() + [
-        _case(_ties((2, 5, 6), 30), (2, 3), 1, seed=30),
-        _case(_ties((6, 6), 31, (0, 1, 2)), 3, 2, seed=31, ceil_mode=True),
+        _case(_ties((8, 8), 30), 4, seed=30),
+        _case(_ties((6, 6), 31, (1, 2, 3)), 2, seed=31),
     ]
 
 
 def gradient_check_cases() -> list[Case]:
+    """Negative values (the test says so), checked against finite differences."""
     return [
-        _case(_distinct((2, 7, 6), 40), 3, 2, seed=40),
-        _case(_distinct((6, 5), 41), 2, 1, seed=41),
-        _case(_distinct((5, 7), 42), (2, 3), (2, 2), seed=42, ceil_mode=True),
-        _case(_distinct((4, 6), 43) - 30, (2, 3), seed=43),  # all negative: a scan from 0 fails
+        _case(_distinct((4, 4), 40) - 17, 2, seed=40),  # -16 .. -1
+        _case(_distinct((6, 6), 41) - 37, 3, seed=41),
+        _case(_distinct((6, 6), 42) - 20, 2, seed=42),  # negative and positive windows
+        _case(_distinct((4, 4), 43) - 100.5, 4, seed=43),
     ]
 
 
-def forum_integer_cases() -> list[Case]:
-    x = np.arange(1, 10, dtype=np.int64).reshape(3, 3)
-    return [_case(x, 2, d_output=np.array([[0.5, -1.25], [2.5, 0.75]]))]
+def integer_input_cases() -> list[Case]:
+    """Integer x, fractional d_output, on floor grids: the forum example's 3x3 grid of
+    1..9 needs ceil-mode border windows, which have a test of their own."""
+    return [
+        _case(np.arange(1, 17, dtype=np.int64).reshape(4, 4), 2, d_output=np.array([[0.5, -1.25], [2.5, 0.75]])),
+        _case(np.arange(1, 10, dtype=np.int64).reshape(3, 3)[::-1].copy(), 3, d_output=np.array([[0.5]])),
+    ]
 
 
 def ceil_border_cases() -> list[Case]:
-    border_heavy = _distinct((5, 7), 50)
+    border_heavy = _distinct((5, 5), 50)
     border_heavy[-1, :] += 100  # the clipped last row holds the maxima
     border_heavy[:, -1] += 100
     return [
         _case(border_heavy, 2, seed=50, ceil_mode=True),
-        _case(_distinct((2, 6, 6), 51), 3, 2, seed=51, ceil_mode=True),
-        _case(_distinct((4, 7), 52), (2, 3), (3, 3), seed=52, ceil_mode=True),
-        _case(_distinct((2, 5, 5), 53) - 60, 2, seed=53, ceil_mode=True),  # all negative: zero padding fails
+        _case(_distinct((7, 7), 51), 3, seed=51, ceil_mode=True),
+        _case(_distinct((5, 5), 52), 4, seed=52, ceil_mode=True),
+        # all negative, each window's maximum first: zero padding fails, a scan from 0 does not
+        _case(_negative_with_first_maximum((5, 5), 2, 53), 2, seed=53, ceil_mode=True),
     ]
 
 
-def unmodified_and_float_cases() -> list[Case]:
+def unmodified_cases() -> list[Case]:
     return [
-        _case(np.arange(16, dtype=np.int64).reshape(4, 4)[::-1].copy(), 2, seed=60,
-              d_output=np.array([[1, 2], [3, 4]], dtype=np.int64)),
-        _case(_distinct((2, 4, 4), 61).astype(np.float32), 2, 1, seed=61),
+        _case(np.arange(16.0).reshape(4, 4)[::-1].copy(), 2, seed=60,
+              d_output=np.array([[1.0, 2.0], [3.0, 4.0]])),
+        _case(_distinct((4, 4), 61).astype(np.float32), 2, seed=61),
     ]
 
 
@@ -160,40 +193,43 @@ TIE_PATTERNS = ("equal", "ties")
 
 
 HIDDEN_CHECKS: dict[str, GradedCheck] = {check.grade_id: check for check in [
-    GradedCheck("hidden_rectangular_leading_axes", "Rectangular windows and leading batch/channel axes", 2,
-                "dx must be right for rectangular pools (ph != pw) and for x with 0, 1 or 2 leading axes.",
+    GradedCheck("hidden_rectangular_leading_axes", "Rectangular windows and planes, leading batch/channel axes", 2,
+                "dx must be right for rectangular pools (ph != pw), planes wider than tall, and x with 0, 1 "
+                "or 2 leading axes.",
                 rectangular_and_leading_axes_cases, same_as_reference,
-                _probes(lambda c: c.rectangular_or_leading and _default_floor(c))),
+                _probes(lambda c: c.rectangular_or_leading and _default_floor(c)), property="shapes"),
     GradedCheck("hidden_overlapping_windows", "Overlapping windows (stride smaller than the pool)", 2,
                 "With stride < pool_size, an element that is the maximum of several windows must "
                 "receive the sum of their gradients.",
                 overlapping_cases, same_as_reference,
-                _probes(lambda c: c.overlapping and not c.ceil)),
+                _probes(lambda c: c.overlapping and not c.ceil), property="overlap"),
     GradedCheck("hidden_ties_valid_subgradient", "Windows whose maximum is not unique", 2,
                 "When several elements tie for a window's maximum, the window's gradient must go to "
                 "those maxima only, and in total exactly once.",
-                ties_cases, valid_subgradient, _probes(_default_floor, TIE_PATTERNS)),
+                ties_cases, valid_subgradient, _probes(_default_floor, TIE_PATTERNS), property="tie_subgradient"),
     GradedCheck("hidden_ties_first_maximum", "Ties: PyTorch's convention (the first maximum in row-major order)", 1,
                 "On ties, the whole gradient goes to the first maximum in row-major order within the "
                 "window (PyTorch's convention).",
                 first_maximum_cases, same_as_reference,
-                _probes(lambda c: True, TIE_PATTERNS)),
-    GradedCheck("hidden_gradient_check", "Numerical gradient check", 2,
-                "dx must agree with central finite differences of sum(d_output * max_pool_forward(x)).",
-                gradient_check_cases, finite_differences, _probes(lambda c: True)),
-    GradedCheck("hidden_forum_integer_input", "The forum example with integer x and fractional d_output", 1,
-                "For the integer 3x3 input 1..9, pool 2 and a fractional d_output, dx must hold the "
-                "fractions exactly.",
-                forum_integer_cases, same_as_reference,
-                _probes(_default_floor, dtype=np.int64, d_output="halves")),
+                _probes(lambda c: True, TIE_PATTERNS), property="tie_first"),
+    GradedCheck("hidden_gradient_check", "Numerical gradient check on negative values", 2,
+                "For x with negative values (windows whose every element is below 0), dx must agree with "
+                "central finite differences of sum(d_output * max_pool_forward(x)).",
+                gradient_check_cases, finite_differences, _probes(_default_floor, ("negative",)),
+                property="negative"),
+    GradedCheck("hidden_forum_integer_input", "Integer x and fractional d_output (the forum's mistake)", 1,
+                "For integer x and a fractional d_output, dx must be a floating-point array that holds "
+                "the fractions exactly.",
+                integer_input_cases, returns_float_for_integer_input,
+                _probes(_default_floor, dtype=np.int64, d_output="halves"), property="integer_input"),
     GradedCheck("hidden_ceil_border_windows", "Border windows of a ceil-mode grid", 2,
                 "When d_output's grid includes windows that run past x's border, those clipped windows "
                 "must pass their gradient back too.",
-                ceil_border_cases, same_as_reference, _probes(lambda c: c.ceil)),
-    GradedCheck("hidden_inputs_unmodified_float_result", "Inputs left unmodified, floating result", 1,
-                "x and d_output must be unchanged after the call, and dx must be a floating-point array.",
-                unmodified_and_float_cases, leaves_inputs_and_returns_float,
-                _probes(lambda c: True, dtype=np.int64, d_output="int64")),
+                ceil_border_cases, same_as_reference, _probes(lambda c: c.ceil), property="ceil_border"),
+    GradedCheck("hidden_inputs_unmodified_float_result", "Inputs left unmodified", 1,
+                "x and d_output must be unchanged after the call.",
+                unmodified_cases, leaves_inputs_unmodified,
+                _probes(lambda c: True), property="inputs_unmodified"),
 ]}
 
 

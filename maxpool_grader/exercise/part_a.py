@@ -17,29 +17,37 @@ import numpy as np
 PART_A_POINTS = 5
 
 MODEL_ANSWER = r"""
-**Model answer.** Let $(i^*, j^*) = \mathrm{arg\,max}_{(i,j) \in \Omega(k,l)} x_{ij}$. Near $\boldsymbol{x}$,
-$f_{kl}(\boldsymbol{x}) = x_{i^*j^*}$ (max is locally linear in the element that attains it), so
+**Model answer.** Let $(i^*, j^*) = \mathrm{arg\,max}_{(i,j) \in \Omega(k,l)} x_{ij}$, the unique maximum.
+Every other element of the window is smaller by some margin $\delta > 0$, so a change of any input by
+less than $\delta/2$ leaves $(i^*, j^*)$ the maximum: near $\boldsymbol{x}$, $f_{kl}(\boldsymbol{x}) = x_{i^*j^*}$
+(max is locally linear in the element that attains it). Hence
 
-$$ \frac{\partial f_{kl}}{\partial x_{ij}} = \begin{cases} 1 & (i,j) = (i^*, j^*) \\ 0 & \text{otherwise.} \end{cases} $$
+$$ \frac{\partial f_{kl}}{\partial x_{ij}} = \begin{cases} 1 & (i,j) = (i^*, j^*) \\ 0 & \text{otherwise:} \end{cases} $$
 
-Inputs outside $\Omega(k,l)$ and non-maximal inputs do not affect $f_{kl}$. If several inputs tie
-for the maximum, $f_{kl}$ is not differentiable; any convex combination of the tied indicator
-vectors is a subgradient (split it, or give it all to one maximum, e.g. the first, as PyTorch does).
-Chain rule: $\frac{\partial L}{\partial x_{ij}} = \sum_{(k,l):\,(i,j) \in \Omega(k,l)}
-\frac{\partial L}{\partial f_{kl}}\,[(i,j) = (i^*,j^*)(k,l)]$. With stride = window size each
-$(i,j)$ is in one window only, so it receives $\partial L/\partial f_{kl}$ if it was its window's
-maximum and 0 otherwise; with a smaller stride windows overlap, and an input that is the maximum
-of several windows receives the sum of their gradients.
+nudging the maximum moves $f_{kl}$ by the same amount, nudging a non-maximal input or one outside
+$\Omega(k,l)$ does not move it at all. If several inputs tie for the maximum, $f_{kl}$ is not
+differentiable (the one-sided derivatives differ); any convex combination of the tied indicator
+vectors is a subgradient (split it, or give it all to one maximum, e.g. the first, as PyTorch does),
+but giving every tied maximum a 1 is not. Chain rule: $\frac{\partial L}{\partial x_{ij}} =
+\sum_{(k,l):\,(i,j) \in \Omega(k,l)} \frac{\partial L}{\partial f_{kl}}\,[(i,j) = (i^*,j^*)(k,l)]$.
+With stride = window size each $(i,j)$ is in one window only, so it receives $\partial L/\partial f_{kl}$
+if it was its window's maximum and 0 otherwise; with a smaller stride windows overlap, and an input
+that is the maximum of several windows receives the sum of their gradients.
 """.strip()
 
 RUBRIC = r"""
-**Rubric (5 points).**
-- 2 p: $\partial f_{kl}/\partial x_{ij} = 1$ for the arg-max of $\Omega(k,l)$, 0 for every other $(i,j)$,
-  including inputs outside the window. 1 p if only "gradient goes to the max" without the case formula.
-- 1 p: justification: max is locally the identity in its arg-max (or a limit argument).
-- 1 p: ties handled: not differentiable; a subgradient (split or one of the maxima) named.
-- 1 p: chain rule to $\partial L/\partial x_{ij}$, with the sum over windows that contain $(i,j)$
-  (or the remark that with stride 2 each input lies in exactly one window).
+**Rubric (5 points).** The points are on the derivation, not on the picture: "each window's
+gradient goes to its maximum, 0 elsewhere" is what Figure 1 and the visible test already show,
+and earns nothing on its own.
+- 2 p: justification of $\partial f_{kl}/\partial x_{ij} = 1$ at the arg-max of $\Omega(k,l)$ and 0
+  for every other $(i,j)$, including inputs outside the window: max is locally the identity in its
+  arg-max (a small nudge does not change which element is the maximum), or a limit argument.
+  1 p if only one of the two cases (1 at the maximum, 0 elsewhere) is justified.
+- 1 p: ties: max is not differentiable there; a subgradient (split with weights summing to 1, or
+  all to one of the maxima, e.g. the first) named; not every tied maximum receiving the full gradient.
+- 2 p: overlapping windows: the chain rule to $\partial L/\partial x_{ij}$ as a sum over the windows
+  that contain $(i,j)$, so an input that is the maximum of several windows receives the sum of their
+  gradients. 1 p if the chain rule is only given for stride = window size (each input in one window).
 """.strip()
 
 EXPLANATION = r"""

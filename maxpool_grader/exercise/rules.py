@@ -1,6 +1,6 @@
 """What a right dx is: the inputs of a test (``Case``), the arrays the student's function
 was given (``Given``), and the rules a dx must satisfy (the reference's gradient, a valid
-subgradient at ties, finite differences, inputs left alone and a floating result). Each
+subgradient at ties, finite differences, inputs left alone, a floating result for integer x). Each
 rule returns None for a right dx, else a sentence for the student."""
 
 from __future__ import annotations
@@ -141,11 +141,15 @@ def numerical_gradient(case: Case, step: float = 1e-4) -> np.ndarray:
     return numeric
 
 
-def leaves_inputs_and_returns_float(case: Case, dx: np.ndarray, given: Given) -> str | None:
+def leaves_inputs_unmodified(case: Case, dx: np.ndarray, given: Given) -> str | None:
     if not np.array_equal(given.x, case.x):
         return "Your function changed its input x. Work on a new array (e.g. np.zeros(x.shape)) instead."
     if not np.array_equal(given.d_output, case.d_output):
         return "Your function changed its input d_output. Leave the inputs as they are."
+    return same_as_reference(case, dx)
+
+
+def returns_float_for_integer_input(case: Case, dx: np.ndarray, given: Given | None = None) -> str | None:
     if dx.dtype.kind != "f":
         return (f"dx has dtype {dx.dtype}, but a gradient must be floating point: with integer x, "
                 "np.zeros_like(x) makes an integer array that truncates fractional gradients. "

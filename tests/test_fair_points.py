@@ -1,0 +1,219 @@
+"""One mistake costs its own points: what each catalogue bug loses, against what it breaks.
+
+Each hidden check is about one property (``GradedCheck.property``). Which properties a
+bug breaks is found here on inputs of our own, never the hidden checks' inputs: for each
+property, small probe configurations that have that property and are plain in every
+other way (float x with distinct positive values, square pools on square 2-D planes,
+stride None, the floor grid), and a judge that compares the bug with the reference. A
+bug breaks a property when it is wrong on any of them. Then every hidden check a bug
+fails must be about a property it breaks, and a bug that breaks exactly one property
+loses at most 2 points. The table (bug, points lost, properties broken) is printed at
+the end of the pytest run, after the kill matrix.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import io
+import re
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import pytest
+from helpers import FAIR_POINTS, ROOT
+
+from maxpool_grader import max_pool_backward
+from maxpool_grader.exercise.catalogue import BUGS, CONTROLS
+from maxpool_grader.exercise.checks import HIDDEN_CHECKS
+from maxpool_grader.exercise.grading import evaluate
+from maxpool_grader.exercise.part_a import PART_A_POINTS, RUBRIC
+from maxpool_grader.exercise.reproducer import ProbeConfig, all_configs, upstream, values
+from maxpool_grader.exercise.rules import Case, valid_subgradient
+from maxpool_grader.exercise.student_call import quiet_student_code
+
+MOST_FOR_ONE_PROPERTY = 2  # the issue's bound: one mistake, at most 2 of the 15 points
+
+
+def _square(config: ProbeConfig) -> bool:
+    return (not config.lead and config.pool[0] == config.pool[1]
+            and config.in_shape[0] == config.in_shape[1] and config.out_shape[0] == config.out_shape[1])
+
+
+def plain(config: ProbeConfig) -> bool:
+    return _square(config) and config.stride is None and not config.ceil
+
+
+def _negative_maximum_first(config: ProbeConfig) -> np.ndarray:
+    """All-negative x whose every window (stride None: windows do not overlap) has its
+    maximum first: it tells clipped border windows apart from negative values."""
+    x = values(config, "negative")
+    ph, pw = config.pool
+    for top in range(0, config.in_shape[0], ph):
+        for left in range(0, config.in_shape[1], pw):
+            window = x[top:top + ph, left:left + pw]
+            where = np.unravel_index(np.argmax(window), window.shape)
+            window[where], window[0, 0] = window[0, 0], window[where]
+    return x
+
+
+def _right(case: Case, dx: np.ndarray, x_after: np.ndarray, d_after: np.ndarray) -> bool:
+    expected = max_pool_backward(case.d_output, case.x, case.pool_size, case.stride)
+    return dx.shape == expected.shape and bool(np.allclose(dx, expected, rtol=1e-9, atol=1e-12))
+
+
+def _valid_subgradient(case, dx, x_after, d_after) -> bool:
+    return dx.shape == case.x.shape and valid_subgradient(case, dx) is None
+
+
+def _floating_and_right(case, dx, x_after, d_after) -> bool:
+    return dx.dtype.kind == "f" and _right(case, dx, x_after, d_after)
+
+
+def _inputs_unchanged_and_right(case, dx, x_after, d_after) -> bool:
+    """As every hidden check does, this one also wants the right dx on its inputs."""
+    unchanged = np.array_equal(x_after, case.x) and np.array_equal(d_after, case.d_output)
+    return unchanged and _right(case, dx, x_after, d_after)
+
+
+@dataclass(frozen=True)
+class Property:
+    what: str
+    where: Callable[[ProbeConfig], bool]
+    inputs: tuple[Callable[[ProbeConfig], tuple[np.ndarray, np.ndarray]], ...]
+    right: Callable[..., bool] = _right
+
+    @functools.cached_property
+    def cases(self) -> list[Case]:
+        configs = [config for config in all_configs() if self.where(config)]
+        assert configs, self.what
+        return [Case(d_output, x, config.pool_size, config.stride_argument)
+                for config in configs for d_output, x in (make(config) for make in self.inputs)]
+
+
+def _pattern(name: str, dtype=np.float64, d_output: str = "whole"):
+    return lambda config: (upstream(config, d_output), values(config, name, dtype))
+
+
+DISTINCT, NEGATIVE = _pattern("distinct"), _pattern("negative")
+TIES = (_pattern("ties"), _pattern("equal"))
+
+PROPERTIES: dict[str, Property] = {
+    "basic": Property("each window's gradient at its maximum, on plain inputs (the visible tests)",
+                      plain, (DISTINCT,)),
+    "shapes": Property("rectangular pools, non-square planes, leading axes",
+                       lambda c: (c.rectangular_or_leading or c.in_shape[0] != c.in_shape[1])
+                       and c.stride is None and not c.ceil, (DISTINCT,)),
+    "overlap": Property("stride < pool: overlapping windows add up",
+                        lambda c: c.overlapping and _square(c) and c.stride[0] == c.stride[1] and not c.ceil,
+                        (DISTINCT,)),
+    "tie_subgradient": Property("ties: each window's gradient on its maxima, exactly once", plain, TIES,
+                                _valid_subgradient),
+    "tie_first": Property("ties: all of it to the first maximum", plain, TIES),
+    "negative": Property("negative values", plain, (NEGATIVE,)),
+    "integer_input": Property("integer x: a floating dx that keeps fractions", plain,
+                              (_pattern("distinct", np.int64, "halves"),), _floating_and_right),
+    "ceil_border": Property("clipped border windows of a ceil grid",
+                            lambda c: _square(c) and c.stride is None and c.ceil,
+                            (DISTINCT, lambda c: (upstream(c), _negative_maximum_first(c)))),
+    "inputs_unmodified": Property("x and d_output left unmodified", plain, (DISTINCT,), _inputs_unchanged_and_right),
+}
+
+
+def _is_right(function, case: Case, right) -> bool:
+    x, d_output = case.x.copy(), case.d_output.copy()
+    with quiet_student_code():
+        try:
+            dx = np.asarray(function(d_output, x, case.pool_size, case.stride))
+        except Exception:  # noqa: BLE001  a bug may crash on an input
+            return False
+    return bool(right(case, dx, x, d_output))
+
+
+def broken(function) -> list[str]:
+    return [name for name, prop in PROPERTIES.items()
+            if not all(_is_right(function, case, prop.right) for case in prop.cases)]
+
+
+@pytest.fixture(scope="module")
+def outcomes(request) -> dict[str, tuple[list[str], list[str]]]:
+    """Each variant: the properties it breaks (our probes), the hidden checks it fails."""
+    found = {}
+    for name, function in [*((n, b.function) for n, b in BUGS.items()),
+                           *((n, c.function) for n, c in CONTROLS.items())]:
+        with contextlib.redirect_stdout(io.StringIO()):
+            failed = [grade_id for grade_id in HIDDEN_CHECKS if evaluate(grade_id, function)]
+        found[name] = broken(function), failed
+    request.config.stash[FAIR_POINTS] = table(found)
+    return found
+
+
+def lost(failed: list[str]) -> int:
+    return sum(HIDDEN_CHECKS[grade_id].points for grade_id in failed)
+
+
+def table(found) -> str:
+    width = max(map(len, found)) + 2
+    lines = [f"{'bug':<{width}}{'lost':>5}  {'#':>2}  properties broken (on probes of their own)"]
+    for name, (properties, failed) in found.items():
+        lines.append(f"{name:<{width}}{lost(failed):>5}  {len(properties):>2}  {', '.join(properties) or '-'}")
+    lines += ["", "properties (hidden check, points):"]
+    for name, prop in PROPERTIES.items():
+        checks = [f"{g} ({c.points} p)" for g, c in HIDDEN_CHECKS.items() if c.property == name]
+        lines.append(f"  {name}: {prop.what}; {', '.join(checks) or 'the visible tests'}")
+    return "\n".join(lines)
+
+
+def test_every_hidden_check_is_about_one_known_property_and_each_property_has_one_check():
+    properties = [check.property for check in HIDDEN_CHECKS.values()]
+    assert sorted(properties) == sorted(set(PROPERTIES) - {"basic"})
+
+
+def test_a_correct_solution_breaks_no_property():
+    assert broken(max_pool_backward) == []
+    for name, control in CONTROLS.items():
+        assert broken(control.function) == [], name
+
+
+@pytest.mark.parametrize("name", BUGS)
+def test_the_probes_see_every_bug(outcomes, name):
+    assert outcomes[name][0], f"{name} breaks no property: the probes miss it"
+
+
+@pytest.mark.parametrize("name", BUGS)
+def test_a_bug_loses_only_the_points_of_the_properties_it_breaks(outcomes, name):
+    properties, failed = outcomes[name]
+    unrelated = [grade_id for grade_id in failed if HIDDEN_CHECKS[grade_id].property not in properties]
+    assert not unrelated, (f"{name} breaks {properties} but fails {unrelated}, which are about "
+                           f"{[HIDDEN_CHECKS[g].property for g in unrelated]}")
+    if len(properties) == 1:
+        assert lost(failed) <= MOST_FOR_ONE_PROPERTY, (name, properties, failed)
+
+
+@pytest.mark.parametrize("name", CONTROLS)
+def test_a_correct_control_loses_nothing(outcomes, name):
+    assert outcomes[name] == ([], [])
+
+
+def test_the_dtype_slip_from_the_issue_costs_one_point(outcomes):
+    """``dx = np.zeros_like(x)`` in an otherwise correct solution: only the integer-input
+    test fails (it cost 5 points when the tie tests had integer x)."""
+    properties, failed = outcomes["integer_truncation"]
+    assert properties == ["integer_input"] and failed == ["hidden_forum_integer_input"]
+
+
+def test_readme_states_the_rule():
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    assert "One mistake costs its own points" in readme
+    assert "tests/test_fair_points.py" in readme
+
+
+def test_part_a_rubric_puts_its_points_on_the_derivation_not_the_picture():
+    """Figure 1 and the visible test show each window's gradient at its maximum and 0
+    elsewhere; Part A's points rest on what no visible output shows."""
+    items = re.findall(r"^- (\d+) p: (.*?)(?=^- |\Z)", RUBRIC, flags=re.M | re.S)
+    points = {text.split()[0].rstrip(":"): int(p) for p, text in items}
+    assert points == {"justification": 2, "ties": 1, "overlapping": 2}
+    assert sum(points.values()) == PART_A_POINTS
+    assert "earns nothing on its own" in " ".join(RUBRIC.split())
