@@ -7,6 +7,14 @@ except the notebook itself.
 
 c = get_config()  # noqa: F821  (provided by nbgrader when it loads this file)
 
+# nbgrader logs an error in this file and goes on without the file's settings, grading with
+# its defaults (student code outside the sealed box): stop instead (a SystemExit stops it).
+try:
+    import maxpool_grader.glue
+except ImportError as problem:
+    raise SystemExit(f"nbgrader_config.py: {problem}. This course grades with the maxpool_grader package: "
+                     "install it where nbgrader runs (pip install -e . in the course directory).") from None
+
 c.CourseDirectory.course_id = "max_pool_backward"
 # The exchange (release_assignment, submit, collect, feedback) in a folder of the course
 # itself, made on first use, so the course works as shipped on one machine. On a shared
@@ -65,22 +73,11 @@ c.SafeExecute.notebook_seconds = 60
 # time): 10% of the autograded points per started day late, up to all of them.
 c.AssignLatePenalties.plugin_class = "maxpool_grader.operations.lms.LatePolicy"
 c.LatePolicy.percent_per_day = 10
-# nbgrader skips a submission folder without a notebook; grade it (0, with the reason).
-from nbgrader.converters import Autograde  # noqa: E402
-
-from maxpool_grader.glue.nbgrader_costs import check_metadata_quickly, reuse_database_engines  # noqa: E402
-from maxpool_grader.glue.submission import (  # noqa: E402
-    grade_folders_without_notebooks,
-    quiet_known_nbgrader_warnings,
-    skip_symbolic_links,
-)
-
-grade_folders_without_notebooks(Autograde)
-quiet_known_nbgrader_warnings()  # one SQLAlchemy warning of nbgrader's about new submissions
-skip_symbolic_links()  # a link in a submission is never followed when nbgrader copies files
-# what nbgrader repeats for every submission although nothing changed (glue/nbgrader_costs.py)
-check_metadata_quickly()  # the schema of the cells' metadata checked once, not for each cell
-reuse_database_engines()  # one database engine, which keeps its compiled queries
+# Every run-time patch of nbgrader's code, each checked against the installed versions
+# first (maxpool_grader/glue/patches.py): a submission folder without its notebook is graded
+# (0, with the reason), a student's symbolic link is never followed when nbgrader copies
+# files, the cells' metadata schema is checked once, one database engine is reused.
+maxpool_grader.glue.install()
 # No per-cell execution timestamps: grading the same notebook twice writes the same file.
 c.Execute.record_timing = False
 

@@ -10,8 +10,6 @@ from helpers import ROOT
 
 from maxpool_grader.operations.cli import main
 
-pytestmark = pytest.mark.unit
-
 
 def test_version_is_the_installed_packages(capsys):
     with pytest.raises(SystemExit) as stopped:

@@ -12,5 +12,12 @@
   rubric for the person grading (``ShowRubric``); ``notes``: the grader's notes cell;
 * ``feedback``: the model answer and offline math in the student's feedback page.
 
+* ``patches``: every run-time change of nbgrader's code, each checked against the
+  installed versions, applied by ``install()`` (``nbgrader_config.py`` calls it).
+
 This layer uses the exercise and the isolation; the operations use it.
 """
+
+from .patches import install
+
+__all__ = ["install"]

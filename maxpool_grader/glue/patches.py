@@ -1,0 +1,128 @@
+"""Every change this package makes to nbgrader's code (and the one it makes to nbclient's)
+at run time, in one list, installed by ``install()`` from ``nbgrader_config.py``.
+
+A patch replaces a function or object of another package, so it holds only for the code
+it was written against. Each entry names what it replaces, the versions it was written
+and tested for, and the upstream report; with any other version installed, ``install()``
+refuses before anything is graded, naming the patch and what to check, rather than
+grading with a patch that may no longer fit. To allow a new version: read the replaced
+code in it, run the tests, then widen ``written_for``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
+from typing import Callable
+
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
+NBGRADER = ("nbgrader", "==0.9.6")
+
+
+@dataclass(frozen=True)
+class Patch:
+    """One run-time change of another package's code."""
+
+    name: str
+    replaces: str  # the dotted name of what it replaces, overrides or quiets (tests resolve it)
+    why: str
+    written_for: tuple[tuple[str, str], ...]  # (distribution, version specifier)
+    upstream: str  # the upstream report, or why there is none
+    apply: Callable[[], None] | None  # None: an override in a subclass, nothing to install
+
+
+def _grade_folders_without_notebooks() -> None:
+    from nbgrader.converters import Autograde
+
+    from .submission import grade_folders_without_notebooks
+    grade_folders_without_notebooks(Autograde)
+
+
+def _skip_symbolic_links() -> None:
+    from .submission import skip_symbolic_links
+    skip_symbolic_links()
+
+
+def _quiet_known_nbgrader_warnings() -> None:
+    from .submission import quiet_known_nbgrader_warnings
+    quiet_known_nbgrader_warnings()
+
+
+def _check_metadata_quickly() -> None:
+    from .nbgrader_costs import check_metadata_quickly
+    check_metadata_quickly()
+
+
+def _reuse_database_engines() -> None:
+    from .nbgrader_costs import reuse_database_engines
+    reuse_database_engines()
+
+
+PATCHES: tuple[Patch, ...] = (
+    Patch("grade_folders_without_notebooks", "nbgrader.converters.Autograde.init_notebooks",
+          "a submission folder without the notebook (or with it renamed) gets a 0 and the reason, "
+          "not silence or a failed run", (NBGRADER,),
+          "jupyter/nbgrader#1219, #1302 (renamed notebook fails the submission), #744 (empty folder)",
+          _grade_folders_without_notebooks),
+    Patch("skip_symbolic_links", "nbgrader.converters.base.find_all_files",
+          "a link planted in a submission is not followed when nbgrader copies its files into "
+          "autograded/ and feedback/", (NBGRADER,), "none filed: found here by attacking the course",
+          _skip_symbolic_links),
+    Patch("quiet_known_nbgrader_warnings", "nbgrader.api.Gradebook.update_or_create_submission",
+          "a warnings filter for the one SQLAlchemy autoflush warning this prints three times per new "
+          "submission",
+          (NBGRADER, ("sqlalchemy", ">=2,<3")), "none filed: the objects are added right after",
+          _quiet_known_nbgrader_warnings),
+    Patch("check_metadata_quickly", "nbgrader.nbgraderformat.common.jsonschema",
+          "the schema of nbgrader's cell metadata checked once per process, not for every cell",
+          (NBGRADER,), "none filed: found here by profiling a grading worker", _check_metadata_quickly),
+    Patch("reuse_database_engines", "nbgrader.api.create_engine",
+          "one SQLAlchemy engine per gradebook and process, not one per Gradebook object",
+          (NBGRADER, ("sqlalchemy", ">=2,<3")), "none filed: found here by profiling a grading worker",
+          _reuse_database_engines),
+    Patch("SafeExecute._update_display_id", "nbclient.NotebookClient._update_display_id",
+          "overridden (a private method) in SafeExecute: display updates would rewrite outputs of earlier "
+          "cells past the output cap",
+          (NBGRADER, ("nbclient", ">=0.10,<0.12")), "none filed: a cap of this course's", None),
+)
+
+
+class PatchVersionError(SystemExit):
+    """A patched package is installed in a version its patch was not written for.
+
+    A SystemExit, so that it stops nbgrader: traitlets logs any Exception raised while it
+    loads ``nbgrader_config.py`` and goes on without that file's settings, which would grade
+    with nbgrader's defaults (student code outside the sealed box)."""
+
+
+def mismatches(patches: tuple[Patch, ...] | None = None, installed: Callable[[str], str] | None = None) -> list[str]:
+    """One line per patch whose package is installed in a version outside ``written_for``."""
+    patches, installed = patches or PATCHES, installed or version
+    found = []
+    for patch in patches:
+        for distribution, specifier in patch.written_for:
+            try:
+                have = installed(distribution)
+            except PackageNotFoundError:
+                have = None
+            if have is None or Version(have) not in SpecifierSet(specifier):
+                found.append(f"patch {patch.name} (replaces {patch.replaces}) was written for {distribution}"
+                             f"{specifier}, but {distribution} {have or 'is not installed'} is here; upstream: "
+                             f"{patch.upstream}")
+    return found
+
+
+def install() -> None:
+    """Apply every patch (again: each applies once per process), after checking that every
+    patched package is a version it was written for."""
+    problems = mismatches()
+    if problems:
+        raise PatchVersionError(
+            "maxpool_grader refuses to grade with patches that may no longer fit the installed packages "
+            "(install the versions pyproject.toml names, or check each patch against the new code, run the "
+            "tests and widen its written_for in maxpool_grader/glue/patches.py):\n  " + "\n  ".join(problems))
+    for patch in PATCHES:
+        if patch.apply is not None:
+            patch.apply()
