@@ -9,6 +9,7 @@
   out (lms.py; the zip is read and checked in lms_zip.py, written in lms_store.py, the
   CSVs in lms_export.py).
 * ``cluster-certs`` writes the certificates of a course's Dask cluster (cluster_tls.py).
+* ``doctor`` says which grading guarantees hold on this machine (doctor.py).
 """
 
 from __future__ import annotations
@@ -77,7 +78,11 @@ def _parser() -> argparse.ArgumentParser:
     certs.add_argument("dir", type=Path, help="the folder to write them to (a new one)")
     certs.add_argument("--days", type=int, default=cluster_tls.DAYS,
                        help=f"how long they are valid (default {cluster_tls.DAYS})")
-    for command in (grading, roster, collect, export):
+    checkup = commands.add_parser("doctor", help="check which grading guarantees hold on this machine for this "
+                                                 "user (sandbox, cgroup caps, gradebook, nbgrader versions), each "
+                                                 "with the step that would fix it")
+    checkup.add_argument("--json", action="store_true", help="print the findings as JSON")
+    for command in (grading, roster, collect, export, checkup):
         command.add_argument("--course-dir", type=Path, default=Path.cwd(),
                              help="the nbgrader course directory (default: the current directory)")
         command.add_argument("--db", metavar="URL", default=None,
@@ -126,6 +131,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "cluster-certs":
         return cluster_certs(args, parser)
+    if args.command == "doctor":
+        from .doctor import doctor
+        return doctor(args.course_dir, args.db, as_json=args.json)
     if not (args.course_dir / "nbgrader_config.py").is_file():
         parser.error(f"{args.course_dir.resolve()} has no nbgrader_config.py: "
                      "run this in the course directory or pass --course-dir")
