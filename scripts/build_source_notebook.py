@@ -50,10 +50,10 @@ PART_B_POINTS = VISIBLE_POINTS + HIDDEN_POINTS
 INTRO = f"""
 # Backpropagation through max pooling
 
-A max-pooling layer keeps the largest value of each window of its input. You derive its backward
-message (Part A, on paper, {PART_A_POINTS} points, graded by hand) and implement it in NumPy (Part B,
-{PART_B_POINTS} points: {VISIBLE_POINTS} for the visible tests below the solution cell, {HIDDEN_POINTS} for hidden
-tests that run when your notebook is graded; each hidden test's title and points are shown where it runs).
+A max-pooling layer keeps the largest value of each window of its input. You derive its
+backward message (Part A, on paper, {PART_A_POINTS} points, graded by hand) and implement it in NumPy
+(Part B, {PART_B_POINTS} points: {VISIBLE_POINTS} for the visible tests below the solution cell, {HIDDEN_POINTS} for
+hidden tests that run when your notebook is graded; each shows its title and points where it runs).
 
 Before you submit: *Kernel → Restart & Run All*, and check that no cell raises an error.
 """
@@ -106,7 +106,7 @@ The rules:
 - `dx` has `x`'s shape and a floating dtype (float64 for integer `x`); the inputs are left unchanged.
 
 **Checking your work.** You do not need the answer to test your code. The collapsed cell below
-`max_pool_forward` holds tools (click it to read them):
+`max_pool_forward` holds tools (run it; click it to read them):
 - `gradient_check(max_pool_backward, ...)` compares your `dx` with central finite differences of
   `L(x) = sum(d_output * max_pool_forward(x))`, whose gradient your function returns, on random
   inputs without ties; `numerical_gradient` computes those differences.

@@ -166,3 +166,22 @@ def test_visible_cells_use_the_visible_checks_inputs_and_write_out_no_dx(check_i
         assert given.dtype == graded.dtype and np.array_equal(given, graded), name
     assert f", d_output, x, {case.pool_size!r})" in source and case.stride is None
     assert VISIBLE_CHECKS[check_id].title.lower() in source.splitlines()[0].lower()
+
+
+@pytest.mark.integration
+def test_a_student_who_edits_the_tools_cannot_pass_the_visible_tests():
+    """The visible cells compare with the tools' numerical_gradient, which the student's kernel
+    can redefine; the out-of-process verdict compares with the reference instead (and autograde
+    puts the locked tools cell back). An edited tools cell that makes the comparison agree with
+    anything still fails both visible tests with a zeros solution."""
+    from maxpool_grader.isolation.remote import Cell
+    from maxpool_grader.isolation.verdicts import verdicts
+
+    cells = release_cells()
+    cheat = cells[PROVIDED_TOOLS_CELL].source + (
+        "\n\ndef numerical_gradient(d_output, x, pool_size, stride=None, step=1e-6):\n"
+        "    return max_pool_backward(d_output, x, pool_size, stride)\n")
+    zeros = "def max_pool_backward(d_output, x, pool_size, stride=None):\n    return np.zeros(np.shape(x))\n"
+    found = verdicts([Cell(cells[PROVIDED_CELL].source, "provided"), Cell(cheat, "student"),
+                      Cell(zeros, "solution")], grade_ids=sorted(VISIBLE_CHECKS))
+    assert set(found) == set(VISIBLE_CHECKS) and not any(verdict.passed for verdict in found.values())
