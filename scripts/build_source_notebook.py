@@ -463,7 +463,7 @@ while you work. The hidden tests after them run when your notebook is graded.
 # checks that they agree. Their expected dx is numerical_gradient's, never written out: a
 # literal dx would show where each window's gradient lands, which Part A asks for.
 VISIBLE_2X2 = '''
-# Visible test: 2x2 windows, stride 2 ({points})
+# Visible test: {title} ({points})
 x = np.array([[2, 9, 4, 1],
               [6, 3, 8, 5],
               [1, 7, 0, 2],
@@ -475,11 +475,11 @@ assert isinstance(dx, np.ndarray), f"max_pool_backward must return a NumPy array
 assert dx.shape == x.shape, f"dx must have x's shape {x.shape}, got {dx.shape}"
 expected = numerical_gradient(d_output, x, 2)
 assert np.allclose(dx, expected, atol=1e-6), f"finite differences give\\n{expected.round(6)}\\nyour dx =\\n{dx}"
-print("Passed: 2x2 windows, stride 2.")
+print("Passed: {title}.")
 '''
 
 VISIBLE_FORUM = '''
-# Visible test: a 3x3 integer input with pool 2, clipped border windows ({points})
+# Visible test: {title} ({points})
 # d_output is 2x2, so the grid has border windows: rows/columns 2..3 are clipped to row/column 2.
 x = np.array([[2, -3, 5],
               [-1, 4, -6],
@@ -491,7 +491,7 @@ assert isinstance(dx, np.ndarray), f"max_pool_backward must return a NumPy array
 assert dx.shape == x.shape, f"dx must have x's shape {x.shape}, got {dx.shape}"
 expected = numerical_gradient(d_output, x, 2)
 assert np.allclose(dx, expected, atol=1e-6), f"finite differences give\\n{expected.round(6)}\\nyour dx =\\n{dx}"
-print("Passed: a 3x3 integer input with pool 2.")
+print("Passed: {title}.")
 '''
 
 
@@ -500,8 +500,8 @@ def points_label(check) -> str:
 
 
 def visible_test_source(check, template: str) -> str:
-    # The template's header names the test in words; the points come from VISIBLE_CHECKS.
-    return template.replace("{points}", points_label(check))
+    # The title and points come from VISIBLE_CHECKS (the verdict's report uses the same title).
+    return template.replace("{title}", check.title).replace("{points}", points_label(check))
 
 
 def hidden_test_source(check) -> str:

@@ -165,7 +165,9 @@ def test_visible_cells_use_the_visible_checks_inputs_and_write_out_no_dx(check_i
         given, graded = np.asarray(namespace[name]), getattr(case, name)
         assert given.dtype == graded.dtype and np.array_equal(given, graded), name
     assert f", d_output, x, {case.pool_size!r})" in source and case.stride is None
-    assert VISIBLE_CHECKS[check_id].title.lower() in source.splitlines()[0].lower()
+    title = VISIBLE_CHECKS[check_id].title
+    assert source.splitlines()[0] == f"# Visible test: {title} (1 point)"
+    assert f'print("Passed: {title}.")' in source, "the feedback shows the title when the test passes"
 
 
 @pytest.mark.integration
