@@ -11,7 +11,8 @@ ASSIGNMENT = "max_pool_backward"  # the assignment id, and its one notebook's na
 FUNCTION = "max_pool_backward"  # what the students implement
 SOLUTION_CELL = "max_pool_backward"  # grade ids of the notebook's cells
 PART_A_CELL = "part_a_derivation"
-PROVIDED_CELL = "provided_helpers"  # the helpers every student gets, read-only
+PROVIDED_CELL = "provided_helpers"  # the forward pass every student gets, read-only
+PROVIDED_TOOLS_CELL = "provided_tools"  # the checking tools (collapsed), read-only
 
 NOTES_KEY = "maxpool_grader_notes"  # notebook metadata: the grader's notes for the student
 REPORT_KEY = "maxpool_grader"  # cell metadata: a test's out-of-process verdict (passed, kind, bugs)

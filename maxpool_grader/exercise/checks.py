@@ -242,22 +242,26 @@ def warm_up() -> None:
 
 
 def visible_2x2_cases() -> list[Case]:
-    x = np.array([[1, 3, 2, 1], [4, 2, 0, 1], [5, 1, 7, 8], [2, 6, 3, 0]], dtype=float)
-    return [_case(x, 2, d_output=np.array([[0.1, 0.2], [0.3, 0.4]]))]
+    x = np.array([[2, 9, 4, 1], [6, 3, 8, 5], [1, 7, 0, 2], [4, 5, 3, 6]], dtype=float)
+    return [_case(x, 2, d_output=np.array([[0.5, -1.0], [2.0, 0.25]]))]
 
 
 def visible_forum_cases() -> list[Case]:
-    return [_case(np.arange(1, 10).reshape(3, 3), 2, d_output=np.ones((2, 2), dtype=np.int64))]
+    x = np.array([[2, -3, 5], [-1, 4, -6], [7, 0, -2]], dtype=np.int64)
+    return [_case(x, 2, d_output=np.array([[1, -2], [3, 4]], dtype=np.int64))]
 
 
 # The visible test cells assert on their own inputs in the student's kernel, where a
-# patched assert could pass them; these are the same tests for the out-of-process verdict.
+# patched assert could pass them; these are the same tests for the out-of-process verdict
+# (tests/test_self_check.py checks that the cells' inputs are these). Their cells compare
+# with finite differences, never with a written-out dx: a literal dx would show where each
+# window's gradient lands, which Part A asks for.
 VISIBLE_CHECKS: dict[str, GradedCheck] = {check.grade_id: check for check in [
-    GradedCheck("visible_2x2_stride_2", "2x2 windows, stride 2 (Figure 1)", 1,
+    GradedCheck("visible_2x2_stride_2", "2x2 windows, stride 2", 1,
                 "dx for the visible test's 4x4 input, pool 2, stride 2.",
                 visible_2x2_cases, same_as_reference, _probes(_default_floor), hidden=False),
-    GradedCheck("visible_forum_example", "The forum example", 1,
-                "dx for the visible test's 3x3 input 1..9 with pool 2 and a 2x2 d_output.",
+    GradedCheck("visible_forum_example", "A 3x3 integer input with pool 2, clipped border windows", 1,
+                "dx for the visible test's 3x3 integer input with pool 2 and a 2x2 d_output (a ceil-mode grid).",
                 visible_forum_cases, same_as_reference, _probes(lambda c: c.ceil), hidden=False),
 ]}
 

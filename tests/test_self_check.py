@@ -1,0 +1,189 @@
+"""The notebook's self-check and visible tests: what a student can check before grading.
+
+``check_rules`` (in the release's collapsed tools cell) must catch every catalogue mistake
+that breaks a rule Part B states, each with a one-line reason, and pass every correct
+control; the mistakes it leaves to the hidden tests are exactly those of the README's table.
+It and the visible tests never show a hidden input or a written-out dx, and the release's
+prose stays short.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+
+import nbformat
+import numpy as np
+import pytest
+from helpers import RELEASE_NOTEBOOK, ROOT
+
+from maxpool_grader.exercise.catalogue import BUGS, CONTROLS
+from maxpool_grader.exercise.checks import HIDDEN_CHECKS, VISIBLE_CHECKS
+from maxpool_grader.names import PROVIDED_CELL, PROVIDED_TOOLS_CELL, grade_id
+
+# The catalogue mistakes check_rules does not catch, and why they are the hidden tests' to
+# find: each gets which element of a window receives the gradient, or how much, wrong, which
+# is what Part A derives. (The README's table under "What the self-check checks" lists them.)
+LEFT_FOR_HIDDEN = {
+    "overwrite_overlaps": "overlapping windows must add up: Part A's result",
+    "fancy_index_accumulate": "overlapping windows must add up: Part A's result",
+    "argmax_unravelled_with_pool_height": "the gradient stays in its window but lands on the wrong element",
+}
+
+# The mistakes the issue found passing every visible test and gradient_check: each breaks a
+# stated rule, and must be caught by that rule.
+CAUGHT_BY = {
+    "integer_truncation": "dx is floating point, float64 for integer x",
+    "max_initialised_to_zero": "x may be negative",
+    "ties_all_maxima": "ties: the first maximum in row-major order",
+    "ties_shared": "ties: the first maximum in row-major order",
+    "ties_last_maximum": "ties: the first maximum in row-major order",
+    "zero_padding": "x may be negative",
+}
+
+
+def release_cells() -> dict[str, nbformat.NotebookNode]:
+    notebook = nbformat.read(RELEASE_NOTEBOOK, as_version=4)
+    return {grade_id(cell): cell for cell in notebook.cells if grade_id(cell)}
+
+
+@pytest.fixture(scope="module")
+def tools() -> dict:
+    """The namespace a student's kernel has after the release's two provided cells."""
+    cells = release_cells()
+    namespace: dict = {}
+    exec(cells[PROVIDED_CELL].source, namespace)
+    exec(cells[PROVIDED_TOOLS_CELL].source, namespace)
+    return namespace
+
+
+@pytest.fixture(scope="module")
+def verdicts(tools) -> dict[str, dict[str, str | None]]:
+    found = {}
+    for name, function in {**{n: b.function for n, b in BUGS.items()},
+                           **{n: c.function for n, c in CONTROLS.items()}}.items():
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            found[name] = tools["rule_problems"](function)
+    return found
+
+
+def test_every_catalogue_mistake_that_breaks_a_stated_rule_is_caught_with_a_one_line_reason(verdicts):
+    for name in BUGS:
+        problems = {rule: reason for rule, reason in verdicts[name].items() if reason is not None}
+        if name in LEFT_FOR_HIDDEN:
+            assert not problems, f"{name} is caught now ({problems}): take it out of LEFT_FOR_HIDDEN and the README"
+            continue
+        assert problems, f"{name} breaks a stated rule but passes check_rules"
+        for rule, reason in problems.items():
+            assert reason.strip() and "\n" not in reason and len(reason) <= 240, (name, rule, reason)
+
+
+def test_the_mistakes_visible_checks_missed_are_caught_by_their_rule(verdicts):
+    for name, rule in CAUGHT_BY.items():
+        assert verdicts[name][rule] is not None, f"{name} must fail the rule '{rule}'"
+
+
+def test_correct_controls_pass_every_rule(verdicts):
+    for name in CONTROLS:
+        assert all(reason is None for reason in verdicts[name].values()), (name, verdicts[name])
+
+
+def test_check_rules_prints_one_line_per_rule(tools):
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        tools["check_rules"](BUGS["ties_shared"].function)
+    lines = buffer.getvalue().splitlines()
+    assert len(lines) == len(tools["_RULES"]) == 10
+    assert sum(line.startswith("FAIL") for line in lines) == 1
+    assert all(line.startswith(("ok  ", "FAIL")) for line in lines)
+
+
+def test_readme_table_lists_exactly_the_mistakes_left_for_the_hidden_tests():
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("### What the self-check checks", 1)[1].split("\n## ", 1)[0]
+    listed = set(re.findall(r"^\| `(\w+)` \|", section, re.M))
+    assert listed == set(LEFT_FOR_HIDDEN)
+
+
+def test_the_self_check_never_uses_a_hidden_input(tools):
+    """Every input check_rules hands the student's function differs from every graded input."""
+    seen = []
+
+    def recording(d_output, x, pool_size, stride=None):
+        seen.append((np.array(x), np.array(d_output)))
+        return CONTROLS["loop_with_argmax"].function(d_output, x, pool_size, stride)
+
+    tools["rule_problems"](recording)
+    hidden = [(case.x, case.d_output) for check in HIDDEN_CHECKS.values() for case in check.cases()]
+    assert len(seen) > 100
+    for x, d_output in seen:
+        for hidden_x, hidden_d in hidden:
+            same_x = x.shape == hidden_x.shape and np.array_equal(x, hidden_x)
+            assert not (same_x and d_output.shape == hidden_d.shape and np.array_equal(d_output, hidden_d))
+            assert not (same_x and x.size > 4), f"check_rules uses a hidden x:\n{x}"
+
+
+def test_the_provided_code_holds_no_backward_pass():
+    cells = release_cells()
+    provided = cells[PROVIDED_CELL].source + cells[PROVIDED_TOOLS_CELL].source
+    assert "argmax" not in provided and "def max_pool_backward" not in provided
+    assert "maxpool_grader" not in provided
+
+
+def test_helpers_are_out_of_the_reading_path():
+    cells = release_cells()
+    assert len(cells[PROVIDED_CELL].source.splitlines()) <= 40, "the visible provided cell is the forward pass"
+    assert cells[PROVIDED_TOOLS_CELL].metadata["jupyter"]["source_hidden"] is True
+    assert "call_quietly" not in cells[PROVIDED_CELL].source
+
+
+def test_release_prose_stays_under_700_words():
+    notebook = nbformat.read(RELEASE_NOTEBOOK, as_version=4)
+    words = sum(len(cell.source.split()) for cell in notebook.cells if cell.cell_type == "markdown")
+    assert words < 700, words
+
+
+def test_the_prose_states_negative_x_the_forum_example_and_part_b_points():
+    text = "\n".join(cell.source for cell in nbformat.read(RELEASE_NOTEBOOK, as_version=4).cells
+                     if cell.cell_type == "markdown")
+    assert "`x` may be negative" in text
+    assert "forum example" in text and "course forum" in text
+    points = sum(c.points for c in HIDDEN_CHECKS.values()) + sum(c.points for c in VISIBLE_CHECKS.values())
+    assert f"## Part B: implement `max_pool_backward` ({points} points)" in text
+
+
+@pytest.mark.parametrize("check_id", sorted(VISIBLE_CHECKS))
+def test_visible_cells_use_the_visible_checks_inputs_and_write_out_no_dx(check_id, tools):
+    source = release_cells()[check_id].source
+    assert "numerical_gradient(d_output, x" in source
+    assert "expected = np.array" not in source, "a written-out dx shows Part A's answer"
+    namespace = {"np": np}
+    exec(source.split("dx = ", 1)[0], namespace)
+    (case,) = VISIBLE_CHECKS[check_id].cases()
+    for name in ("x", "d_output"):
+        given, graded = np.asarray(namespace[name]), getattr(case, name)
+        assert given.dtype == graded.dtype and np.array_equal(given, graded), name
+    assert f", d_output, x, {case.pool_size!r})" in source and case.stride is None
+    title = VISIBLE_CHECKS[check_id].title
+    assert source.splitlines()[0] == f"# Visible test: {title} (1 point)"
+    assert f'print("Passed: {title}.")' in source, "the feedback shows the title when the test passes"
+
+
+@pytest.mark.integration
+def test_a_student_who_edits_the_tools_cannot_pass_the_visible_tests():
+    """The visible cells compare with the tools' numerical_gradient, which the student's kernel
+    can redefine; the out-of-process verdict compares with the reference instead (and autograde
+    puts the locked tools cell back). An edited tools cell that makes the comparison agree with
+    anything still fails both visible tests with a zeros solution."""
+    from maxpool_grader.isolation.remote import Cell
+    from maxpool_grader.isolation.verdicts import verdicts
+
+    cells = release_cells()
+    cheat = cells[PROVIDED_TOOLS_CELL].source + (
+        "\n\ndef numerical_gradient(d_output, x, pool_size, stride=None, step=1e-6):\n"
+        "    return max_pool_backward(d_output, x, pool_size, stride)\n")
+    zeros = "def max_pool_backward(d_output, x, pool_size, stride=None):\n    return np.zeros(np.shape(x))\n"
+    found = verdicts([Cell(cells[PROVIDED_CELL].source, "provided"), Cell(cheat, "student"),
+                      Cell(zeros, "solution")], grade_ids=sorted(VISIBLE_CHECKS))
+    assert set(found) == set(VISIBLE_CHECKS) and not any(verdict.passed for verdict in found.values())
