@@ -94,9 +94,14 @@ c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
     "nbgrader.preprocessors.ClearHiddenTests",
     "maxpool_grader.glue.feedback.ModelAnswer",  # Part A's model answer, released with the feedback only
+    "maxpool_grader.glue.feedback_page.FeedbackSummary",  # the summary first, each explanation once
     "maxpool_grader.glue.feedback.MathToMathML",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
+# The page a student reads top-down: the summary, then the tests by their titles
+# (maxpool_grader/glue/templates/maxpool_feedback, which extends nbgrader's feedback page).
+c.GenerateFeedback.exporter_class = "maxpool_grader.glue.feedback_page.FeedbackExporter"
+c.FeedbackExporter.template_name = "maxpool_feedback"
 # Every HTML page nbgrader makes here (feedback, formgrader's grading page) shows student
 # content inert again (a notebook graded before counts too), formulas as MathML that
 # render without a network, and no MathJax from a CDN: the page's own

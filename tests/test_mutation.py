@@ -118,7 +118,7 @@ def test_every_failed_cell_names_the_bug_and_its_look_alikes(messages, look_alik
         if len(fitting) == 1:
             assert flat(f"Likely mistake: {BUGS[name].title}.") in flat(message), message
         else:
-            assert f"{len(fitting)} different mistakes give exactly your dx" in message, message
+            assert f"{len(fitting)} known mistakes give exactly this dx" in message, message
         for named in (name, *look_alikes[name]):
             assert re.search(r"(Likely|Possible) mistake: " + re.escape(flat(BUGS[named].title)) + r"\.",
                              flat(message)), message

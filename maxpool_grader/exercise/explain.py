@@ -5,6 +5,7 @@ code chooses between them where it can)."""
 
 from __future__ import annotations
 
+import re
 import textwrap
 
 from .catalogue import BUGS, Bug
@@ -74,16 +75,16 @@ def mistakes_text(bugs: list[Bug], certain: bool, source: str = "",
                      f"{'s give' if len(bugs) > 1 else ' gives'}, though on the graded input your dx "
                      "differs from it too:")
     elif len(bugs) > 1:
-        lines.append(f"{len(bugs)} different mistakes give exactly your dx"
-                     + (", and your code tells which:" if likely else "; which one it is depends on your code:"))
+        lines.append(f"{len(bugs)} known mistakes give exactly this dx, and your code "
+                     + ("shows which one you made:" if likely else "does not show which one you made:"))
     for bug in likely:
-        lines += [f"{'Likely' if certain else 'Possible'} mistake: {bug.title}.", indented(bug.explanation, 2)]
+        lines.append(mistake_text(bug, "Likely" if certain else "Possible"))
     for bug in fitting:
         if bug not in likely:
             if likely:
                 lines.append(f"(The same dx also comes from: {bug.title}; your code does not look like that.)")
             else:
-                lines += [f"Possible mistake: {bug.title}.", indented(bug.explanation, 2)]
+                lines.append(mistake_text(bug, "Possible"))
     for bug in unlike:
         lines.append(f"(The same dx also comes from: {bug.title}; your code does not do that.)" if likely else
                      f"(The same dx comes from this mistake: {bug.title}; but your code does not do that, so "
@@ -94,6 +95,11 @@ def mistakes_text(bugs: list[Bug], certain: bool, source: str = "",
     if named is not None and certain:
         named += [bug.name for bug in (likely or fitting)]
     return lines
+
+
+def mistake_text(bug: Bug, kind: str) -> str:
+    """One named mistake and its explanation: ``kind`` is "Likely" or "Possible"."""
+    return f"{kind} mistake: {bug.title}.\n{indented(bug.explanation, 2)}"
 
 
 WIDTH = 92  # notebook outputs and nbgrader's feedback scroll sideways instead of wrapping
@@ -136,3 +142,55 @@ def explain(check: GradedCheck, function, failed: Attempt, named: list[str] | No
 
 def passed_message(check: GradedCheck) -> str:
     return f"Passed: {check.title} ({check.points} point{'s' if check.points != 1 else ''})."
+
+
+# ------------------------------------------------------------------ the feedback page
+# A report with a smallest failing input starts its body with one of these; any other body
+# is one reason given in full (no stride parameter, nothing defined, a time limit...).
+REPRODUCER_STARTS = ("Smallest input where your function goes wrong", "Input: ")
+
+
+def split_report(message: str) -> tuple[str, str]:
+    """A report's head (what failed, what it checks) and its body."""
+    head, _, body = message.partition("\n\n")
+    return head, body
+
+
+def reason_of(body: str) -> str | None:
+    """The first sentence of a report body that is one reason (no smallest input), else None."""
+    if not body.strip() or body.startswith(REPRODUCER_STARTS):
+        return None
+    flat = " ".join(body.split())
+    end = re.search(r"[.!?](?=\s|$)", flat)
+    sentence = flat[:end.end()] if end else flat
+    return sentence if len(sentence) <= 300 else sentence[:297] + "..."
+
+
+def shorten_repeats(reports: list[tuple[str, str]]) -> list[str]:
+    """The reports (test title, message) of one notebook, in order, each explanation given
+    once: a reason repeated word for word, or a named mistake an earlier report explained,
+    becomes a short line that says under which test it is explained."""
+    reasons: dict[str, str] = {}  # body -> the title of the test that explains it
+    mistakes: dict[str, str] = {}  # mistake name -> the title of the test that explains it
+    shortened = []
+    for title, message in reports:
+        head, body = split_report(message)
+        reason = reason_of(body)
+        if reason is not None:
+            if body in reasons:
+                body = wrap_prose(f"{reason} (Explained above, under \u201c{reasons[body]}\u201d.)")
+            else:
+                reasons[body] = title
+        else:
+            for bug in BUGS.values():
+                for kind in ("Likely", "Possible"):
+                    full = wrap_prose(mistake_text(bug, kind))
+                    if full not in body:
+                        continue
+                    if bug.name in mistakes:
+                        body = body.replace(full, wrap_prose(
+                            f"{kind} mistake: {bug.title} (explained above, under \u201c{mistakes[bug.name]}\u201d)."))
+                    else:
+                        mistakes[bug.name] = title
+        shortened.append(f"{head}\n\n{body}" if body else message)
+    return shortened

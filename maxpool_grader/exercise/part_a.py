@@ -1,4 +1,4 @@
-"""Part A's answer: the model answer, the rubric and Figure 1's backward panel.
+"""Part A's answer: the model answer, the rubric, Figure 1 and Figure 2 (its backward pass).
 
 They exist only here, never in the release notebook: the derivation is what Part A asks
 for, and the hidden tests check what it implies. The grader's view (the autograded
@@ -55,7 +55,7 @@ EXPLANATION = r"""
 change the window's maximum, so its partial derivative is 0; nudging the maximum changes the
 output by the same amount, so its partial derivative is 1. The backward pass sends each window's
 upstream gradient `d_output[..., i, j]` to the position of that window's maximum, and nothing
-anywhere else (Figure 1, right).
+anywhere else (Figure 2, right).
 
 **Ties.** When several elements share the maximum, max is not differentiable there. Any way of
 distributing the window's gradient over the tied maxima with non-negative weights summing to 1 is
@@ -94,8 +94,8 @@ def _grid(ax, values, colours, title, highlight=None, fmt="{}"):
 
 
 def figure_png(backward: bool = False) -> bytes:
-    """Figure 1 as PNG bytes: the forward pass (the notebook's), or with ``backward`` the
-    forward and backward passes (the feedback's)."""
+    """Figure 1 as PNG bytes: the forward pass (the notebook's), or with ``backward`` Figure 2:
+    the same example's forward and backward passes (the feedback's)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -124,7 +124,8 @@ def figure_png(backward: bool = False) -> bytes:
         _grid(axes[1], output, out_colours, r"output $f_{kl}$")
         _grid(axes[2], D_OUTPUT, out_colours, r"backward: $\partial L/\partial f_{kl}$")
         _grid(axes[3], dx, in_colours, r"$\partial L/\partial x_{ij}$", is_max, fmt="{:g}")
-        fig.suptitle("Figure 1: 2x2 max pooling, stride 2. Each output is the maximum of its window (bold).\n"
+        fig.suptitle("Figure 2: Figure 1's example, forward and backward. Each output is the maximum of its\n"
+                     "window (bold). "
                      "Backward, each window's gradient goes to that maximum; every other input gets 0.",
                      fontsize=11)
     fig.tight_layout()

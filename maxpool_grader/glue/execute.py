@@ -93,6 +93,7 @@ class SafeExecute(Execute):
             for output in cell.get("outputs", []):
                 if output.get("output_type") == "stream" and output.get("name") == "stderr":
                     output["name"] = "stdout"  # nbgrader gives 0 for any stderr output
+        _number_cells(nb, found)
         for cell in nb.cells:
             if cell.cell_type == "code":
                 cell.outputs = _coalesced(cell.get("outputs", []))
@@ -214,6 +215,22 @@ class SafeExecute(Execute):
             return cell, resources
         finally:
             self.timeout = saved_timeout
+
+
+def _number_cells(nb: NotebookNode, found: dict[str, Verdict]) -> None:
+    """Number the code cells that ran, in order: a test the out-of-process verdict failed ran
+    there (it shows that verdict, not a run in the kernel), and showed "In [ ]" as if it had
+    not run. Cells left unrun (a dead kernel, no time left) keep no number."""
+    count = 0
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        verdict = found.get(grade_id(cell))
+        shown = verdict is not None and not verdict.passed and any(
+            output.get("evalue") == verdict.message for output in cell.get("outputs", []))
+        if cell.get("execution_count") is not None or shown:
+            count += 1
+            cell.execution_count = count
 
 
 def _failed_to_import_the_grader(cell) -> bool:

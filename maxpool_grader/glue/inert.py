@@ -32,7 +32,7 @@ from nbformat import NotebookNode
 from nbformat.v4 import new_markdown_cell
 from traitlets import Bool
 
-from ..names import MODEL_ANSWER_TAG, NOTES_KEY, NOTES_TAG, RESOURCES_KEY, RUBRIC_TAG
+from ..names import MODEL_ANSWER_TAG, NOTES_KEY, NOTES_TAG, RESOURCES_KEY, RUBRIC_TAG, SUMMARY_TAG
 
 HTML_TAGS = {
     "p", "br", "hr", "h1", "h2", "h3", "h4", "h5", "h6", "div", "span", "blockquote", "pre", "code", "kbd",
@@ -59,7 +59,7 @@ _LINK = re.compile(r"(https?:|mailto:|#)", re.I)
 _NUMBER = re.compile(r"\d{1,5}")
 _TAG = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 _GRADE_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
-RESERVED_TAGS = {RUBRIC_TAG, MODEL_ANSWER_TAG, NOTES_TAG}  # the grader's own cells; a student cannot claim them
+RESERVED_TAGS = {RUBRIC_TAG, MODEL_ANSWER_TAG, NOTES_TAG, SUMMARY_TAG}  # the grader's cells: never a student's
 BLOCK_CLASS = "maxpool-inert"  # the one element a cleaned markdown cell is made of
 # classic/mathjax.html.j2 (no CDN, a Content-Security-Policy instead) ahead of nbgrader's templates
 TEMPLATE_DIRS = [str(Path(__file__).resolve().parent / "templates"),
@@ -134,6 +134,11 @@ def markdown_block(source: str, attachments: dict | None = None) -> str:
 
 
 _PREFIX = f'<div class="{BLOCK_CLASS}">'
+
+
+def html_block(rendered: str) -> str:
+    """The grader's HTML (text escaped already) as one sanitized block, as a cleaned cell is."""
+    return _block(rendered)
 
 
 def _block(rendered: str) -> str:

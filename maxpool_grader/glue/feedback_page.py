@@ -1,0 +1,176 @@
+"""The feedback page a student reads top-down (``GenerateFeedback``).
+
+* ``FeedbackSummary`` (``GenerateFeedback.preprocessors``, after ``GetGrades``) puts a
+  summary first: the points of each part (Part A is graded by hand: until it is, the page
+  says so) and what cost points, each cause named once with the tests it cost and their
+  points: a catalogue mistake the out-of-process verdict named (``REPORT_KEY``), or a
+  reason a report gives in full (no ``stride`` parameter, nothing defined, ...). Each
+  explanation is then given once, under the first test it cost; later failure messages
+  refer back to it (``explain.shorten_repeats``). The graded notebook keeps every message
+  in full. Everything taken from the student's notebook is escaped, and the summary is one
+  block of sanitized HTML, as every other cell is (glue/inert.py).
+* ``FeedbackExporter`` (``GenerateFeedback.exporter_class``) renders the page with
+  ``templates/maxpool_feedback``: nbgrader's feedback page with the summary above the
+  table of contents, and each test's title instead of "Test cell" and its grade id. Titles
+  are looked up by grade id when the page is made, so renamed tests show their new title.
+"""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+
+import nbgrader
+from jinja2 import FileSystemLoader, PrefixLoader
+from nbconvert.exporters import HTMLExporter
+from nbconvert.preprocessors import Preprocessor
+from nbformat.v4 import new_markdown_cell
+from traitlets import Bool, default
+
+from ..exercise.catalogue import BUGS
+from ..exercise.checks import GRADED_CHECKS, HIDDEN_CHECKS
+from ..exercise.explain import reason_of, shorten_repeats, split_report
+from ..exercise.part_a import PART_A_POINTS
+from ..names import PART_A_CELL, REPORT_KEY, RESOURCES_KEY, SUMMARY_TAG, grade_id
+from .inert import html_block
+
+PART_A_TITLE = "Part A: your derivation (graded by hand)"
+NBGRADER_TEMPLATES = Path(nbgrader.__file__).resolve().parent / "server_extensions" / "formgrader" / "templates"
+
+
+class FeedbackExporter(HTMLExporter):
+    """nbconvert's HTMLExporter that also finds nbgrader's own templates as ``nbgrader/...``:
+    the course's feedback template extends nbgrader's and changes only what it must."""
+
+    @default("extra_loaders")
+    def _nbgrader_templates(self):
+        return [PrefixLoader({"nbgrader": FileSystemLoader(str(NBGRADER_TEMPLATES))})]
+
+
+def _points(value) -> str:
+    number = float(value or 0)
+    return f"{number:g}"
+
+
+class FeedbackSummary(Preprocessor):
+    """The summary first, each explanation once (module doc)."""
+
+    enabled = Bool(True)  # nbgrader registers it by name, which leaves nbconvert's default off
+
+    def preprocess(self, nb, resources):
+        for cell in nb.cells:  # only the grader's own summary may carry its tag
+            tags = cell.get("metadata", {}).get("tags")
+            if isinstance(tags, list) and SUMMARY_TAG in tags:
+                tags.remove(SUMMARY_TAG)
+        tests = [cell for cell in nb.cells if cell.cell_type == "code" and grade_id(cell) in GRADED_CHECKS]
+        _shorten_messages(tests)
+        ours = resources.setdefault(RESOURCES_KEY, {})
+        ours["titles"] = {**{check_id: check.title for check_id, check in GRADED_CHECKS.items()},
+                          PART_A_CELL: PART_A_TITLE}
+        ours["ungraded"] = _ungraded(resources)
+        summary = new_markdown_cell(html_block(_summary_html(nb, tests, resources)),
+                                    metadata={"tags": [SUMMARY_TAG]})
+        summary.id = SUMMARY_TAG
+        nb.cells.insert(0, summary)
+        return nb, resources
+
+
+def _failure(cell) -> dict | None:
+    """The error output that holds a failed check's report, if any."""
+    return next((output for output in cell.get("outputs", [])
+                 if output.get("output_type") == "error" and output.get("ename") == "CheckFailed"), None)
+
+
+def _shorten_messages(tests: list) -> None:
+    failed = [(cell, output) for cell in tests if (output := _failure(cell)) is not None]
+    reports = [(GRADED_CHECKS[grade_id(cell)].title, str(output.get("evalue", ""))) for cell, output in failed]
+    for (_, output), message in zip(failed, shorten_repeats(reports)):
+        if message != output.get("evalue"):
+            output["evalue"] = message
+            output["traceback"] = message.split("\n")
+
+
+def _ungraded(resources) -> set[str]:
+    """The grade ids still waiting for a hand grade (Part A), from the gradebook."""
+    found = resources.get("nbgrader", {})
+    try:
+        from nbgrader.api import Gradebook
+        with Gradebook(found["db_url"]) as gradebook:
+            notebook = gradebook.find_submission_notebook(found["notebook"], found["assignment"], found["student"])
+            return {grade.name for grade in notebook.grades if grade.needs_manual_grade}
+    except Exception:  # noqa: BLE001  no gradebook (a page made by hand): the scores speak alone
+        return set()
+
+
+def _score(cell) -> tuple[float, float]:
+    meta = cell.metadata.get("nbgrader", {})
+    check = GRADED_CHECKS.get(grade_id(cell))
+    points = meta.get("points", check.points if check else 0)
+    return float(meta.get("score") or 0), float(points or 0)
+
+
+def _summary_html(nb, tests: list, resources) -> str:
+    ungraded = resources.get(RESOURCES_KEY, {}).get("ungraded", set())
+    rows = []
+    part_a = next((cell for cell in nb.cells if grade_id(cell) == PART_A_CELL), None)
+    if part_a is not None:
+        score, points = _score(part_a)
+        shown = (f"not graded yet (of {_points(points)})" if PART_A_CELL in ungraded
+                 else f"{_points(score)} of {_points(points)}")
+        rows.append((PART_A_TITLE, shown))
+    else:
+        rows.append((PART_A_TITLE, f"no answer found (of {PART_A_POINTS})"))
+    visible = [_score(cell) for cell in tests if grade_id(cell) not in HIDDEN_CHECKS]
+    hidden = [_score(cell) for cell in tests if grade_id(cell) in HIDDEN_CHECKS]
+    total = lambda found, at: _points(sum(pair[at] for pair in found))  # noqa: E731
+    rows.append(("Part B: your max_pool_backward (graded by the tests)",
+                 f"{total(visible + hidden, 0)} of {total(visible + hidden, 1)} (visible tests "
+                 f"{total(visible, 0)} of {total(visible, 1)}, hidden tests {total(hidden, 0)} of {total(hidden, 1)})"))
+    found = resources.get("nbgrader", {})
+    if float(found.get("late_penalty") or 0) > 0:
+        rows.append(("Late submission penalty", f"\u2212{_points(found['late_penalty'])}"))
+    if "score" in found:
+        note = " (Part A still to be graded)" if PART_A_CELL in ungraded else ""
+        rows.append(("<strong>Total</strong>", f"<strong>{_points(found['score'])} of "
+                                               f"{_points(found.get('max_score'))}</strong>{note}"))
+    table = "".join(f"<tr><td>{name if name.startswith('<strong>') else html.escape(name)}</td><td>{value}</td></tr>"
+                    for name, value in rows)
+    parts = ["<h2>Summary</h2>", f"<table><tr><th>Part</th><th>Points</th></tr>{table}</table>"]
+    parts += _causes_html(tests)
+    return "".join(parts)
+
+
+def _causes_html(tests: list) -> list[str]:
+    """What cost points: each cause once, with the tests it cost and their points."""
+    causes: dict[str, list] = {}  # cause (plain text) -> the failed test cells
+    for cell in tests:
+        score, points = _score(cell)
+        if score >= points:
+            continue
+        verdict = cell.metadata.get(REPORT_KEY) or {}
+        named = [BUGS[name].title for name in verdict.get("bugs", []) if name in BUGS]
+        output = _failure(cell)
+        reason = reason_of(split_report(str(output.get("evalue", "")))[1]) if output else None
+        if named:
+            keys = [f"Likely mistake: {title}." for title in named]
+        elif reason:
+            keys = [reason]
+        elif output is not None:
+            keys = ["A mistake that is not in our catalogue: compare your dx with the expected one in each test."]
+        else:
+            keys = ["Other problems: see each test below."]
+        for key in keys:
+            causes.setdefault(key, []).append(cell)
+    if not causes:
+        return ["<p>Every test passed.</p>"]
+    items = []
+    for cause, cells in causes.items():
+        lost = sum(points - score for score, points in map(_score, cells))
+        links = ", ".join(f'<a href="#{html.escape(grade_id(cell))}">{html.escape(GRADED_CHECKS[grade_id(cell)].title)}'
+                          f"</a> ({_points(_score(cell)[1] - _score(cell)[0])})" for cell in cells)
+        tests_word = "test" if len(cells) == 1 else "tests"
+        items.append(f"<li><p><strong>{html.escape(cause)}</strong><br>It cost {_points(lost)} "
+                     f"point{'s' if lost != 1 else ''} in {len(cells)} {tests_word}: {links}.</p></li>")
+    return ["<h3>What cost you points</h3>", f"<ol>{''.join(items)}</ol>",
+            "<p>Each cause is explained in full under the first test it cost; the later tests "
+            "refer back to it.</p>"]

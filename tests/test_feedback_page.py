@@ -1,0 +1,112 @@
+"""The feedback page reads top-down: the summary first, the tests by their titles, each
+explanation once (maxpool_grader/glue/feedback_page.py).
+
+The browser test grades a failing sample student (forum_compiles: no stride parameter,
+an integer dx, pool_size as an int only) with plain nbgrader and opens the feedback in a
+real headless Chromium that reaches nothing but this machine. The unit tests check the
+back-references and that what the summary takes from the student's notebook is escaped.
+"""
+
+from __future__ import annotations
+
+import pytest
+from helpers import ASSIGNMENT, copy_course, flat, nbgrader
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
+
+from maxpool_grader.exercise.catalogue import BUGS
+from maxpool_grader.exercise.checks import GRADED_CHECKS, HIDDEN_CHECKS, VISIBLE_CHECKS
+from maxpool_grader.exercise.explain import mistake_text, report, shorten_repeats, wrap_prose
+from maxpool_grader.glue.feedback_page import PART_A_TITLE, FeedbackSummary
+from maxpool_grader.names import REPORT_KEY, SUMMARY_TAG
+
+STUDENT = "forum_compiles"
+NO_STRIDE = "Without a stride it cannot pool overlapping windows"
+
+
+@pytest.fixture(scope="module")
+def feedback_page(tmp_path_factory):
+    course = copy_course(tmp_path_factory.mktemp("feedback") / "course", students=[STUDENT])
+    nbgrader(course, "generate_assignment", ASSIGNMENT)
+    nbgrader(course, "autograde", ASSIGNMENT)
+    nbgrader(course, "generate_feedback", ASSIGNMENT)
+    page = course / "feedback" / STUDENT / ASSIGNMENT / f"{ASSIGNMENT}.html"
+    assert page.is_file()
+    return page
+
+
+@pytest.mark.integration
+def test_the_feedback_of_a_failing_student_reads_top_down(feedback_page, browser):
+    from pages import offline_page
+    page = offline_page(browser)
+    page.goto(feedback_page.as_uri())
+    page.wait_for_load_state("networkidle")
+    top = lambda selector: page.locator(selector).first.bounding_box()["y"]  # noqa: E731
+    # the summary first: above the contents and every cell of the notebook
+    assert page.locator("#summary").count() == 1
+    assert top("#summary") < top("#toc") < top(".cell")
+    summary = flat(page.inner_text("#summary"))
+    assert summary.startswith("Summary"), summary
+    assert "Part A: your derivation (graded by hand) not graded yet (of 5)" in summary, summary
+    assert "Part B: your max_pool_backward (graded by the tests) 2 of 15" in summary, summary
+    for bug in ("integer_truncation", "pool_size_int_only"):
+        assert summary.count(f"Likely mistake: {flat(BUGS[bug].title)}.") == 1, summary
+    assert summary.count("it has no stride parameter") == 1, summary
+    assert "It cost 5 points in 4 tests" in summary and "It cost 6 points in 3 tests" in summary, summary
+    # the contents and the cells' headings name the tests by their titles, never by grade id
+    titles = [PART_A_TITLE] + [check.title for check in (VISIBLE_CHECKS | HIDDEN_CHECKS).values()]
+    assert page.locator("#toc li a").all_inner_texts() == titles
+    headings = flat(" ".join(page.locator(".nbgrader_cell .panel-heading").all_inner_texts()))
+    assert "Test cell" not in flat(page.inner_text("body")) and not any(check in headings for check in GRADED_CHECKS)
+    assert all(title in headings for title in titles), headings
+    # each explanation once; the later tests refer back to it
+    body = flat(page.inner_text("#notebook-container"))
+    for bug in ("integer_truncation", "pool_size_int_only"):
+        assert body.count(flat(BUGS[bug].explanation)) == 1, bug
+    assert body.count(NO_STRIDE) == 1
+    assert body.count("explained above, under \u201cWindows whose maximum is not unique\u201d") == 3
+    assert body.count("(Explained above, under \u201cOverlapping windows (stride smaller than the pool)\u201d.)") == 2
+    # every code cell ran (failed tests too): no "In [ ]"; the rubric speaks to the student
+    assert "In [ ]" not in body.replace("\xa0", " ")
+    assert "How your Part A answer is graded" in body and "For the grader" not in body
+    alts = page.eval_on_selector_all("#notebook-container img", "images => images.map(image => image.alt)")
+    assert sorted(alts) == ["Figure 1", "Figure 2: Figure 1's example, forward and backward"], alts
+    page.close()
+
+
+def _test_cell(grade_id: str, message: str | None, bugs=()):
+    cell = new_code_cell(f"# {grade_id}", metadata={"nbgrader": {
+        "grade": True, "solution": False, "grade_id": grade_id, "points": GRADED_CHECKS[grade_id].points,
+        "score": 0 if message else GRADED_CHECKS[grade_id].points}})
+    if message:
+        cell.outputs = [new_output("error", ename="CheckFailed", evalue=message, traceback=message.split("\n"))]
+        cell.metadata[REPORT_KEY] = {"passed": False, "kind": "wrong", "bugs": list(bugs)}
+    return cell
+
+
+def test_a_repeated_mistake_is_explained_once_and_referred_to_after():
+    bug = BUGS["integer_truncation"]
+    first, second = HIDDEN_CHECKS["hidden_ties_valid_subgradient"], HIDDEN_CHECKS["hidden_forum_integer_input"]
+    body = "Smallest input where your function goes wrong (paste it into a new cell to try it):\n    x = 1\n"
+    reports = [(check.title, report(check, body + wrap_prose(mistake_text(bug, "Likely"))))
+               for check in (first, second)]
+    shortened = shorten_repeats(reports)
+    assert shortened[0] == reports[0][1]
+    assert flat(bug.explanation) not in flat(shortened[1])
+    back = f"Likely mistake: {bug.title} (explained above, under \u201c{first.title}\u201d)."
+    assert flat(back) in flat(shortened[1])
+
+
+def test_the_summary_escapes_what_it_takes_from_the_notebook():
+    hostile = "Your function is defined as max_pool_backward(<img src=x onerror=alert(1)>): it has no stride."
+    checks = list(HIDDEN_CHECKS.values())[:3]
+    nb = new_notebook(cells=[new_markdown_cell("hi", metadata={"tags": [SUMMARY_TAG]})]
+                      + [_test_cell(check.grade_id, report(check, hostile)) for check in checks[:2]]
+                      + [_test_cell(checks[2].grade_id, None)])
+    nb, resources = FeedbackSummary().preprocess(nb, {"nbgrader": {"score": 2, "max_score": 20}})
+    summaries = [cell for cell in nb.cells if SUMMARY_TAG in cell.metadata.get("tags", [])]
+    assert len(summaries) == 1 and summaries[0] is nb.cells[0], "one summary, ours, first"
+    source = summaries[0].source
+    assert "<img" not in source and "onerror=alert(1)&gt;" in source, source
+    assert f'href="#{checks[0].grade_id}"' in source and f'href="#{checks[1].grade_id}"' in source
+    assert "It cost 4 points in 2 tests" in source, source
+    assert resources["maxpool_grader"]["titles"][checks[0].grade_id] == checks[0].title
