@@ -1,7 +1,7 @@
 """nbgrader configuration of the max_pool_backward course (this directory is the course root).
 
 The grading logic and the reference solution live in the installed package
-``maxpool_grader`` (see README.md); nothing next to the source notebook is shipped
+``maxpool_grader`` (see docs/development.md#package); nothing next to the source notebook is shipped
 except the notebook itself.
 """
 
@@ -18,19 +18,19 @@ except ImportError as problem:
 c.CourseDirectory.course_id = "max_pool_backward"
 # The exchange (release_assignment, submit, collect, feedback) in a folder of the course
 # itself, made on first use, so the course works as shipped on one machine. On a shared
-# JupyterHub every user must reach it: set /srv/nbgrader/exchange there (README.md).
+# JupyterHub every user must reach it: set /srv/nbgrader/exchange there (docs/operations.md#exchange).
 import os  # noqa: E402
 
 c.Exchange.root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "exchange")
 
 # ---------------------------------------------------------------- grading untrusted code
-# See README.md, "Grading: what is guaranteed". Every graded test is decided out of the
+# See docs/security.md#guarantees. Every graded test is decided out of the
 # student's process (maxpool_grader/isolation/verdicts.py): the code cells before the tests
 # run in a separate, sandboxed process with these limits, and the notebook's own test cell
 # can only lower that verdict. The tests of a correct solution take milliseconds.
 c.Autograde.exporter_class = "maxpool_grader.glue.submission.TolerantNotebookExporter"
-# What a notebook shows is made inert, as JupyterLab treats an untrusted notebook (README.md,
-# "What the instructor's side trusts"): first as the student sent it, then after it ran.
+# What a notebook shows is made inert, as JupyterLab treats an untrusted notebook
+# (docs/security.md#browser): first as the student sent it, then after it ran.
 c.Autograde.sanitize_preprocessors = [
     "maxpool_grader.glue.inert.MakeSubmissionInert",
     "nbgrader.preprocessors.ClearOutput",
@@ -60,7 +60,7 @@ c.OutOfProcessVerdicts.total_seconds = 40  # all tests of one notebook
 # processes and everything they start share these caps; each sandbox sees only the system,
 # Python and (the kernel) the grader package, read-only, and writes only its own /scratch.
 c.SealedBox.sandbox = "auto"  # "required": refuse to grade without bubblewrap and a cgroup
-c.SealedBox.memory_mib = 2048  # all processes together, no swap (a cgroup; see README.md)
+c.SealedBox.memory_mib = 2048  # all processes together, no swap (a cgroup; see docs/security.md#caps)
 c.SealedBox.processes = 256  # at once, all processes together
 c.SealedBox.scratch_mib = 256  # /scratch of each sandbox (a tmpfs; /dev/shm has 16 MiB more)
 c.SealedBox.output_kib = 1024  # what one cell may print; the rest is cut

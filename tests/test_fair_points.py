@@ -203,8 +203,8 @@ def test_the_dtype_slip_from_the_issue_costs_one_point(outcomes):
     assert properties == ["integer_input"] and failed == ["hidden_forum_integer_input"]
 
 
-def test_readme_states_the_rule():
-    readme = " ".join((ROOT / "README.md").read_text().split())
+def test_docs_state_the_rule():
+    readme = " ".join((ROOT / "docs" / "students.md").read_text().split())
     assert "One mistake costs its own points" in readme
     assert "tests/test_fair_points.py" in readme
 

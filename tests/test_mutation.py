@@ -169,7 +169,7 @@ def test_reproducers_are_small(messages):
     assert sorted(sizes.values())[len(sizes) // 2] <= 4, "half the reproducers have at most 4 elements"
 
 
-def test_readme_states_the_catalogue_size():
-    readme = (ROOT / "README.md").read_text()
+def test_docs_state_the_catalogue_size():
+    readme = (ROOT / "docs" / "development.md").read_text()
     assert f"{len(BUGS)} realistic wrong implementations" in readme
     assert f"and {len(CONTROLS)} correct controls" in readme

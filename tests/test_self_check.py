@@ -2,7 +2,7 @@
 
 ``check_rules`` (in the release's collapsed tools cell) must catch every catalogue mistake
 that breaks a rule Part B states, each with a one-line reason, and pass every correct
-control; the mistakes it leaves to the hidden tests are exactly those of the README's table.
+control; the mistakes it leaves to the hidden tests are exactly those of the table in docs/students.md.
 It and the visible tests never show a hidden input or a written-out dx, and the release's
 prose stays short.
 """
@@ -24,7 +24,7 @@ from maxpool_grader.names import PROVIDED_CELL, PROVIDED_TOOLS_CELL, grade_id
 
 # The catalogue mistakes check_rules does not catch, and why they are the hidden tests' to
 # find: each gets which element of a window receives the gradient, or how much, wrong, which
-# is what Part A derives. (The README's table under "What the self-check checks" lists them.)
+# is what Part A derives. (The table under "What the self-check checks" in docs/students.md lists them.)
 LEFT_FOR_HIDDEN = {
     "overwrite_overlaps": "overlapping windows must add up: Part A's result",
     "fancy_index_accumulate": "overlapping windows must add up: Part A's result",
@@ -72,7 +72,8 @@ def test_every_catalogue_mistake_that_breaks_a_stated_rule_is_caught_with_a_one_
     for name in BUGS:
         problems = {rule: reason for rule, reason in verdicts[name].items() if reason is not None}
         if name in LEFT_FOR_HIDDEN:
-            assert not problems, f"{name} is caught now ({problems}): take it out of LEFT_FOR_HIDDEN and the README"
+            assert not problems, (f"{name} is caught now ({problems}): take it out of LEFT_FOR_HIDDEN "
+                                  "and docs/students.md")
             continue
         assert problems, f"{name} breaks a stated rule but passes check_rules"
         for rule, reason in problems.items():
@@ -99,9 +100,9 @@ def test_check_rules_prints_one_line_per_rule(tools):
     assert all(line.startswith(("ok  ", "FAIL")) for line in lines)
 
 
-def test_readme_table_lists_exactly_the_mistakes_left_for_the_hidden_tests():
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("### What the self-check checks", 1)[1].split("\n## ", 1)[0]
+def test_docs_table_lists_exactly_the_mistakes_left_for_the_hidden_tests():
+    readme = (ROOT / "docs" / "students.md").read_text()
+    section = readme.split("## What the self-check checks", 1)[1].split("\n## ", 1)[0]
     listed = set(re.findall(r"^\| `(\w+)` \|", section, re.M))
     assert listed == set(LEFT_FOR_HIDDEN)
 

@@ -42,7 +42,7 @@ class GradedCheck:
     verdict: Callable[[Case, np.ndarray, Given], str | None]  # None when dx is right
     probes: Callable[[], tuple[Case, ...]]  # small inputs of the same kind, smallest first
     hidden: bool = True  # a hidden test (its code is not in the release), or a visible one
-    # The one property the check is about (README, "One mistake costs its own points"): its
+    # The one property the check is about (docs/students.md#one-mistake-costs-its-own-points): its
     # inputs are plain in every other way. tests/test_fair_points.py finds the properties
     # each catalogue bug breaks on inputs of its own and bounds the points it loses.
     property: str = ""
@@ -82,7 +82,7 @@ def _case(x, pool_size, stride=None, seed=0, ceil_mode=False, d_output=None) -> 
     return Case(np.asarray(d_output), x, pool_size, stride)
 
 
-# Each hidden check isolates one property (README, "One mistake costs its own points"):
+# Each hidden check isolates one property (docs/students.md#one-mistake-costs-its-own-points):
 # its inputs have that property and are plain in every other way, so that a mistake
 # about something else does not fail it. Plain means float x with positive values
 # 1 apart, square pools on square 2-D planes, stride None (or equal to the pool), the

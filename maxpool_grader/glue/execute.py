@@ -88,8 +88,8 @@ class SafeExecute(Execute):
             if verdict.passed and _failed_to_import_the_grader(cell):
                 self.log.error("%s: %s in the test cell, which scores 0 although the out-of-process "
                                "verdict passed. The student's code may have done this; if every submission "
-                               "shows it, the kernel does not see the package (README.md, 'Grading: what "
-                               "is guaranteed').", grade_id(cell), KERNEL_IMPORT_FAILED)
+                               "shows it, the kernel does not see the package "
+                               "(docs/security.md#nothing-of-the-course).", grade_id(cell), KERNEL_IMPORT_FAILED)
             for output in cell.get("outputs", []):
                 if output.get("output_type") == "stream" and output.get("name") == "stderr":
                     output["name"] = "stdout"  # nbgrader gives 0 for any stderr output

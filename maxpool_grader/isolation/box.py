@@ -168,7 +168,7 @@ class Box:
                 raise RuntimeError(
                     "The sandbox is required (sandbox = 'required' in nbgrader_config.py), but no "
                     f"cgroup can be made here for the caps of a submission ({cgroups.why_unavailable()}). "
-                    "See README.md, 'Grading: what is guaranteed'.")
+                    "See docs/security.md#where-the-caps-come-from.")
             _warn_once("cgroup", self.log, without_cgroup_warning(caps))
 
     # ---------------------------------------------------------------- starting a sandbox
@@ -259,7 +259,8 @@ class Box:
 def without_cgroup_warning(caps: Caps = Caps()) -> str:
     return ("GRADING WITHOUT A CGROUP: " + cgroups.why_unavailable() + ".\n"
             f"A submission's processes are capped by RLIMIT_NPROC ({caps.processes}) and its memory\n"
-            "per process only. Grade as root, or in a delegated cgroup (README.md) for the full caps.")
+            "per process only. Grade as root, or in a delegated cgroup, for the full caps\n"
+            "(docs/security.md#delegated-cgroup).")
 
 
 def _size(count: int) -> str:

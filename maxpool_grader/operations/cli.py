@@ -113,8 +113,8 @@ def _version() -> str:
 
 def _cluster_options(grading: argparse.ArgumentParser) -> None:
     grading.add_argument("--cluster", metavar="ADDRESS", default=None,
-                         help="grade on the workers of a Dask scheduler, e.g. tls://host:8786 (README: grading past "
-                              "one machine); feedback, CSV and report stay here")
+                         help="grade on the workers of a Dask scheduler, e.g. tls://host:8786 "
+                              "(docs/operations.md#cluster); feedback, CSV and report stay here")
     for option, what, config in (("--tls-ca-file", "the course's CA certificate", "ca-file"),
                                  ("--tls-cert", "the coordinator's certificate", "client.cert"),
                                  ("--tls-key", "the coordinator's private key", "client.key")):

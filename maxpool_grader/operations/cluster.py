@@ -131,8 +131,8 @@ def run_batch(course: Path, db_url: str, students: list[str], address: str, on_d
         client = Client(address, timeout=30, security=security)
     except OSError as problem:  # with TLS also: a certificate either side refuses
         raise WorkerRefused(f"no Dask scheduler answers at {address} ({problem}); start one with "
-                            "'dask scheduler' and workers with 'dask worker ADDRESS --nthreads 1' (README, "
-                            "'Grading past one machine'; with tls:// both need the course's certificates)") from None
+                            "'dask scheduler' and workers with 'dask worker ADDRESS --nthreads 1' "
+                            "(docs/operations.md#cluster; with tls:// both need the course's certificates)") from None
     with client:
         futures = _submit(client, course, students, address, assignment)
         collector = _Collector(course, db_url, assignment, len(futures), on_done)

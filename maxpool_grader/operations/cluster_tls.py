@@ -71,7 +71,7 @@ def coordinator_security(address: str, *, ca_file: str | None = None, cert: str 
     if not insecure and not is_loopback(host):
         raise InsecureCluster(f"{address} is not encrypted: anyone who reaches it can run code on the grading "
                               "workers and read every submission; use tls:// with the course's certificates "
-                              "(maxpool-grader cluster-certs; README, 'Grading past one machine'), or pass "
+                              "(maxpool-grader cluster-certs; docs/operations.md#cluster-certificates), or pass "
                               "--insecure on a network only you reach")
     return None
 

@@ -106,7 +106,7 @@ class GradingRun:
             print(f"\nWarning: in {len(blocked)} of {len(batch.finished)} submissions a test cell could not import "
                   f"the grader package in the student's kernel and scored 0 ({', '.join(blocked[:10])}"
                   f"{', ...' if len(blocked) > 10 else ''}). A student's code can do this; if it is every "
-                  "submission, the kernel does not see the package (README.md, 'Grading: what is guaranteed').",
+                  "submission, the kernel does not see the package (docs/security.md#nothing-of-the-course).",
                   file=sys.stderr)
         if batch.interrupted:
             raise Broke(130, f"\nInterrupted: {len(batch.finished)} graded, {len(todo) - len(batch.finished)} left. "
