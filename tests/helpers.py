@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import pwd
 import shutil
 import subprocess
 import sys
@@ -124,3 +125,42 @@ def cmdline(pid: str) -> str:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
     except OSError:
         return ""
+
+
+INSTRUCTOR = "maxpool-instructor"  # the normal user the non-root runs are graded as
+
+
+def instructor() -> pwd.struct_passwd:
+    """The non-root instructor the tests grade as, made once (the tests run as root in CI)."""
+    try:
+        return pwd.getpwnam(INSTRUCTOR)
+    except KeyError:
+        subprocess.run([admin_tool("useradd"), "--create-home", "--shell", "/bin/sh", INSTRUCTOR], check=True)
+        return pwd.getpwnam(INSTRUCTOR)
+
+
+def reachable_python_script() -> str:
+    """Shell lines that, in a private mount namespace, make this Python installation and the
+    repository reachable by a normal user where a folder on the way is closed to others
+    (pyenv under /root): a tmpfs over that folder, the needed trees bound back."""
+    needed = sorted({os.path.realpath(path) for path in (sys.base_prefix, sys.prefix, ROOT)})
+    lines, stash = [], 0
+    for closed in sorted({str(ancestor) for tree in needed for ancestor in Path(tree).parents
+                          if ancestor != Path("/") and not os.stat(ancestor).st_mode & 0o001}):
+        inside = [tree for tree in needed if tree.startswith(closed + "/")]
+        for tree in inside:
+            lines.append(f"mkdir -p /run/maxpool-stash/{stash} && mount --bind '{tree}' /run/maxpool-stash/{stash}")
+            stash += 1
+        lines.append(f"mount -t tmpfs -o mode=755 tmpfs '{closed}'")
+        for offset, tree in enumerate(inside):
+            stashed = stash - len(inside) + offset
+            lines.append(f"mkdir -p '{tree}' && mount --bind /run/maxpool-stash/{stashed} '{tree}'")
+    return " && ".join(lines) or "true"
+
+
+def as_instructor(argv: list[str], env: dict) -> list[str]:
+    user = instructor()
+    assignments = [f"{key}={value}" for key, value in env.items()]
+    return ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+            reachable_python_script() + f' && exec {admin_tool("runuser")} -u "$0" -- env -i "$@"',
+            user.pw_name, *assignments, *argv]

@@ -32,12 +32,11 @@ def _outcome(function, case) -> tuple:
     """What a variant does on one input: its dx (or the exception it raised), and whether
     it changed x or d_output."""
     x, d_output = case.x.copy(), case.d_output.copy()
-    with quiet_student_code():
-        try:
-            dx = np.asarray(function(d_output, x, case.pool_size, case.stride))
-            result = ("dx", dx.shape, dx.dtype.kind == "f", dx.astype(float).tobytes())
-        except Exception as problem:  # noqa: BLE001  a bug may crash on an input
-            result = ("raised", type(problem).__name__, str(problem))
+    try:  # (the caller keeps the variants quiet: once for all its calls, not once per call)
+        dx = np.asarray(function(d_output, x, case.pool_size, case.stride))
+        result = ("dx", dx.shape, dx.dtype.kind == "f", dx.astype(float).tobytes())
+    except Exception as problem:  # noqa: BLE001  a bug may crash on an input
+        result = ("raised", type(problem).__name__, str(problem))
     return result, np.array_equal(x, case.x), np.array_equal(d_output, case.d_output)
 
 
@@ -47,9 +46,10 @@ def look_alikes() -> dict[str, list[str]]:
     input and every probe of every check (no input we have tells them apart)."""
     cases = [case for check in GRADED_CHECKS.values() for case in (*check.cases(), *check.probes())]
     groups: dict[str, list[str]] = {}
-    for name, bug in BUGS.items():
-        signature = hashlib.sha256(repr([_outcome(bug.function, case) for case in cases]).encode()).hexdigest()
-        groups.setdefault(signature, []).append(name)
+    with quiet_student_code():
+        for name, bug in BUGS.items():
+            signature = hashlib.sha256(repr([_outcome(bug.function, case) for case in cases]).encode()).hexdigest()
+            groups.setdefault(signature, []).append(name)
     LOOK_ALIKES.update(inputs=len(cases), groups=[group for group in groups.values() if len(group) > 1])
     return {name: [other for other in group if other != name] for group in groups.values() for name in group}
 

@@ -22,7 +22,6 @@ import pwd
 import secrets
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -31,7 +30,7 @@ import hostile
 import nbformat
 import pytest
 from corpus import FULL, notebook_with
-from helpers import ASSIGNMENT, BIN, ROOT, admin_tool, cmdline, copy_course, digests
+from helpers import ASSIGNMENT, BIN, as_instructor, cmdline, copy_course, digests, instructor
 from make_sample_class import LOOP_CORRECT, VECTORIZED_CORRECT
 from nbgrader.api import Gradebook
 
@@ -40,7 +39,6 @@ from maxpool_grader.isolation import cgroups
 
 pytestmark = pytest.mark.integration  # real kernels, sandboxes, nbgrader or servers
 
-INSTRUCTOR = "maxpool-instructor"  # the normal user the non-root runs are graded as
 CLASSMATES = {"aaa_first_correct": LOOP_CORRECT, "mmm_middle_correct": VECTORIZED_CORRECT,
               "zzz_last_correct": LOOP_CORRECT}
 # Smaller caps than the course's: the kernel runs each attack only after the verdict's run
@@ -52,43 +50,6 @@ c.SealedBox.memory_mib = {CAPS.memory_bytes >> 20}  # the sealed-box test's caps
 c.SealedBox.processes = {CAPS.processes}
 """
 ATTACK_SECONDS = 4.0
-
-
-# ------------------------------------------------------------------ a normal user
-def _instructor() -> pwd.struct_passwd:
-    """The non-root instructor, made once (this test runs as root in CI)."""
-    try:
-        return pwd.getpwnam(INSTRUCTOR)
-    except KeyError:
-        subprocess.run([admin_tool("useradd"), "--create-home", "--shell", "/bin/sh", INSTRUCTOR], check=True)
-        return pwd.getpwnam(INSTRUCTOR)
-
-
-def _reachable_python_script() -> str:
-    """Shell lines that, in a private mount namespace, make this Python installation and the
-    repository reachable by a normal user where a folder on the way is closed to others
-    (pyenv under /root): a tmpfs over that folder, the needed trees bound back."""
-    needed = sorted({os.path.realpath(path) for path in (sys.base_prefix, sys.prefix, ROOT)})
-    lines, stash = [], 0
-    for closed in sorted({str(ancestor) for tree in needed for ancestor in Path(tree).parents
-                          if ancestor != Path("/") and not os.stat(ancestor).st_mode & 0o001}):
-        inside = [tree for tree in needed if tree.startswith(closed + "/")]
-        for tree in inside:
-            lines.append(f"mkdir -p /run/maxpool-stash/{stash} && mount --bind '{tree}' /run/maxpool-stash/{stash}")
-            stash += 1
-        lines.append(f"mount -t tmpfs -o mode=755 tmpfs '{closed}'")
-        for offset, tree in enumerate(inside):
-            stashed = stash - len(inside) + offset
-            lines.append(f"mkdir -p '{tree}' && mount --bind /run/maxpool-stash/{stashed} '{tree}'")
-    return " && ".join(lines) or "true"
-
-
-def _as_instructor(argv: list[str], env: dict) -> list[str]:
-    user = _instructor()
-    assignments = [f"{key}={value}" for key, value in env.items()]
-    return ["unshare", "--mount", "--propagation", "private", "sh", "-c",
-            _reachable_python_script() + f' && exec {admin_tool("runuser")} -u "$0" -- env -i "$@"',
-            user.pw_name, *assignments, *argv]
 
 
 # ------------------------------------------------------------------ one graded batch
@@ -127,7 +88,7 @@ class Batch:
         self.course, self.neighbour = self.base / "course", self.base / "other_course"
         self.peak_file = self.base / "grader-peak-mib"
         self.tmpdir = self.base / "tmp"
-        user = None if as_root else _instructor()
+        user = None if as_root else instructor()
         home = Path(user.pw_dir) if user else Path(pwd.getpwuid(os.getuid()).pw_dir)
         self.secrets = {"home": f"home-secret-{secrets.token_hex(8)}",
                         "neighbour": f"neighbour-secret-{secrets.token_hex(8)}",
@@ -191,7 +152,7 @@ class Batch:
                "MAXPOOL_TEST_SECRET": self.secrets["environment"], "MAXPOOL_PEAK_FILE": str(self.peak_file)}
         command = [str(BIN / argv[0]), *argv[1:]]
         if self.user:
-            command = _as_instructor(command, env)
+            command = as_instructor(command, env)
             env = dict(os.environ, PATH=os.pathsep.join([str(BIN), os.environ.get("PATH", "")]))
         result = subprocess.run(command, cwd=self.course, env=env, text=True, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, timeout=1200)
@@ -352,7 +313,7 @@ def test_a_required_sandbox_refuses_to_grade_without_the_caps():
     refuses to grade (the submission is not graded), instead of grading with fewer caps."""
     if cgroups._v2_base() is not None:
         pytest.skip("a delegated cgroup v2 subtree is writable here: the caps can be had")  # not on CI's v1
-    user = _instructor()
+    user = instructor()
     base = Path(tempfile.mkdtemp(prefix="maxpool-required-", dir="/tmp"))
     try:
         course = copy_course(base / "course", with_submissions=False)
@@ -365,7 +326,7 @@ def test_a_required_sandbox_refuses_to_grade_without_the_caps():
                "HOME": user.pw_dir, "LANG": "C.UTF-8"}
 
         def run(*argv: str) -> subprocess.CompletedProcess:
-            return subprocess.run(_as_instructor([str(BIN / "nbgrader"), *argv], env), cwd=course, text=True,
+            return subprocess.run(as_instructor([str(BIN / "nbgrader"), *argv], env), cwd=course, text=True,
                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=600)
         assert run("generate_assignment", ASSIGNMENT).returncode == 0
         release = nbformat.read(course / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", as_version=4)

@@ -61,7 +61,7 @@ def _sandbox() -> list[Finding]:
                         "which is missing", "apt-get install util-linux")]
     if box.bwrap_works():
         return [Finding("sandbox", True, f"bubblewrap ({box.BWRAP}) makes the sandbox: no network, no files of "
-                        "yours, its own PID namespace, an unprivileged uid")]
+                        "yours, its own PID namespace, no capability")]
     allowed, seen, fix = _user_namespaces()
     return [Finding("sandbox", False, f"{box.BWRAP} is installed but cannot make the sandbox: {seen}",
                     fix or "run `bwrap --unshare-all --bind / / true` to see bubblewrap's own error")]
@@ -74,12 +74,13 @@ def _cgroup() -> Finding:
     if cgroups.available():
         return Finding("cgroup", True, f"{seen}: each submission gets a cgroup capping memory and processes "
                                        "for all its processes together")
+    v1_memory = any(kind == "cgroup" and "memory" in options for _, kind, options in cgroups._mounts())
     if os.geteuid() == 0:
         fix = "mount the memory and pids controllers (cgroup v1) or cgroup v2 with both enabled"
-    elif "cgroup2" in kinds:
-        fix = "run the grading command under systemd-run --user --scope -p Delegate=yes"
-    else:
+    elif v1_memory:  # the memory controller is in a v1 hierarchy: a v2 delegation cannot have it
         fix = "grade as root, or have an administrator chown a subtree of the memory and pids hierarchies to you"
+    else:
+        fix = "run the grading command under systemd-run --user --scope -p Delegate=yes"
     return Finding("cgroup", False, f"{seen}, but {cgroups.why_unavailable()}: memory is capped per process "
                                     "only, processes by RLIMIT_NPROC (GRADING WITHOUT A CGROUP)", fix)
 
