@@ -10,7 +10,8 @@ from types import SimpleNamespace
 
 import pytest
 from helpers import ROOT
-from traitlets.config import Config
+from nbformat.v4 import new_code_cell, new_notebook
+from traitlets.config import Config, PyFileConfigLoader
 
 from maxpool_grader.glue.execute import SafeExecute
 from maxpool_grader.glue.sealed_box import SealedBox
@@ -102,3 +103,15 @@ def test_a_value_in_a_course_config_reaches_the_messages():
 ])
 def test_the_cell_timeout_is_set_once(sections, expected):
     assert SafeExecute(config=_configured(**sections)).timeout == expected
+
+
+@pytest.mark.integration  # a real kernel
+def test_a_cap_edited_in_the_course_config_reaches_the_graded_notebooks_notes(tmp_path):
+    """One line added to the course's own nbgrader_config.py, loaded as nbgrader loads it."""
+    (tmp_path / "nbgrader_config.py").write_text(
+        CONFIG.read_text() + "\nc.SealedBox.output_kib = 1\nc.SealedBox.sandbox = 'off'  # a quick kernel\n")
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(tmp_path)).load_config()
+    nb = new_notebook(cells=[new_code_cell("print('x' * 5000)")])
+    nb.metadata.kernelspec = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb, _ = SafeExecute(config=config).preprocess(nb, {"metadata": {"path": str(tmp_path)}})
+    assert "printed more than 1 KiB" in nb.cells[0].source, nb.cells[0]
