@@ -23,8 +23,10 @@ from ..glue.execute import KERNEL_CPU_MARGIN_SECONDS, SafeExecute
 from ..glue.sealed_box import SealedBox
 from ..glue.verdicts import OutOfProcessVerdicts
 from ..isolation.box import Caps
+from ..isolation.kernel_client import MAX_MESSAGE_BYTES, QUEUED_MESSAGES
 from ..isolation.process import CPU_MARGIN_SECONDS, Limits
 from .lms import LatePolicy
+from .lms_zip import Limits as ZipLimits
 
 SETTINGS: list[tuple[type[Configurable], str]] = [
     (SealedBox, "The sealed box of each submission: its kernel, its verdict processes and "
@@ -77,6 +79,12 @@ def shown(value: object, unit: str = "") -> str:
     return text
 
 
+def _mib(count: int) -> str:
+    """A size in bytes, in MiB as the tables show it."""
+    mib = count >> 20
+    return f"{mib} MiB" + (f" ({mib >> 10} GiB)" if mib >= 1024 and not mib % 1024 else "")
+
+
 def _row(cls: type[Configurable], name: str, trait: TraitType, course: dict[str, object]) -> str:
     unit = trait.metadata.get("unit", "")
     help_text = " ".join(trait.help.split()).replace("|", "\\|")
@@ -117,11 +125,20 @@ def derived_limits() -> list[str]:
         f"{KERNEL_CPU_MARGIN_SECONDS} s |",
         f"| CPU time of a verdict process (`RLIMIT_CPU`) | `OutOfProcessVerdicts.total_seconds` + "
         f"{CPU_MARGIN_SECONDS} s |",
-        f"| size of a file a verdict process writes (`RLIMIT_FSIZE`) | {Limits.file_bytes >> 20} MiB |",
-        f"| `/dev/shm` of each sandbox (a tmpfs besides the scratch folder) | {Caps.shm_bytes >> 20} MiB |",
+        f"| size of a file a verdict process writes (`RLIMIT_FSIZE`) | {_mib(Limits.file_bytes)} |",
+        f"| `/dev/shm` of each sandbox (a tmpfs besides the scratch folder) | {_mib(Caps.shm_bytes)} |",
         "| processes without a cgroup (`RLIMIT_NPROC`) | `SealedBox.processes` |",
         "| memory without a cgroup | per process only: `SealedBox.verdict_memory_mib`, "
         "`SealedBox.kernel_memory_mib` |",
+        f"| one message from the kernel (bigger: the grader reconnects, the cell's output is cut) | "
+        f"{_mib(MAX_MESSAGE_BYTES)} |",
+        f"| messages from the kernel waiting in one channel | {QUEUED_MESSAGES} |",
+        "",
+        "`maxpool-grader collect-lms` takes its own limits on the command line (`--help`):",
+        "",
+        "| option | default |", "|---|---|",
+        f"| `--max-file-size` (one entry of the LMS zip) | {_mib(ZipLimits.per_file)} |",
+        f"| `--max-total-size` (all entries of the zip) | {_mib(ZipLimits.total)} |",
         "",
     ]
 
