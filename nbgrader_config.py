@@ -26,7 +26,7 @@ c.Exchange.root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "exch
 # ---------------------------------------------------------------- grading untrusted code
 # See docs/security.md#guarantees. Every graded test is decided out of the
 # student's process (maxpool_grader/isolation/verdicts.py): the code cells before the tests
-# run in a separate, sandboxed process with these limits, and the notebook's own test cell
+# run in a separate, sandboxed process with limits, and the notebook's own test cell
 # can only lower that verdict. The tests of a correct solution take milliseconds.
 c.Autograde.exporter_class = "maxpool_grader.glue.submission.TolerantNotebookExporter"
 # What a notebook shows is made inert, as JupyterLab treats an untrusted notebook
@@ -52,27 +52,13 @@ c.Autograde.autograde_preprocessors = [
     "nbgrader.preprocessors.AssignLatePenalties",
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
-c.OutOfProcessVerdicts.check_seconds = 5  # per test: its graded inputs
-c.OutOfProcessVerdicts.search_seconds = 5  # per failed test: the search for a small reproducer
-c.OutOfProcessVerdicts.load_seconds = 10  # running the code cells before the tests
-c.OutOfProcessVerdicts.total_seconds = 40  # all tests of one notebook
-# The sealed box of one submission (maxpool_grader/isolation/box.py): its kernel, its verdict
-# processes and everything they start share these caps; each sandbox sees only the system,
-# Python and (the kernel) the grader package, read-only, and writes only its own /scratch.
-c.SealedBox.sandbox = "auto"  # "required": refuse to grade without bubblewrap and a cgroup
-c.SealedBox.memory_mib = 2048  # all processes together, no swap (a cgroup; see docs/security.md#caps)
-c.SealedBox.processes = 256  # at once, all processes together
-c.SealedBox.scratch_mib = 256  # /scratch of each sandbox (a tmpfs; /dev/shm has 16 MiB more)
-c.SealedBox.output_kib = 1024  # what one cell may print; the rest is cut
-c.SealedBox.verdict_memory_mib = 2048  # address space of one verdict process
-c.SealedBox.kernel_memory_mib = 4096  # address space of the kernel
-# The notebook itself, in nbgrader's kernel: per cell, and for the whole notebook.
-c.Execute.timeout = 15
-c.SafeExecute.notebook_seconds = 60
+# The limits, caps, time budgets and the late policy are not repeated here: each one's
+# default, declared once in maxpool_grader, is the course's (docs/settings.md lists them,
+# made from that declaration). Set one here only where this course differs, for example
+#   c.SealedBox.sandbox = "required"  # refuse to grade without bubblewrap and a cgroup
 # The late policy (maxpool-grader collect-lms stores the due date and each submission's
-# time): 10% of the autograded points per started day late, up to all of them.
+# time), c.LatePolicy in docs/settings.md:
 c.AssignLatePenalties.plugin_class = "maxpool_grader.operations.lms.LatePolicy"
-c.LatePolicy.percent_per_day = 10
 # Every run-time patch of nbgrader's code, each checked against the installed versions
 # first (maxpool_grader/glue/patches.py): a submission folder without its notebook is graded
 # (0, with the reason), a student's symbolic link is never followed when nbgrader copies

@@ -19,6 +19,7 @@ import nbformat
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 from make_sample_class import LOOP_CORRECT  # noqa: E402
 
+from maxpool_grader.isolation.process import Limits  # noqa: E402
 from maxpool_grader.names import ASSIGNMENT, grade_id  # noqa: E402
 
 FULL, ZERO = 15, 0
@@ -282,7 +283,8 @@ FAULTS = [
                solution(LOOP_CORRECT.replace("def max_pool_backward", "def maxpool_backward")), ZERO,
                "your code defines maxpool_backward"),
     Submission("fault_infinite_loop", "an endless loop in the function",
-               solution(SIGNATURE + "    while True:\n        pass\n"), ZERO, "did not return within 5 s"),
+               solution(SIGNATURE + "    while True:\n        pass\n"), ZERO,
+               f"did not return within {Limits.check_seconds:g} s"),  # the course's default
     Submission("fault_os_exit", "os._exit in the function kills the kernel",
                solution("import os\n\n\n" + SIGNATURE + "    os._exit(1)\n"), ZERO,
                "ended the Python process with exit status 1"),

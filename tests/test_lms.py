@@ -29,7 +29,7 @@ from make_sample_class import LOOP_CORRECT, TIES_ALL_MAXIMA, VECTORIZED_CORRECT
 from nbgrader.api import Gradebook
 
 from maxpool_grader.names import PART_A_CELL, grade_id
-from maxpool_grader.operations.lms import match_key
+from maxpool_grader.operations.lms import LatePolicy, match_key
 from maxpool_grader.operations.lms_export import cell as csv_cell
 from maxpool_grader.operations.lms_zip import (
     Limits,
@@ -129,7 +129,8 @@ def test_a_canvas_zip_graded_and_exported(course, tmp_path):
 
     run(course, "grade")
     scores = code_scores(course)
-    assert scores == {"s_lina": (FULL, 0), "s_farah": (12, 0), "s_tara": (FULL, pytest.approx(0.2 * FULL)),
+    two_days = pytest.approx(2 * LatePolicy().percent_per_day / 100 * FULL)  # the course's late policy
+    assert scores == {"s_lina": (FULL, 0), "s_farah": (12, 0), "s_tara": (FULL, two_days),
                       "s_vera": (FULL, 0), "s_felix": (0, 0)}
     feedback = (course / "feedback" / "s_felix" / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text()
     assert "No notebook named max_pool_backward.ipynb was submitted" in feedback

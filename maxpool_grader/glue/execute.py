@@ -25,7 +25,7 @@ from nbformat import NotebookNode
 from nbformat.v4 import new_output
 from nbgrader.preprocessors import Execute
 from nbgrader.utils import is_grade
-from traitlets import Float, default
+from traitlets import Float, Integer, default
 
 from ..isolation.box import disk_hit
 from ..isolation.kernel_client import RevivingChannel
@@ -36,13 +36,25 @@ from .notes import add_note, show_notes
 from .sealed_box import SealedBox, box_for
 from .verdicts import _error_output
 
+KERNEL_CPU_MARGIN_SECONDS = 30  # the kernel's CPU time beyond ``notebook_seconds``
+
 
 class SafeExecute(Execute):
     """nbgrader's Execute, made safe for grading untrusted notebooks (see module doc)."""
 
+    # docs/settings.md is made from these traits (python -m maxpool_grader.operations.settings_doc).
+    timeout = Integer(15, allow_none=True, help=(
+        "Time limit of one cell in the kernel: the cell is interrupted, the kernel lives on. "
+        "nbgrader's own c.Execute.timeout sets it too (c.SafeExecute.timeout wins); the "
+        "notebook's time budget below caps it as well.")).tag(config=True, unit="s")
     notebook_seconds = Float(60.0, help=(
-        "Time budget of the whole notebook in the kernel (s); cells after it is used up are "
-        "not run (a test among them keeps its out-of-process verdict).")).tag(config=True)
+        "Time budget of the whole notebook in the kernel; cells after it is used up are "
+        "not run (a test among them keeps its out-of-process verdict). The kernel's CPU time "
+        "follows from it (docs/settings.md).")).tag(config=True, unit="s")
+
+    def kernel_cpu_seconds(self) -> int:
+        """RLIMIT_CPU of the kernel: the notebook's whole budget, and a margin."""
+        return int(self.notebook_seconds) + KERNEL_CPU_MARGIN_SECONDS
 
     @default("shutdown_kernel")
     def _kill_the_kernel(self) -> str:
@@ -62,7 +74,7 @@ class SafeExecute(Execute):
         self._caps = box.caps if box else settings.caps()
         self._output_left, self._output_cut = {}, False
         self.kernel_manager_class = kernel_manager(settings.sandbox, settings.kernel_memory_mib << 20, self.log, box,
-                                                   settings.warm_start, int(self.notebook_seconds) + 30)
+                                                   settings.warm_start, self.kernel_cpu_seconds())
         try:
             nb, resources = self._run_in_kernel(nb, resources, km, box)
             found = self._decided()

@@ -9,7 +9,10 @@ from traitlets import Bool, Enum, Integer
 from traitlets.config import Configurable
 
 from ..isolation.box import Box, Caps, use_sandbox
+from ..isolation.process import Limits
 from ..names import RESOURCES_KEY
+
+_CAPS = Caps()
 
 
 class SealedBox(Configurable):
@@ -20,19 +23,31 @@ class SealedBox(Configurable):
     sandbox = Enum(["auto", "required", "off"], "auto", help=(
         "Run student code in bubblewrap sandboxes: 'auto' when bwrap works here (else a loud "
         "warning), 'required' refuses to grade without them and the caps of a cgroup, 'off' never."
-    )).tag(config=True)
+    )).tag(config=True, unit="")
     warm_start = Bool(False, help=(
         "Fork each sandboxed kernel and verdict process from a warm zygote (ipykernel and NumPy "
         "imported once, isolation/zygote.py) instead of starting Python: much less CPU per "
         "notebook when one process grades many (maxpool-grader grade turns it on in its "
-        "workers).")).tag(config=True)
-    memory_mib = Integer(2048, help="Memory of all the submission's processes together, no swap (MiB); "
-                                    "needs a cgroup.").tag(config=True)
-    processes = Integer(256, help="Processes of the submission at once (a cgroup, else RLIMIT_NPROC).").tag(config=True)
-    scratch_mib = Integer(256, help="Size of the scratch folder of each sandbox (MiB).").tag(config=True)
-    output_kib = Integer(1024, help="What one cell of the notebook may print (KiB); the rest is cut.").tag(config=True)
-    verdict_memory_mib = Integer(2048, help="Address-space limit of a verdict process (MiB).").tag(config=True)
-    kernel_memory_mib = Integer(4096, help="Address-space limit of the kernel (MiB).").tag(config=True)
+        "workers).")).tag(config=True, unit="")
+    # The defaults of the caps are Caps's and Limits's (isolation/), in the units set here;
+    # docs/settings.md is made from these traits (python -m maxpool_grader.operations.settings_doc).
+    memory_mib = Integer(_CAPS.memory_bytes >> 20, help=(
+        "Memory of all the submission's processes together, no swap; needs a cgroup. On hitting it "
+        "the biggest process is killed and the feedback says so.")).tag(config=True, unit="MiB")
+    processes = Integer(_CAPS.processes, help=(
+        "Processes of the submission at once (a cgroup, else RLIMIT_NPROC); fork fails beyond it "
+        "and the feedback says so.")).tag(config=True, unit="processes")
+    scratch_mib = Integer(_CAPS.scratch_bytes >> 20, help=(
+        "Size of the scratch folder of each sandbox (a tmpfs; /dev/shm is separate); writes fail "
+        "beyond it and the feedback says so.")).tag(config=True, unit="MiB")
+    output_kib = Integer(_CAPS.output_bytes >> 10, help=(
+        "What one cell of the notebook may print; the rest is cut before it reaches the "
+        "grader's memory, and the feedback says so.")).tag(config=True, unit="KiB")
+    verdict_memory_mib = Integer(Limits.memory_bytes >> 20, help=(
+        "Address-space limit of a verdict process: MemoryError in the student's code."
+    )).tag(config=True, unit="MiB")
+    kernel_memory_mib = Integer(4096, help="Address-space limit of the kernel: MemoryError in the student's code."
+                                ).tag(config=True, unit="MiB")
 
     def caps(self) -> Caps:
         return Caps(memory_bytes=self.memory_mib << 20, processes=self.processes,

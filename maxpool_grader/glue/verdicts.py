@@ -29,11 +29,19 @@ def _error_output(message: str) -> NotebookNode:
 class OutOfProcessVerdicts(NbGraderPreprocessor):
     """Decide every graded test of the notebook in a separate process (isolation/verdicts.py)."""
 
-    check_seconds = Float(5.0, help="Time limit of one test's graded inputs (s).").tag(config=True)
-    search_seconds = Float(5.0, help="Time limit of the search for a test's smallest failing "
-                                     "input (s); when it runs out, the graded input is shown.").tag(config=True)
-    load_seconds = Float(10.0, help="Time limit for running the code cells before the tests (s).").tag(config=True)
-    total_seconds = Float(40.0, help="Time limit of all out-of-process tests of one notebook (s).").tag(config=True)
+    # The defaults are Limits's (isolation/process.py); docs/settings.md is made from these traits.
+    check_seconds = Float(Limits.check_seconds, help=(
+        "Time limit of one test's graded inputs: the test fails, saying the function did not "
+        "return in time.")).tag(config=True, unit="s")
+    search_seconds = Float(Limits.search_seconds, help=(
+        "Time limit of the search for a failed test's smallest failing input; when it runs out, "
+        "the graded input is shown.")).tag(config=True, unit="s")
+    load_seconds = Float(Limits.load_seconds, help=(
+        "Time limit for running the code cells before the tests: for the solution cell every "
+        "test fails; a cell the student added is left out.")).tag(config=True, unit="s")
+    total_seconds = Float(Limits.total_seconds, help=(
+        "Time limit of all out-of-process tests of one notebook: the tests not run by then fail. "
+        "A verdict process's CPU time follows from it (docs/settings.md).")).tag(config=True, unit="s")
 
     def limits(self) -> Limits:
         return Limits(self.check_seconds, self.search_seconds, self.load_seconds,

@@ -29,7 +29,9 @@ from . import box, filesystem, untrusted, zygote
 
 @dataclass(frozen=True)
 class Limits:
-    """Time and memory limits of the out-of-process verdict (see nbgrader_config.py)."""
+    """Time and memory limits of the out-of-process verdict. These defaults are the course's:
+    ``OutOfProcessVerdicts`` and ``SealedBox.verdict_memory_mib`` (glue/) take theirs from
+    here, and docs/settings.md lists them."""
 
     check_seconds: float = 5.0  # the graded inputs of one test
     search_seconds: float = 5.0  # looking for the smallest failing input of one test
@@ -37,6 +39,14 @@ class Limits:
     total_seconds: float = 40.0  # everything, for one notebook
     memory_bytes: int = 2 << 30  # RLIMIT_AS of the untrusted process
     file_bytes: int = 16 << 20  # RLIMIT_FSIZE: no disk bombs
+
+    @property
+    def cpu_seconds(self) -> int:
+        """RLIMIT_CPU of the untrusted process: the notebook's whole budget, and a margin."""
+        return int(self.total_seconds) + CPU_MARGIN_SECONDS
+
+
+CPU_MARGIN_SECONDS = 5  # a verdict process's CPU time beyond ``total_seconds``
 
 
 class Timeout(BaseException):
@@ -94,7 +104,7 @@ class SolutionProcess:
         self.directory = box.private_directory("untrusted-")
         request_read, self._request = os.pipe()
         self._reply, reply_write = os.pipe()
-        rlimits = box.rlimits(limits.memory_bytes, limits.file_bytes, int(limits.total_seconds) + 5)
+        rlimits = box.rlimits(limits.memory_bytes, limits.file_bytes, limits.cpu_seconds)
         self.process = None
         script = self.directory / "untrusted.py"
         shutil.copyfile(untrusted.__file__, script)

@@ -245,7 +245,9 @@ class LatePolicy(LateSubmissionPlugin):
     them. Part A, graded by hand later, is not reduced (so the penalty does not change when
     it is graded)."""
 
-    percent_per_day = Float(10.0, help="Share of the autograded points lost per started day late (%).").tag(config=True)
+    percent_per_day = Float(10.0, help=(
+        "Share of the autograded points lost per started day (24 hours) late, up to all of them; "
+        "Part A, graded by hand, is not reduced.")).tag(config=True, unit="%")
 
     def late_submission_penalty(self, student_id: str, score: float, total_seconds_late: float) -> float | None:
         if total_seconds_late <= 0:
