@@ -58,8 +58,7 @@ _warned: set[str] = set()
 
 @dataclass(frozen=True)
 class Caps:
-    """The caps of one submission. These defaults are the course's: ``SealedBox``'s settings
-    (glue/sealed_box.py) take theirs from here, and docs/settings.md lists them."""
+    """The caps of one submission: the course's defaults (glue/sealed_box.py, docs/settings.md)."""
 
     memory_bytes: int = 2 << 30  # all its processes together, no swap
     processes: int = 256  # all its processes together
