@@ -84,11 +84,7 @@ def _parser() -> argparse.ArgumentParser:
                                                  "user (sandbox, cgroup caps, gradebook, nbgrader versions), each "
                                                  "with the step that would fix it")
     checkup.add_argument("--json", action="store_true", help="print the findings as JSON")
-    checking = commands.add_parser("check", help="check the source notebook against the grader (hidden cells, "
-                                                 "points, solution, model answer, leaks, outputs), naming the cell "
-                                                 "and the fix of each problem")
-    checking.add_argument("--fix", action="store_true", help="fix what can be fixed from the grader, then regenerate "
-                                                             "the release, the sample class and its graded copies")
+    checking = _check_parser(commands)
     for command in (grading, roster, collect, export, checkup, checking):
         command.add_argument("--course-dir", type=Path, default=Path.cwd(),
                              help="the nbgrader course directory (default: the current directory)")
@@ -108,6 +104,15 @@ class _Commands:
     def add_parser(self, name: str, **kwargs) -> argparse.ArgumentParser:
         kwargs.setdefault("description", kwargs["help"][:1].upper() + kwargs["help"][1:] + ".")
         return self._subparsers.add_parser(name, **kwargs)
+
+
+def _check_parser(commands: _Commands) -> argparse.ArgumentParser:
+    checking = commands.add_parser("check", help="check the source notebook against the grader (hidden cells, "
+                                                 "points, solution, model answer, leaks, outputs), naming the cell "
+                                                 "and the fix of each problem")
+    checking.add_argument("--fix", action="store_true", help="fix what can be fixed from the grader, then regenerate "
+                                                             "the release, the sample class and its graded copies")
+    return checking
 
 
 def _version() -> str:
