@@ -1,7 +1,8 @@
 """Write the sample class: submitted/<student>/max_pool_backward/max_pool_backward.ipynb.
 
 Each student is the release notebook with its solution cell (and Part A answer) filled in.
-Student ids say what the submission is. Run after the release is regenerated:
+Student ids say what the submission is. ``maxpool-grader check --fix`` runs it after it
+regenerates the release (and grades the class again); on its own:
 
     python scripts/make_sample_class.py
 """

@@ -18,7 +18,7 @@ def test_version_is_the_installed_packages(capsys):
     assert capsys.readouterr().out.strip() == f"maxpool-grader {version('maxpool-grader')}"
 
 
-@pytest.mark.parametrize("command", ["grade", "roster", "collect-lms", "export-lms", "cluster-certs"])
+@pytest.mark.parametrize("command", ["grade", "roster", "collect-lms", "export-lms", "cluster-certs", "check"])
 def test_each_command_says_what_it_does(command, capsys):
     with pytest.raises(SystemExit):
         main([command, "--help"])

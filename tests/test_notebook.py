@@ -5,7 +5,9 @@ from __future__ import annotations
 import base64
 import json
 import re
+import shutil
 import sys
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -13,9 +15,10 @@ from helpers import RELEASE_NOTEBOOK, ROOT, SOURCE_NOTEBOOK, nbgrader
 
 from maxpool_grader.exercise.checks import HIDDEN_CHECKS
 from maxpool_grader.exercise.part_a import EXPLANATION, MODEL_ANSWER, RUBRIC, figure_png
+from maxpool_grader.operations import check as notebook_check
+from maxpool_grader.operations.cli import main
 
 sys.path.insert(0, str(ROOT / "scripts"))
-import build_source_notebook  # noqa: E402
 
 
 def nbgrader_meta(cell):
@@ -31,10 +34,100 @@ def comparable(notebook):
             for c in notebook.cells]
 
 
-def test_committed_source_notebook_is_what_the_builder_writes():
-    committed = nbformat.read(SOURCE_NOTEBOOK, as_version=4)
-    assert comparable(committed) == comparable(build_source_notebook.build()), \
-        "run: python scripts/build_source_notebook.py"
+def check_course(tmp_path: Path) -> Path:
+    """A course of the config and the source notebook only: what ``maxpool-grader check`` reads."""
+    course = tmp_path / "course"
+    (course / "source").mkdir(parents=True)
+    shutil.copy(ROOT / "nbgrader_config.py", course)
+    shutil.copytree(SOURCE_NOTEBOOK.parent, course / "source" / SOURCE_NOTEBOOK.parent.name)
+    return course
+
+
+def jupyterlab_edit(course: Path, edit) -> Path:
+    """Edit the course's source notebook as JupyterLab saves it (nbformat.write, indent 1)."""
+    path = course / SOURCE_NOTEBOOK.relative_to(ROOT)
+    notebook = nbformat.read(path, as_version=4)
+    edit(cells_by_id(notebook), notebook)
+    nbformat.write(notebook, path)
+    return path
+
+
+def test_maxpool_grader_check_accepts_the_committed_notebook(capsys):
+    """What CI runs: the source notebook agrees with the grader, cell by cell."""
+    assert main(["check", "--course-dir", str(ROOT)]) == 0, capsys.readouterr().out
+
+
+def test_an_unchanged_jupyterlab_save_changes_no_byte():
+    text = SOURCE_NOTEBOOK.read_text()
+    assert notebook_check.layout(nbformat.reads(text, as_version=4)) == text
+
+
+def test_check_accepts_a_changed_sentence_and_names_a_changed_visible_point_value(tmp_path, capsys):
+    course = check_course(tmp_path)
+
+    def reword(cells, notebook):
+        cells["part_b_explanation"].source = cells["part_b_explanation"].source.replace(
+            "Work out small cases by hand too", "Work out a few small cases by hand as well")
+    jupyterlab_edit(course, reword)
+    assert main(["check", "--course-dir", str(course)]) == 0, capsys.readouterr().out
+    capsys.readouterr()
+
+    def repoint(cells, notebook):
+        cells["visible_forum_example"].metadata["nbgrader"]["points"] = 3
+    path = jupyterlab_edit(course, repoint)
+    assert main(["check", "--course-dir", str(course)]) == 1
+    out = capsys.readouterr().out
+    assert "cell visible_forum_example (#11): is worth 3 points in the notebook, 1 in VISIBLE_CHECKS" in out
+    assert "set its points back to 1 in the Create Assignment toolbar" in out
+    assert "VISIBLE_CHECKS['visible_forum_example'].points" in out
+    edited = path.read_text()
+    assert notebook_check.check(course, apply_fixes=True, refresh=False) == 1, "visible points are never fixed"
+    assert path.read_text() == edited
+
+
+def test_check_fix_writes_what_comes_from_the_grader(tmp_path, capsys):
+    """Outputs of a JupyterLab run, a hidden cell edited, deleted or re-pointed, the figure lost:
+    named, then fixed back to the committed file, byte for byte."""
+    course = check_course(tmp_path)
+
+    def drift(cells, notebook):
+        cells["provided_helpers"].outputs = [nbformat.v4.new_output("stream", text="ran\n")]
+        cells["provided_helpers"].execution_count = 1
+        notebook.metadata["language_info"].update(version="3.11.2", mimetype="text/x-python")
+        cells["hidden_overlapping_windows"].source += "\nprint('debug')"
+        cells["hidden_gradient_check"].metadata["nbgrader"]["points"] = 5
+        del cells["part_a_question"]["attachments"]
+        cells["part_a_derivation"].source = "### BEGIN SOLUTION\nsee the lecture\n### END SOLUTION"
+        notebook.cells.remove(cells["hidden_inputs_unmodified_float_result"])
+    path = jupyterlab_edit(course, drift)
+    assert main(["check", "--course-dir", str(course)]) == 1
+    out = capsys.readouterr().out
+    for named in ["cell provided_helpers (#4): has outputs", "cell hidden_overlapping_windows (#13): is not the "
+                  "two-line call", "cell hidden_gradient_check (#16): has nbgrader metadata points 5 "
+                  "(HIDDEN_CHECKS: 2)", "cell part_a_question (#1): its attachment figure1.png",
+                  "cell part_a_derivation (#2): does not hold part_a.py's MODEL_ANSWER",
+                  "cell hidden_inputs_unmodified_float_result: is missing"]:
+        assert named in out
+    assert "'maxpool-grader check --fix' fixes 7" in out
+    assert notebook_check.check(course, apply_fixes=True, refresh=False) == 0
+    assert path.read_bytes() == SOURCE_NOTEBOOK.read_bytes()
+
+
+def test_check_names_a_wrong_solution_and_an_answer_shown_to_students(tmp_path, capsys):
+    course = check_course(tmp_path)
+    leaked = next(line.strip() for line in MODEL_ANSWER.splitlines() if len(line.strip()) > 25)
+
+    def spoil(cells, notebook):
+        cells["max_pool_backward"].source = cells["max_pool_backward"].source.replace("+= d_output", "= d_output")
+        cells["intro"].source += "\n\n" + leaked
+    jupyterlab_edit(course, spoil)
+    assert main(["check", "--course-dir", str(course)]) == 1
+    out = capsys.readouterr().out
+    assert "cell max_pool_backward (#6): fails the check hidden_overlapping_windows" in out
+    assert "cell intro (#0): shows students a line of the model answer or rubric" in out
+    assert "check --fix" not in out, "neither is fixed by --fix"
+
+
 
 
 def test_each_hidden_check_has_its_own_graded_cell_with_title_and_points():

@@ -3,8 +3,8 @@
 * ``geometry`` (the output-grid rule and input validation) and ``reference`` (forward
   and backward, identical to PyTorch's ``max_pool2d``) say what is right.
 * ``rules`` (what a right dx satisfies) and ``checks`` (the graded checks: ``HIDDEN_CHECKS``,
-  ``VISIBLE_CHECKS``, with inputs, titles and points) say what is tested; the notebook builder
-  and the hidden cells both come from ``checks``.
+  ``VISIBLE_CHECKS``, with inputs, titles and points) say what is tested; the notebook's hidden
+  cells are checked against ``checks`` (and written from it) by ``maxpool-grader check``.
 * ``bugs``, ``controls`` and ``catalogue``: realistic wrong and right implementations;
   ``source_marks`` tells look-alike mistakes apart by the student's code.
 * ``reproducer`` (probe inputs, paste-able literals), ``search`` (the smallest failing

@@ -10,6 +10,8 @@
   CSVs in lms_export.py).
 * ``cluster-certs`` writes the certificates of a course's Dask cluster (cluster_tls.py).
 * ``doctor`` says which grading guarantees hold on this machine (doctor.py).
+* ``check`` checks the source notebook against the grader; ``--fix`` fixes what it can and
+  refreshes the release, the sample class and its graded copies (check.py).
 """
 
 from __future__ import annotations
@@ -82,7 +84,8 @@ def _parser() -> argparse.ArgumentParser:
                                                  "user (sandbox, cgroup caps, gradebook, nbgrader versions), each "
                                                  "with the step that would fix it")
     checkup.add_argument("--json", action="store_true", help="print the findings as JSON")
-    for command in (grading, roster, collect, export, checkup):
+    checking = _check_parser(commands)
+    for command in (grading, roster, collect, export, checkup, checking):
         command.add_argument("--course-dir", type=Path, default=Path.cwd(),
                              help="the nbgrader course directory (default: the current directory)")
         command.add_argument("--db", metavar="URL", default=None,
@@ -101,6 +104,15 @@ class _Commands:
     def add_parser(self, name: str, **kwargs) -> argparse.ArgumentParser:
         kwargs.setdefault("description", kwargs["help"][:1].upper() + kwargs["help"][1:] + ".")
         return self._subparsers.add_parser(name, **kwargs)
+
+
+def _check_parser(commands: _Commands) -> argparse.ArgumentParser:
+    checking = commands.add_parser("check", help="check the source notebook against the grader (hidden cells, "
+                                                 "points, solution, model answer, leaks, outputs), naming the cell "
+                                                 "and the fix of each problem")
+    checking.add_argument("--fix", action="store_true", help="fix what can be fixed from the grader, then regenerate "
+                                                             "the release, the sample class and its graded copies")
+    return checking
 
 
 def _version() -> str:
@@ -137,6 +149,9 @@ def main(argv: list[str] | None = None) -> int:
     if not (args.course_dir / "nbgrader_config.py").is_file():
         parser.error(f"{args.course_dir.resolve()} has no nbgrader_config.py: "
                      "run this in the course directory or pass --course-dir")
+    if args.command == "check":
+        from .check import check
+        return check(args.course_dir, apply_fixes=args.fix, db_url=args.db)
     if args.command == "grade":
         if args.workers is not None and args.workers < 1:
             parser.error("--workers must be at least 1")
