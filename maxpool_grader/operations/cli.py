@@ -19,10 +19,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import textwrap
 from pathlib import Path
 
 from ..names import ASSIGNMENT
-from . import cluster_tls
+from . import cluster_tls, course
 from .course import configured_db_url, nbgrader_environment, run_nbgrader
 from .grade import grade
 from .lms_zip import LAYOUTS, Limits, LmsError
@@ -86,6 +87,11 @@ def _parser() -> argparse.ArgumentParser:
     checkup.add_argument("--json", action="store_true", help="print the findings as JSON")
     checking = _check_parser(commands)
     for command in (grading, roster, collect, export, checkup, checking):
+        loudness = command.add_mutually_exclusive_group()
+        loudness.add_argument("-q", "--quiet", action="store_true",
+                              help="print results and problems only: no progress lines, no nbgrader commands")
+        loudness.add_argument("-v", "--verbose", action="store_true",
+                              help="print nbgrader's own output of every nbgrader command run, too")
         command.add_argument("--course-dir", type=Path, default=Path.cwd(),
                              help="the nbgrader course directory (default: the current directory)")
         command.add_argument("--db", metavar="URL", default=None,
@@ -102,8 +108,28 @@ class _Commands:
         self._subparsers = subparsers
 
     def add_parser(self, name: str, **kwargs) -> argparse.ArgumentParser:
-        kwargs.setdefault("description", kwargs["help"][:1].upper() + kwargs["help"][1:] + ".")
-        return self._subparsers.add_parser(name, **kwargs)
+        kwargs.setdefault("description", textwrap.fill(kwargs["help"][:1].upper() + kwargs["help"][1:] + ".", 78))
+        examples = "examples:\n" + "\n".join(f"  {line}" for line in EXAMPLES.get(name, ()))
+        kwargs["epilog"] = "\n\n".join(filter(None, [examples if name in EXAMPLES else "",
+                                                       textwrap.fill(kwargs.get("epilog") or "", 78)]))
+        return self._subparsers.add_parser(name, formatter_class=argparse.RawDescriptionHelpFormatter, **kwargs)
+
+
+EXAMPLES = {  # shown under each command's --help
+    "grade": ["maxpool-grader grade                      # the class in submitted/, in parallel",
+              "maxpool-grader grade --force -q           # regrade everyone; print the table only",
+              "maxpool-grader grade --db postgresql://grader@db/course",
+              "maxpool-grader grade --cluster tls://sched:8786 --tls-ca-file certs/ca.pem \\",
+              "    --tls-cert certs/client.pem --tls-key certs/client-key.pem"],
+    "roster": ["maxpool-grader roster roster.csv"],
+    "collect-lms": ["maxpool-grader collect-lms submissions.zip --due '2026-11-20 23:59'",
+                    "maxpool-grader collect-lms moodle.zip --lms moodle --zip-timezone Europe/Berlin"],
+    "export-lms": ["maxpool-grader export-lms --canvas-column 'Max pooling (12345)'"],
+    "cluster-certs": ["maxpool-grader cluster-certs certs/ --days 120"],
+    "doctor": ["maxpool-grader doctor", "maxpool-grader doctor --db postgresql://grader@db/course --json"],
+    "check": ["maxpool-grader check          # after editing the notebook in JupyterLab",
+              "maxpool-grader check --fix    # repair, then refresh release/ and the sample class"],
+}
 
 
 def _check_parser(commands: _Commands) -> argparse.ArgumentParser:
@@ -141,6 +167,7 @@ def _cluster_options(grading: argparse.ArgumentParser) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    course.VERBOSITY = 1 + getattr(args, "verbose", False) - getattr(args, "quiet", False)
     if args.command == "cluster-certs":
         return cluster_certs(args, parser)
     if args.command == "doctor":

@@ -48,6 +48,8 @@ import nbformat
 
 from ..names import ASSIGNMENT
 from .cluster_worker import WorkerRefused, bundle, grade_submission, submission_files, worker_status
+from .course import course_path, say
+from .jobs import JobResult
 
 
 def record(course: Path, db_url: str, assignment: str, student: str, notebooks: dict[str, bytes]) -> None:
@@ -59,7 +61,7 @@ def record(course: Path, db_url: str, assignment: str, student: str, notebooks: 
     from traitlets.config.loader import PyFileConfigLoader
 
     from ..glue.grades import KeepHandGrades
-    source = course / "submitted" / student / assignment
+    source = course_path(course, "submitted", student, assignment)
     config = PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
     config.CourseDirectory.root = str(course)
     config.CourseDirectory.db_url = db_url
@@ -71,7 +73,7 @@ def record(course: Path, db_url: str, assignment: str, student: str, notebooks: 
             book.update_or_create_submission(assignment, student, timestamp=timestamp)
         else:
             book.update_or_create_submission(assignment, student)
-    target = course / "autograded" / student / assignment
+    target = course_path(course, "autograded", student, assignment)
     if target.exists():
         for path in target.rglob("*"):
             if path.is_file():
@@ -157,11 +159,11 @@ def _submit(client, course: Path, students: list[str], address: str, assignment:
         print(f"worker {worker} refused: {'; '.join(problems)}", file=sys.stderr, flush=True)
     if not good:
         raise WorkerRefused(f"no worker of {address} may grade ({len(refused)} refused): see above")
-    print(f"cluster {address}: {len(good)} worker(s) grade", flush=True)
+    say(f"cluster {address}: {len(good)} worker(s) grade")
     shared = client.scatter(package, broadcast=True, workers=good)
     run = uuid.uuid4().hex[:8]
     return {client.submit(grade_submission, shared, student,
-                          submission_files(course / "submitted" / student / assignment),
+                          submission_files(course_path(course, "submitted", student, assignment)),
                           key=f"maxpool-grade-{run}-{student}", workers=good, allow_other_workers=False,
                           pure=False): student for student in students}
 
@@ -182,17 +184,16 @@ class _Collector:
     def take(self, student: str, future) -> None:
         try:
             item = future.result()
-            notebooks = item.pop("notebooks", None)
-            if item["success"] and self.recorders is not None:
+            notebooks, item.notebooks = item.notebooks, None  # recorded here, not kept
+            if item.success and self.recorders is not None:
                 self.recording[self.recorders.submit(record_job, str(self.course), self.db_url, self.assignment,
                                                      student, notebooks)] = item
                 self.drain(block=False)
                 return
-            if item["success"]:
-                item["record_seconds"] = record_job(str(self.course), self.db_url, self.assignment, student, notebooks)
+            if item.success:
+                item.record_seconds = record_job(str(self.course), self.db_url, self.assignment, student, notebooks)
         except Exception as problem:  # noqa: BLE001  one submission's trouble, not the batch's
-            item = {"student": student, "success": False,
-                    "log": f"graded on the cluster: {type(problem).__name__}: {problem}"}
+            item = JobResult(student, False, log=f"graded on the cluster: {type(problem).__name__}: {problem}")
         self._finish(item)
         self.drain(block=False)
 
@@ -200,16 +201,16 @@ class _Collector:
         for done in list(self.recording) if block else [future for future in self.recording if future.done()]:
             item = self.recording.pop(done)
             try:
-                item["record_seconds"] = done.result()
+                item.record_seconds = done.result()
             except Exception as problem:  # noqa: BLE001
-                item.update(success=False, log=f"recording the grades failed: {type(problem).__name__}: {problem}")
+                item.failing(f"recording the grades failed: {type(problem).__name__}: {problem}")
             self._finish(item)
 
-    def _finish(self, item: dict) -> None:
+    def _finish(self, item: JobResult) -> None:
         self.result.finished.append(item)
         if self.on_done is not None:
             self.on_done(item)
-        self.progress.advance(item["student"], item["success"], item.get("seconds"))
+        self.progress.advance(item.student, item.success, item.seconds)
 
     def close(self) -> None:
         if self.recorders is not None:

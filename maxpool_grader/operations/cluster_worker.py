@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..names import ASSIGNMENT, PACKAGE_DIR, package_files
-from .parallel import kernel_import_failed
+from .jobs import JobResult
+from .parallel import failure_log, kernel_import_failed
 
 
 class WorkerRefused(RuntimeError):
@@ -120,7 +121,7 @@ def _course_for(package: Bundle) -> tuple[Path, object]:
     return course, api
 
 
-def grade_submission(package: Bundle, student: str, files: dict[str, bytes]) -> dict:
+def grade_submission(package: Bundle, student: str, files: dict[str, bytes]) -> JobResult:
     """Grade one submission on this worker; return its graded notebooks (name -> bytes)."""
     status = worker_status(package.grader)
     if not status["ok"]:
@@ -145,8 +146,6 @@ def grade_submission(package: Bundle, student: str, files: dict[str, bytes]) -> 
             if graded.is_dir() else {}
         for step in ("submitted", "autograded"):
             shutil.rmtree(course / step / student, ignore_errors=True)
-    return {"student": student, "success": bool(result["success"]) and bool(notebooks),
-            "seconds": time.monotonic() - started, "notebooks": notebooks,
-            "import_failed": kernel_import_failed(result),
-            "log": "" if result["success"] else (result.get("log") or "")[-4000:] + str(result.get("error") or ""),
-            "worker": os.uname().nodename + f":{os.getpid()}"}
+    return JobResult(student, bool(result["success"]) and bool(notebooks), seconds=time.monotonic() - started,
+                     notebooks=notebooks, import_failed=kernel_import_failed(result), log=failure_log(result, 4000),
+                     worker=os.uname().nodename + f":{os.getpid()}")

@@ -1,11 +1,15 @@
-"""The course directory as the commands see it: its gradebook URL, and nbgrader run in it."""
+"""The course directory as the commands see it: its folders, its gradebook URL, and
+nbgrader run in it."""
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import sys
 from pathlib import Path
+
+from ..names import ASSIGNMENT
 
 
 def nbgrader_environment() -> dict[str, str]:
@@ -19,12 +23,30 @@ def nbgrader_environment() -> dict[str, str]:
     return env
 
 
+VERBOSITY = 1  # 0: --quiet, 1: the default, 2: --verbose (the command line sets it once)
+
+
+def say(text: str, level: int = 1) -> None:
+    """A progress line on stdout, shown at ``level`` of verbosity and above (results and
+    problems are printed as they are, whatever the verbosity)."""
+    if VERBOSITY >= level:
+        print(text, flush=True)
+
+
+def quiet() -> bool:
+    """--quiet: no progress lines at all."""
+    return VERBOSITY <= 0
+
+
 def run_nbgrader(course: Path, *args: str) -> subprocess.CompletedProcess:
-    """A real nbgrader command in the course (shown on the terminal as it is run)."""
-    print("$ nbgrader " + " ".join(args), flush=True)
+    """A real nbgrader command in the course (shown on the terminal as it is run; with
+    --verbose, nbgrader's own output too)."""
+    say("$ nbgrader " + " ".join(args))
     # nbgrader's own entry point, after this package's import (its fast start: __init__.py)
-    return subprocess.run([sys.executable, "-c", _NBGRADER_MAIN, *args], cwd=course,
-                          env=nbgrader_environment(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    result = subprocess.run([sys.executable, "-c", _NBGRADER_MAIN, *args], cwd=course,
+                            env=nbgrader_environment(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    say(result.stdout.rstrip(), level=2)
+    return result
 
 
 _NBGRADER_MAIN = ("import sys, maxpool_grader; from nbgrader.apps.nbgraderapp import main; "
@@ -39,3 +61,20 @@ def configured_db_url(course: Path) -> str:
     except Exception:  # noqa: BLE001  nbgrader reports a broken config itself
         url = None
     return url or f"sqlite:///{course / 'gradebook.db'}"
+
+
+def course_path(course: Path, step: str, student: str = ".", assignment: str = ASSIGNMENT) -> Path:
+    """nbgrader's folder of ``step`` (source, release, submitted, autograded, feedback) for
+    ``student`` ("." for source and release), as ``CourseDirectory.format_path`` makes it."""
+    return Path(_course_directory(str(course)).format_path(step, student, assignment))
+
+
+def notebook_path(course: Path, step: str, student: str = ".", assignment: str = ASSIGNMENT) -> Path:
+    """The assignment's one notebook in that folder (the feedback step holds its HTML page)."""
+    return course_path(course, step, student, assignment) / f"{assignment}.{'html' if step == 'feedback' else 'ipynb'}"
+
+
+@functools.lru_cache(maxsize=8)
+def _course_directory(root: str):
+    from nbgrader.coursedir import CourseDirectory
+    return CourseDirectory(root=root)

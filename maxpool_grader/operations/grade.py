@@ -16,7 +16,8 @@ from pathlib import Path
 from ..isolation import box, cgroups
 from ..names import ASSIGNMENT
 from . import parallel, report, similarity, state
-from .course import configured_db_url, run_nbgrader
+from .course import configured_db_url, notebook_path, run_nbgrader, say
+from .jobs import JobResult
 from .roster import RosterError, import_roster
 from .table import format_table, score_table
 
@@ -53,10 +54,10 @@ class GradingRun:
         self.state = state.load_state(self.course)
         source = self.course / "source" / self.assignment
         digest = state.folder_digest(source) if source.is_dir() else None
-        released = self.course / "release" / self.assignment / f"{self.assignment}.ipynb"
+        released = notebook_path(self.course, "release", ".", self.assignment)
         if digest is not None and self.state.get("source") == digest and self.state.get("db_url") == self.db_url \
                 and released.exists():
-            print("release is current (source notebook unchanged)")
+            say("release is current (source notebook unchanged)")
             return
         result = run_nbgrader(self.course, "generate_assignment", self.assignment, "--force", self.db_option)
         if result.returncode != 0:
@@ -74,7 +75,7 @@ class GradingRun:
             print(f"\n!!! {box.without_cgroup_warning()} !!!\n", file=sys.stderr)
         if (self.course / ROSTER).is_file():  # names for formgrader, grades.csv and the report
             try:
-                print(f"roster: {import_roster(self.course / ROSTER, self.db_url)} students from {ROSTER}")
+                say(f"roster: {import_roster(self.course / ROSTER, self.db_url)} students from {ROSTER}")
             except RosterError as problem:
                 print(f"roster not imported: {problem}", file=sys.stderr)
 
@@ -84,24 +85,24 @@ class GradingRun:
         todo, current = state.students_to_grade(self.course, self.state, grader, self.force, self.assignment)
         if self.state.get("grader") != grader:
             self.state.update(grader=grader, submissions={})
-        print(f"{len(todo)} submission(s) to grade with {self.workers} worker(s), {len(current)} up to date")
+        say(f"{len(todo)} submission(s) to grade with {self.workers} worker(s), {len(current)} up to date")
 
-        def done(item: dict) -> None:  # saved before it is shown as done
-            if item["success"]:
-                self.state["submissions"][item["student"]] = state.submission_digest(
-                    self.course, item["student"], self.assignment)
+        def done(item: JobResult) -> None:  # saved before it is shown as done
+            if item.success:
+                self.state["submissions"][item.student] = state.submission_digest(
+                    self.course, item.student, self.assignment)
                 state.save_state(self.course, self.state)
 
         started = time.monotonic()
         batch = self._run_batch(todo, done)
         self.timings.update(autograde_seconds=time.monotonic() - started, graded=len(batch.finished))
-        recorded = [item["record_seconds"] for item in batch.finished if "record_seconds" in item]
+        recorded = [item.record_seconds for item in batch.finished if item.record_seconds is not None]
         if recorded:  # --cluster: the coordinator's gradebook writes
             self.timings["record_seconds_mean"] = sum(recorded) / len(recorded)
         cgroups.sweep_all()  # the workers have ended: their submissions' cgroups go too
         for item in batch.failed:
-            print(f"\nGrading {item['student']} broke:\n{item['log']}", file=sys.stderr)
-        blocked = sorted(item["student"] for item in batch.finished if item.get("import_failed"))
+            print(f"\nGrading {item.student} broke:\n{item.log}", file=sys.stderr)
+        blocked = sorted(item.student for item in batch.finished if item.import_failed)
         if blocked:
             print(f"\nWarning: in {len(blocked)} of {len(batch.finished)} submissions a test cell could not import "
                   f"the grader package in the student's kernel and scored 0 ({', '.join(blocked[:10])}"
@@ -127,8 +128,8 @@ class GradingRun:
     def feedback(self, batch: parallel.BatchResult, current: list[str]) -> parallel.BatchResult:
         """Feedback of what was graded now, and of anyone graded earlier who has none."""
         missing = [student for student in current if not (
-            self.course / "feedback" / student / self.assignment / f"{self.assignment}.html").exists()]
-        students = [item["student"] for item in batch.finished if item["success"]] + missing
+            notebook_path(self.course, "feedback", student, self.assignment)).exists()]
+        students = [item.student for item in batch.finished if item.success] + missing
         return parallel.run_batch(self.course, self.db_url, students, self.workers, parallel.feedback_job,
                                   "feedback", None, self.assignment)
 

@@ -48,6 +48,7 @@ from nbgrader.plugins import LateSubmissionPlugin
 from traitlets import Float
 
 from ..names import ASSIGNMENT
+from .course import course_path
 from .lms_export import STATE, export  # noqa: F401  (the other half of "from the LMS and back")
 from .lms_store import Collected, KeepOut, submitted_time, swap_in
 from .lms_zip import Limits, LmsError, Upload, ambiguous, detect_layout, files_of, parse, safe_parts, shown, stage
@@ -136,7 +137,7 @@ def collect(zip_path: Path, course: Path, db_url: str, *, due: dt.datetime | Non
             else:
                 by_student.setdefault(upload.student, []).append(upload)
         for student, theirs in sorted(by_student.items()):
-            info = _collect_student(course / "submitted" / student / assignment, theirs, keep_out,
+            info = _collect_student(course_path(course, "submitted", student, assignment), theirs, keep_out,
                                     due=due, zip_timezone=zip_timezone, replace_newer=replace_newer)
             if info is not None:
                 result.students[student] = info

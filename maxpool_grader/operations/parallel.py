@@ -22,6 +22,8 @@ from pathlib import Path
 
 from ..isolation.zygote import die_with_parent
 from ..names import ASSIGNMENT, KERNEL_IMPORT_FAILED
+from .course import quiet
+from .jobs import JobResult
 
 _API = None
 
@@ -46,14 +48,18 @@ def _start_worker(course: str, db_url: str, parent: int) -> None:
     _API = NbGraderAPI(CourseDirectory(config=config), config=config)
 
 
-def autograde_job(student: str, assignment: str) -> dict:
+def autograde_job(student: str, assignment: str) -> JobResult:
     started = time.monotonic()
     result = _API.autograde(assignment, student, force=True, create=True)
     if not result["success"] and "database is locked" in (result.get("log") or ""):
         result = _API.autograde(assignment, student, force=True, create=True)  # one retry
-    return {"student": student, "success": bool(result["success"]),
-            "seconds": time.monotonic() - started, "import_failed": kernel_import_failed(result),
-            "log": "" if result["success"] else (result.get("log") or "")[-4000:] + str(result.get("error") or "")}
+    return JobResult(student, bool(result["success"]), seconds=time.monotonic() - started,
+                     import_failed=kernel_import_failed(result), log=failure_log(result, 4000))
+
+
+def failure_log(result: dict, characters: int) -> str:
+    """The end of an nbgrader API call's log, and its error, when it failed."""
+    return "" if result["success"] else (result.get("log") or "")[-characters:] + str(result.get("error") or "")
 
 
 def kernel_import_failed(result: dict) -> bool:
@@ -61,10 +67,9 @@ def kernel_import_failed(result: dict) -> bool:
     return KERNEL_IMPORT_FAILED in (result.get("log") or "")
 
 
-def feedback_job(student: str, assignment: str) -> dict:
+def feedback_job(student: str, assignment: str) -> JobResult:
     result = _API.generate_feedback(assignment, student, force=True)
-    return {"student": student, "success": bool(result["success"]),
-            "log": "" if result["success"] else (result.get("log") or "")[-2000:]}
+    return JobResult(student, bool(result["success"]), log=failure_log(result, 2000))
 
 
 class Progress:
@@ -75,7 +80,7 @@ class Progress:
         self.stream = stream or sys.stdout
         self.started = time.monotonic()
         self.live = None
-        if self.stream.isatty() and total:
+        if self.stream.isatty() and total and not quiet():
             from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
             from rich.progress import Progress as Bar
             self.live = Bar(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -89,6 +94,8 @@ class Progress:
         self.failures += not ok
         if self.live is not None:
             self.live.update(self.task, advance=1, failures=self.failures)
+            return
+        if quiet():
             return
         elapsed = time.monotonic() - self.started
         eta = elapsed / self.done * (self.total - self.done)
@@ -104,12 +111,12 @@ class Progress:
 
 @dataclass
 class BatchResult:
-    finished: list[dict] = field(default_factory=list)
+    finished: list[JobResult] = field(default_factory=list)
     interrupted: bool = False
 
     @property
-    def failed(self) -> list[dict]:
-        return [item for item in self.finished if not item["success"]]
+    def failed(self) -> list[JobResult]:
+        return [item for item in self.finished if not item.success]
 
 
 def run_batch(course: Path, db_url: str, students: list[str], workers: int, job, label: str,
@@ -143,7 +150,7 @@ def run_batch(course: Path, db_url: str, students: list[str], workers: int, job,
                         result.finished.append(item)
                         if on_done is not None:  # recorded before it is shown as done
                             on_done(item)
-                        progress.advance(student, item["success"], item.get("seconds"))
+                        progress.advance(student, item.success, item.seconds)
             except KeyboardInterrupt:
                 result.interrupted = True
                 _stop(executor)
@@ -151,7 +158,7 @@ def run_batch(course: Path, db_url: str, students: list[str], workers: int, job,
             finally:
                 executor.shutdown(wait=not result.interrupted, cancel_futures=True)
         for student in remaining:  # the pool broke twice on these
-            item = {"student": student, "success": False, "log": "a grading worker died twice"}
+            item = JobResult(student, False, log="a grading worker died twice")
             result.finished.append(item)
             progress.advance(student, False)
     finally:

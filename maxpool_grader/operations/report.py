@@ -23,6 +23,7 @@ from ..isolation.verdicts import VerdictKind
 from ..names import ASSIGNMENT, NOTES_KEY, REPORT_KEY
 from ..names import grade_id as cell_grade_id
 from . import similarity
+from .course import notebook_path
 from .roster import display_names
 
 ATTENTION_KINDS = {VerdictKind.TIMEOUT: "timed out", VerdictKind.CRASH: "crashed the process",
@@ -54,7 +55,7 @@ def legend(label: str, title: str, points: float) -> str:
 
 def _verdicts(course: Path, student: str, assignment: str) -> tuple[dict, list[str]]:
     """{grade id: verdict metadata} and the grader's notes of one autograded notebook."""
-    path = course / "autograded" / student / assignment / f"{assignment}.ipynb"
+    path = notebook_path(course, "autograded", student, assignment)
     try:
         nb = nbformat.read(path, as_version=4)
     except (OSError, ValueError):

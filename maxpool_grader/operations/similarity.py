@@ -33,6 +33,7 @@ from nbgrader.utils import is_solution
 from numpy.lib.stride_tricks import sliding_window_view
 
 from ..names import grade_id
+from .course import notebook_path
 
 NOISE_TOKENS = 25  # copydetect's noise threshold k: matches shorter than this are ignored
 GUARANTEE_TOKENS = 30  # matches at least this long are always found (window = guarantee - noise + 1)
@@ -127,11 +128,11 @@ def similar_pairs(codes: dict[str, str], boilerplate_code: list[str], threshold:
 
 def class_codes(course: Path, students: list[str], assignment: str) -> tuple[dict[str, str], list[str]]:
     """Each student's own code (from submitted/) and the release's code (the boilerplate)."""
-    release_path = course / "release" / assignment / f"{assignment}.ipynb"
+    release_path = notebook_path(course, "release", ".", assignment)
     release = release_code(nbformat.read(release_path, as_version=4)) if release_path.exists() else []
     codes = {}
     for student in students:
-        path = course / "submitted" / student / assignment / f"{assignment}.ipynb"
+        path = notebook_path(course, "submitted", student, assignment)
         try:
             codes[student] = student_code(nbformat.read(path, as_version=4), set(release))
         except Exception:  # noqa: BLE001  unreadable or missing: nothing to compare (the grade says why)

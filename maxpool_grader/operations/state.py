@@ -17,6 +17,7 @@ import os
 from pathlib import Path
 
 from ..names import ASSIGNMENT, PACKAGE_DIR, package_files
+from .course import course_path
 
 STATE = Path(".maxpool-grader") / "state.json"
 
@@ -55,7 +56,7 @@ def folder_digest(folder: Path) -> str:
 
 
 def submission_digest(course: Path, student: str, assignment: str = ASSIGNMENT) -> str:
-    return folder_digest(course / "submitted" / student / assignment)
+    return folder_digest(course_path(course, "submitted", student, assignment))
 
 
 def load_state(course: Path) -> dict:
@@ -90,6 +91,6 @@ def students_to_grade(course: Path, state: dict, grader: str, force: bool,
     todo, current = [], []
     for student in students:
         done = (not force and graded.get(student) == submission_digest(course, student, assignment)
-                and (course / "autograded" / student / assignment).is_dir())
+                and (course_path(course, "autograded", student, assignment)).is_dir())
         (current if done else todo).append(student)
     return todo, current
