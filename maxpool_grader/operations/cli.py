@@ -87,17 +87,22 @@ def _parser() -> argparse.ArgumentParser:
     checkup.add_argument("--json", action="store_true", help="print the findings as JSON")
     checking = _check_parser(commands)
     for command in (grading, roster, collect, export, checkup, checking):
-        loudness = command.add_mutually_exclusive_group()
-        loudness.add_argument("-q", "--quiet", action="store_true",
-                              help="print results and problems only: no progress lines, no nbgrader commands")
-        loudness.add_argument("-v", "--verbose", action="store_true",
-                              help="print nbgrader's own output of every nbgrader command run, too")
-        command.add_argument("--course-dir", type=Path, default=Path.cwd(),
-                             help="the nbgrader course directory (default: the current directory)")
-        command.add_argument("--db", metavar="URL", default=None,
-                             help="gradebook URL, e.g. postgresql://user@host/db (default: nbgrader_config.py's "
-                                  "CourseDirectory.db_url, else gradebook.db)")
+        _course_options(command)
     return parser
+
+
+def _course_options(command: argparse.ArgumentParser) -> None:
+    """What every command that works on a course takes: how much it says, and where the course is."""
+    loudness = command.add_mutually_exclusive_group()
+    loudness.add_argument("-q", "--quiet", action="store_true",
+                          help="print results and problems only: no progress lines, no nbgrader commands")
+    loudness.add_argument("-v", "--verbose", action="store_true",
+                          help="print nbgrader's own output of every nbgrader command run, too")
+    command.add_argument("--course-dir", type=Path, default=Path.cwd(),
+                         help="the nbgrader course directory (default: the current directory)")
+    command.add_argument("--db", metavar="URL", default=None,
+                         help="gradebook URL, e.g. postgresql://user@host/db (default: nbgrader_config.py's "
+                              "CourseDirectory.db_url, else gradebook.db)")
 
 
 class _Commands:
