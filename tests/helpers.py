@@ -4,6 +4,7 @@ conftest.py.)"""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import pwd
@@ -164,3 +165,23 @@ def as_instructor(argv: list[str], env: dict) -> list[str]:
     return ["unshare", "--mount", "--propagation", "private", "sh", "-c",
             reachable_python_script() + f' && exec {admin_tool("runuser")} -u "$0" -- env -i "$@"',
             user.pw_name, *assignments, *argv]
+
+
+@functools.lru_cache(maxsize=1)
+def hidden_messages() -> dict[tuple[str, str], str | None]:
+    """What every hidden check says to every catalogue bug and correct control (None: it
+    passed), computed once per test run for the catalogue's tests (mutation, fair points)."""
+    import contextlib
+    import io
+
+    from maxpool_grader.exercise.catalogue import BUGS, CONTROLS
+    from maxpool_grader.exercise.checks import HIDDEN_CHECKS
+    from maxpool_grader.exercise.grading import evaluate
+    found = {}
+    variants = {**{name: bug.function for name, bug in BUGS.items()},
+                **{name: control.function for name, control in CONTROLS.items()}}
+    for name, function in variants.items():
+        for grade_id in HIDDEN_CHECKS:
+            with contextlib.redirect_stdout(io.StringIO()):  # the noisy control's re-shown output
+                found[name, grade_id] = evaluate(grade_id, function)
+    return found

@@ -10,6 +10,7 @@ the same text in Part A's solution region, which nbgrader strips from the releas
 
 from __future__ import annotations
 
+import functools
 import io
 
 import numpy as np
@@ -93,6 +94,7 @@ def _grid(ax, values, colours, title, highlight=None, fmt="{}"):
     ax.set_title(title, fontsize=12)
 
 
+@functools.lru_cache(maxsize=2)  # drawn once per process: matplotlib takes most of a second
 def figure_png(backward: bool = False) -> bytes:
     """Figure 1 as PNG bytes: the forward pass (the notebook's), or with ``backward`` Figure 2:
     the same example's forward and backward passes (the feedback's)."""
