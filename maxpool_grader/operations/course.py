@@ -41,12 +41,22 @@ def quiet() -> bool:
 def run_nbgrader(course: Path, *args: str) -> subprocess.CompletedProcess:
     """A real nbgrader command in the course (shown on the terminal as it is run; with
     --verbose, nbgrader's own output too)."""
+    return start_nbgrader(course, *args)()
+
+
+def start_nbgrader(course: Path, *args: str):
+    """``run_nbgrader`` started now; the function it returns waits for it and returns what
+    run_nbgrader would (so the command can do other work while nbgrader runs)."""
     say("$ nbgrader " + " ".join(args))
     # nbgrader's own entry point, after this package's import (its fast start: __init__.py)
-    result = subprocess.run([sys.executable, "-c", _NBGRADER_MAIN, *args], cwd=course,
-                            env=nbgrader_environment(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    say(result.stdout.rstrip(), level=2)
-    return result
+    process = subprocess.Popen([sys.executable, "-c", _NBGRADER_MAIN, *args], cwd=course, env=nbgrader_environment(),
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+    def finished() -> subprocess.CompletedProcess:
+        output, _ = process.communicate()
+        say(output.rstrip(), level=2)
+        return subprocess.CompletedProcess(process.args, process.returncode, output)
+    return finished
 
 
 _NBGRADER_MAIN = ("import sys, maxpool_grader; from nbgrader.apps.nbgraderapp import main; "

@@ -16,7 +16,7 @@ from pathlib import Path
 from ..isolation import box, cgroups
 from ..names import ASSIGNMENT
 from . import parallel, report, similarity, state
-from .course import configured_db_url, notebook_path, run_nbgrader, say
+from .course import configured_db_url, notebook_path, run_nbgrader, say, start_nbgrader
 from .jobs import JobResult
 from .roster import RosterError, import_roster
 from .table import format_table, score_table
@@ -133,11 +133,16 @@ class GradingRun:
         return parallel.run_batch(self.course, self.db_url, students, self.workers, parallel.feedback_job,
                                   "feedback", None, self.assignment)
 
-    def export(self) -> bool:
-        result = run_nbgrader(self.course, "export", "--to", str(self.course / "grades.csv"), self.db_option)
-        if result.returncode != 0:
-            print(result.stdout[-4000:], file=sys.stderr)
-        return result.returncode == 0
+    def export(self):
+        """Start nbgrader's export; the function it returns waits for it: True when it worked."""
+        running = start_nbgrader(self.course, "export", "--to", str(self.course / "grades.csv"), self.db_option)
+
+        def exported() -> bool:
+            result = running()
+            if result.returncode != 0:
+                print(result.stdout[-4000:], file=sys.stderr)
+            return result.returncode == 0
+        return exported
 
     def summary(self, report_path: Path) -> None:
         cells, scores = score_table(self.db_url, self.assignment)
@@ -174,14 +179,15 @@ def grade(course: Path, *, workers: int | None = None, force: bool = False, db_u
         feedback = run.feedback(batch, current)
         if feedback.interrupted:
             raise KeyboardInterrupt
-        exported = run.export()
+        exporting = run.export()  # grades.csv and the report are written side by side: both only read
+        paths = report.write_report(course, run.db_url, assignment, similarity_threshold)
+        exported = exporting()
     except Broke as broke:
         print(str(broke), file=sys.stderr)
         return broke.status
     except KeyboardInterrupt:
         print("\nInterrupted. Run the command again to finish: what was graded is kept.", file=sys.stderr)
         return 130
-    paths = report.write_report(course, run.db_url, assignment, similarity_threshold)
     run.timings["total_seconds"] = time.monotonic() - started
     state.save_timings(course, run.timings)
     run.summary(paths["html"])
