@@ -119,7 +119,7 @@ def wrap_prose(text: str) -> str:
 
 
 def report(check: GradedCheck, body: str) -> str:
-    points = f"{check.points} point{'s' if check.points != 1 else ''}"
+    points = points_label(check.points)
     kind = "Hidden test" if check.hidden else "Test"
     return wrap_prose(f"{kind} failed: {check.title} (0 of {points}).\n"
                     f"What it checks: {check.what}\n\n{body}")
@@ -141,7 +141,12 @@ def explain(check: GradedCheck, function, failed: Attempt, named: list[str] | No
 
 
 def passed_message(check: GradedCheck) -> str:
-    return f"Passed: {check.title} ({check.points} point{'s' if check.points != 1 else ''})."
+    return f"Passed: {check.title} ({points_label(check.points)})."
+
+
+def points_label(points: int) -> str:
+    """"1 point", "2 points"."""
+    return f"{points} point" + ("s" if points != 1 else "")
 
 
 # ------------------------------------------------------------------ the feedback page

@@ -53,18 +53,10 @@ class ModelAnswer(Preprocessor):
             "(attachment:figure1-backward.png)\n\n" + EXPLANATION,
             metadata={"tags": [MODEL_ANSWER_TAG]})
         cell.id = MODEL_ANSWER_TAG
-        cell.attachments = {"figure1-backward.png": {"image/png": base64.b64encode(_backward_png()).decode()}}
+        cell.attachments = {"figure1-backward.png": {"image/png": base64.b64encode(figure_png(backward=True)).decode()}}
         nb.cells.insert(at + 1, cell)
         return nb, resources
 
-
-_FIGURE: list[bytes] = []
-
-
-def _backward_png() -> bytes:
-    if not _FIGURE:  # drawn once per process
-        _FIGURE.append(figure_png(backward=True))
-    return _FIGURE[0]
 
 
 # ------------------------------------------------------------------ math without a network

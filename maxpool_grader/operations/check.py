@@ -41,11 +41,11 @@ from .check_cells import (
     graded_cell_findings,
     hidden_cell_findings,
     layout,
-    source_notebook,
     visible_cell_findings,
 )
+from .course import notebook_path
 
-__all__ = ["Finding", "check", "findings", "fix", "layout", "refresh_class", "source_notebook"]
+__all__ = ["Finding", "check", "findings", "fix", "layout", "refresh_class"]
 
 
 def findings(notebook: nbformat.NotebookNode, text: str | None = None) -> list[Finding]:
@@ -70,7 +70,7 @@ def fix(notebook: nbformat.NotebookNode) -> list[Finding]:
 
 def check(course: Path, *, apply_fixes: bool = False, db_url: str | None = None, refresh: bool = True) -> int:
     """``maxpool-grader check [--fix]``: 0 when the notebook agrees with the grader, else 1."""
-    path = source_notebook(course)
+    path = notebook_path(course, "source")
     text = path.read_text(encoding="utf-8")
     notebook = nbformat.reads(text, as_version=nbformat.NO_CONVERT)
     found = findings(notebook, text)

@@ -50,15 +50,7 @@ def solution_findings(notebook) -> list[Finding]:
             and "### END SOLUTION" in solution.source):
         found.append(Finding(name, "is not an 'Autograded answer' cell with a ### BEGIN/END SOLUTION region",
                              "make it one in the Create Assignment toolbar and mark the answer's lines"))
-    ran = tuple((index, notebook.cells[index].source) for index in
-                [*indices.values(), *filter(None, (cell_index(notebook, check_id) for check_id in VISIBLE_CHECKS))])
-    if ran not in _RUNS:  # the same cells at the same places: the same findings (check --fix asks twice)
-        _RUNS.clear()
-        _RUNS[ran] = _run_solution(notebook, indices, name)
-    return found + _RUNS[ran]
-
-
-_RUNS: dict[tuple, list[Finding]] = {}
+    return found + _run_solution(notebook, indices, name)
 
 
 def _run_solution(notebook, indices: dict[str, int], name: str) -> list[Finding]:

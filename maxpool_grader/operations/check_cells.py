@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 import io
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Callable
 
 import nbformat
@@ -16,8 +15,9 @@ import numpy as np
 from nbformat.v4 import new_code_cell
 
 from ..exercise.checks import GRADED_CHECKS, HIDDEN_CHECKS, VISIBLE_CHECKS
+from ..exercise.explain import points_label
 from ..exercise.part_a import MODEL_ANSWER, RUBRIC
-from ..names import ASSIGNMENT, PART_A_CELL, grade_id
+from ..names import PART_A_CELL, grade_id
 
 FIGURE = "figure1.png"  # Part A's attachment: Figure 1, the forward pass only
 PART_A_QUESTION = "part_a_question"
@@ -48,10 +48,6 @@ class Finding:
         return f"{self.cell}: {self.problem}\n    fix: {self.fix}{how}"
 
 
-def points_label(points: int) -> str:
-    return f"{points} point" + ("s" if points != 1 else "")
-
-
 def hidden_test_source(check) -> str:
     return (f"# Hidden test: {check.title} ({points_label(check.points)})\n"
             "### BEGIN HIDDEN TESTS\n"
@@ -66,10 +62,6 @@ def nbgrader_metadata(cell_id: str, *, grade=False, solution=False, locked=False
     if points is not None:
         meta["points"] = points
     return meta
-
-
-def source_notebook(course: Path) -> Path:
-    return course / "source" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
 
 
 def layout(notebook: nbformat.NotebookNode) -> str:

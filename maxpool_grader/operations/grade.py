@@ -16,7 +16,7 @@ from pathlib import Path
 from ..isolation import box, cgroups
 from ..names import ASSIGNMENT
 from . import parallel, report, similarity, state
-from .course import configured_db_url, notebook_path, run_nbgrader, say, start_nbgrader
+from .course import configured_db_url, course_path, notebook_path, run_nbgrader, say, start_nbgrader
 from .jobs import JobResult
 from .roster import RosterError, import_roster
 from .table import format_table, score_table
@@ -52,7 +52,7 @@ class GradingRun:
     def release(self) -> None:
         """Regenerate release/ when the source folder or the gradebook changed."""
         self.state = state.load_state(self.course)
-        source = self.course / "source" / self.assignment
+        source = course_path(self.course, "source", ".", self.assignment)
         digest = state.folder_digest(source) if source.is_dir() else None
         released = notebook_path(self.course, "release", ".", self.assignment)
         if digest is not None and self.state.get("source") == digest and self.state.get("db_url") == self.db_url \
