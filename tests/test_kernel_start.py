@@ -122,29 +122,6 @@ def test_a_kernel_that_never_starts_gets_a_0_with_the_reason(tmp_path):
     assert not any(report["passed"] for report in reports), reports
 
 
-def test_files_named_like_the_kernels_own_modules_do_not_stop_it(tmp_path):
-    """A student's folder is the kernel's working directory: files there named like a module
-    the kernel imports while it starts (``ipykernel_launcher``, ``pathlib``, ``numpy``) must
-    not stop it, as they cannot stop the warm kernels of ``maxpool-grader grade``. Same
-    notebook, same grade, whoever grades."""
-    course = copy_course(tmp_path / "course", with_submissions=False)
-    student = "shadows_the_launcher"
-    nbgrader(course, "generate_assignment", ASSIGNMENT)
-    release = nbformat.read(course / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", as_version=4)
-    folder = course / "submitted" / student / ASSIGNMENT
-    folder.mkdir(parents=True)
-    nbformat.write(notebook_with(release, LOOP_CORRECT), folder / f"{ASSIGNMENT}.ipynb")
-    for module in ("ipykernel_launcher", "pathlib", "numpy"):
-        (folder / f"{module}.py").write_text("import os\nos._exit(7)\n")
-
-    graded = nbgrader(course, "autograde", ASSIGNMENT, check=False)
-    assert graded.returncode == 0, graded.stdout[-5000:]
-    assert "did not start" not in graded.stdout, graded.stdout[-5000:]
-    with Gradebook(sqlite(course)) as gradebook:
-        submission = gradebook.find_submission(ASSIGNMENT, student)
-        assert submission.code_score == submission.max_code_score > 0
-
-
 def test_an_emptied_box_counts_no_process():
     """Box.empty kills every process of the box, orphans included, and returns only once the
     cgroup counts none (an orphan counts until the machine's PID 1 has reaped it)."""

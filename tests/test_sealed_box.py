@@ -40,7 +40,10 @@ from maxpool_grader.isolation import cgroups
 pytestmark = pytest.mark.integration  # real kernels, sandboxes, nbgrader or servers
 
 CLASSMATES = {"aaa_first_correct": LOOP_CORRECT, "mmm_middle_correct": VECTORIZED_CORRECT,
-              "zzz_last_correct": LOOP_CORRECT}
+              "ppp_shadows_kernel_modules": LOOP_CORRECT, "zzz_last_correct": LOOP_CORRECT}
+# A correct classmate whose folder (the kernel's working directory) holds files named like
+# modules a kernel imports while it starts: they must stop no kernel, cold or warm.
+SHADOWS = {"ppp_shadows_kernel_modules": ("ipykernel_launcher", "pathlib", "numpy")}
 # Smaller caps than the course's: the kernel runs each attack only after the verdict's run
 # has ended, so each run must reach a cap alone, within its few seconds, on a busy 2-core
 # machine (at the default 256 processes and 2 GiB, they reached 97 and 640 MiB here).
@@ -118,6 +121,8 @@ class Batch:
             folder = self.course / "submitted" / student / ASSIGNMENT
             folder.mkdir(parents=True)
             nbformat.write(notebook_with(release, code), folder / f"{ASSIGNMENT}.ipynb")
+            for module in SHADOWS.get(student, ()):
+                (folder / f"{module}.py").write_text("import os\nos._exit(7)\n")
         classmate = self.course / "submitted" / "aaa_first_correct" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
         self.attacks = hostile.build_attacks(
             self.secrets, str(self.course), str(self.neighbour), [str(self.key), str(self.neighbour / "secret.txt")],
