@@ -1,0 +1,315 @@
+"""The web way into ``maxpool-grader serve`` (tornado, which comes with Jupyter).
+
+A student opens their personal link (``maxpool-grader tokens`` writes one per student of the
+roster): it sets a signed, HttpOnly session cookie and leads to the upload form. The token
+alone decides who the student is, never a name inside the upload. Uploads are checked
+(size, a notebook, this assignment), then the policy (deadline, attempts), and refused at
+once with the reason, or queued; the attempt's page shows the queue position, then the
+feedback. The form carries tornado's CSRF token; every page forbids scripts (the service's
+own pages need none), and the feedback page, made from a student's notebook, is served
+sandboxed as well as inert (glue/inert.py). The instructor's view (``/instructor``, from the
+link ``serve`` writes) shows the queue, attempts per student, each test's pass rate so far
+and the most common mistakes, refreshed every few seconds.
+"""
+
+from __future__ import annotations
+
+import html
+import time
+from collections import Counter
+from urllib.parse import urlparse
+
+import tornado.web
+
+from .serve import INSTRUCTOR, Refused, Service, _when, who_has
+
+STUDENT_COOKIE, INSTRUCTOR_COOKIE = "maxpool_student", "maxpool_instructor"
+PAGE_POLICY = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; form-action 'self'; "
+               "frame-ancestors 'none'; base-uri 'none'")
+FEEDBACK_POLICY = ("default-src 'none'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; "
+                   "frame-ancestors 'none'; base-uri 'none'; form-action 'none'; sandbox")
+STYLE = ("body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;line-height:1.45}"
+         "table{border-collapse:collapse}td,th{border:1px solid #bbb;padding:.3rem .6rem;text-align:left}"
+         ".refused{background:#fde8e8;border:1px solid #c33;padding:.6rem}.ok{color:#176117}.lost{color:#a11}"
+         "small{color:#555}")
+LEVEL_TEXT = {"scores": "each test's points", "mistakes": "each test's points and the mistakes found",
+              "everything": "the whole feedback: each test, the mistake found and the smallest input it fails on"}
+
+
+class _Handler(tornado.web.RequestHandler):
+    service: Service
+
+    def initialize(self, service: Service, prefix: str):
+        self.service, self.prefix = service, prefix
+
+    def set_default_headers(self):
+        self.set_header("Content-Security-Policy", PAGE_POLICY)
+        self.set_header("X-Content-Type-Options", "nosniff")
+        self.set_header("Referrer-Policy", "no-referrer")  # the personal links carry a token
+        self.set_header("Cache-Control", "no-store")
+        self.set_header("X-Frame-Options", "DENY")
+
+    def get_current_user(self) -> str | None:
+        value = self.get_signed_cookie(STUDENT_COOKIE, max_age_days=120)
+        return value.decode() if value else None
+
+    def is_instructor(self) -> bool:
+        return self.get_signed_cookie(INSTRUCTOR_COOKIE, max_age_days=30) == b"yes"
+
+    def url(self, path: str) -> str:
+        return self.prefix + path.lstrip("/")
+
+    def page(self, title: str, body: str, *, status: int = 200, refresh: int | None = None) -> None:
+        self.set_status(status)
+        meta = f'<meta http-equiv="refresh" content="{refresh}">' if refresh else ""
+        self.finish(f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+                    f"{meta}<style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>{body}</body></html>")
+
+    def write_error(self, status_code: int, **kwargs) -> None:
+        self.page("Something went wrong", f"<p>The service could not answer this request (HTTP {status_code}). "
+                                          "Go back and try again; if it keeps happening, tell your instructor.</p>",
+                  status=status_code)
+
+    def login(self, cookie: str, value: str) -> None:
+        self.set_signed_cookie(cookie, value, httponly=True, samesite="Lax", secure=self.application.settings["secure"],
+                               path=self.prefix, expires_days=None)
+
+    def _home(self, student: str, refusal: str = "") -> str:
+        service, settings = self.service, self.service.settings
+        deadline = service.deadline()
+        now = time.time()
+        attempts = service.queue.of_student(student)
+        hour = len(service.queue.counted_since(student, now - 3600))
+        day = len(service.queue.counted_since(student, now - 86400))
+        parts = [f"<p>Signed in as <strong>{html.escape(student)}</strong>.</p>"]
+        if refusal:
+            parts.append(f'<p class="refused" role="alert"><strong>Not accepted.</strong> {html.escape(refusal)}</p>')
+        parts.append("<ul>")
+        parts.append(f"<li>Deadline: {html.escape(_when(deadline.timestamp())) if deadline else 'none'}"
+                     f"{' (passed)' if deadline and now > deadline.timestamp() else ''}.</li>")
+        parts.append(f"<li>Attempts: {hour} of {settings.attempts_per_hour} used in the last hour, {day} of "
+                     f"{settings.attempts_per_day} in the last 24 hours.</li>")
+        parts.append(f"<li>Before the deadline your feedback shows {LEVEL_TEXT[settings.before_deadline]}; after it, "
+                     "everything. Part A is graded by a person after the deadline.</li></ul>")
+        if service.open_now():
+            parts.append(f'<form method="post" action="{self.url("/upload")}" enctype="multipart/form-data">'
+                         f"{self.xsrf_form_html()}<label>Your notebook ({html.escape(service.assignment)}.ipynb): "
+                         '<input type="file" name="notebook" accept=".ipynb" required></label> '
+                         '<button type="submit">Submit for grading</button></form>')
+        if attempts:
+            rows = "".join(f"<tr><td><a href=\"{self.url(f'/attempt/{a.id}')}\">{a.id}</a></td>"
+                           f"<td>{html.escape(_when(a.received))}</td><td>{html.escape(_status_text(a))}</td></tr>"
+                           for a in attempts)
+            parts.append(f"<h2>Your attempts</h2><table><tr><th>Attempt</th><th>Received</th><th>Result</th></tr>"
+                         f"{rows}</table>")
+        return "".join(parts)
+
+
+class StudentLogin(_Handler):
+
+
+
+    def get(self, token: str):
+        student = who_has(self.service.secret, token)
+        if student is None or student == INSTRUCTOR:
+            return self.page("This link is not valid", "<p>Open the personal link your instructor sent you. "
+                                                       "If it does not work either, ask them for a new one.</p>",
+                             status=403)
+        self.clear_cookie(INSTRUCTOR_COOKIE, path=self.prefix)
+        self.login(STUDENT_COOKIE, student)
+        self.redirect(self.url("/"), status=303)
+
+
+class InstructorLogin(_Handler):
+    def get(self, token: str):
+        if who_has(self.service.secret, token) != INSTRUCTOR:
+            return self.page("This link is not valid", "<p>The instructor's link is in "
+                                                       ".maxpool-grader/serve/instructor-link.</p>", status=403)
+        self.login(INSTRUCTOR_COOKIE, "yes")
+        self.redirect(self.url("/instructor"), status=303)
+
+
+class Home(_Handler):
+    def get(self):
+        student = self.current_user
+        if student is None:
+            return self.page("Please open your personal link", "<p>This page is reached through the personal link "
+                                                               "your instructor sent you.</p>", status=403)
+        self.page(f"{self.service.assignment}: submit for feedback", self._home(student))
+
+class Upload(_Handler):
+    def post(self):
+        student = self.current_user
+        if student is None:
+            return self.page("Please open your personal link", "<p>Your session has ended: open your personal "
+                                                               "link again, then upload.</p>", status=403)
+        files = self.request.files.get("notebook") or []
+        try:
+            if not files:
+                raise Refused("Choose your notebook file first.", 400)
+            attempt_id = self.service.submit(student, files[0]["body"])
+        except Refused as refusal:
+            return self.page(f"{self.service.assignment}: submit for feedback",
+                             self._home(student, str(refusal)), status=refusal.status)
+        self.redirect(self.url(f"/attempt/{attempt_id}"), status=303)
+
+
+class AttemptPage(_Handler):
+    def get(self, number: str):
+        attempt = self._own(int(number))
+        if attempt is None:
+            return
+        title = f"Attempt {attempt.id}"
+        back = f'<p><a href="{self.url("/")}">Back to your attempts</a></p>'
+        if attempt.status == "queued":
+            ahead = self.service.queue.position(attempt.id)
+            return self.page(title, f"<p role='status'>Waiting to be graded: {ahead} submission"
+                                    f"{'s' if ahead != 1 else ''} ahead of yours. This page refreshes by itself."
+                                    f"</p>{back}", refresh=1)
+        if attempt.status == "grading":
+            return self.page(title, f"<p role='status'>Being graded now. This page refreshes by itself.</p>{back}",
+                             refresh=1)
+        if attempt.status != "graded":
+            return self.page(title, f"<p>{html.escape(_status_text(attempt))}</p>{back}")
+        level = self.service.feedback_level()
+        if level == "everything" and self.service.queue.feedback_path(attempt.id).exists():
+            return self.redirect(self.url(f"/attempt/{attempt.id}/feedback"), status=303)
+        self.page(title, _brief(attempt.result, level) + back)
+
+    def _own(self, attempt_id: int):
+        """The attempt, when it is the signed-in student's (else a 404 page, for the attempts
+        of others too: whether one exists is not told)."""
+        student = self.current_user
+        attempt = self.service.queue.get(attempt_id)
+        if student is None or attempt is None or attempt.student != student:
+            self.page("Not found", "<p>There is no such attempt of yours.</p>", status=404)
+            return None
+        return attempt
+
+
+class FeedbackPage(AttemptPage):
+    def get(self, number: str):
+        attempt = self._own(int(number))
+        if attempt is None:
+            return
+        path = self.service.queue.feedback_path(attempt.id)
+        if attempt.status != "graded" or not path.exists() or self.service.feedback_level() != "everything":
+            return self.redirect(self.url(f"/attempt/{attempt.id}"), status=303)
+        self.set_header("Content-Security-Policy", FEEDBACK_POLICY)
+        self.set_header("Content-Type", "text/html; charset=utf-8")
+        self.finish(path.read_bytes())
+
+
+class InstructorView(_Handler):
+    def get(self):
+        if not self.is_instructor():
+            return self.page("Instructors only", "<p>Open the instructor's link (in "
+                                                 ".maxpool-grader/serve/instructor-link).</p>", status=403)
+        self.page(f"{self.service.assignment}: live", instructor_view(self.service), refresh=5)
+
+
+def _status_text(attempt) -> str:
+    if attempt.status == "graded":
+        return f"graded: {attempt.result.get('score', 0):g} of {attempt.result.get('max_score', 0):g}"
+    if attempt.status in ("refused", "failed", "superseded"):
+        return f"{attempt.status}: {attempt.message}"
+    return attempt.status
+
+
+def _brief(result: dict, level: str) -> str:
+    """The feedback before the deadline at 'scores' or 'mistakes': our own titles and numbers,
+    nothing from the student's notebook."""
+    rows = []
+    for test in result.get("tests", []):
+        if test["manual"]:
+            shown = f"graded by a person after the deadline (of {test['points']:g})"
+        else:
+            ok = test["score"] >= test["points"]
+            shown = f"<span class='{'ok' if ok else 'lost'}'>{test['score']:g} of {test['points']:g}</span>"
+        mistakes = ""
+        if level == "mistakes" and test["mistakes"] and test["score"] < test["points"]:
+            mistakes = "<br><small>Likely mistake: " + "; ".join(html.escape(m) for m in test["mistakes"]) + "</small>"
+        rows.append(f"<tr><td>{html.escape(test['title'])}{mistakes}</td><td>{shown}</td></tr>")
+    automatic = [test for test in result.get("tests", []) if not test["manual"]]
+    scored = sum(test["score"] for test in automatic)
+    possible = sum(test["points"] for test in automatic)
+    return (f"<p>Autograded so far: <strong>{scored:g} of {possible:g}</strong> (Part A is graded by a person "
+            f"after the deadline). Before the deadline this page shows {LEVEL_TEXT[level]}.</p>"
+            f"<table><tr><th>Test</th><th>Points</th></tr>{''.join(rows)}</table>")
+
+
+def instructor_view(service: Service) -> str:
+    """The queue, attempts per student, pass rate of each test so far, the common mistakes."""
+    attempts = service.queue.all()
+    now = time.time()
+    by_status = Counter(attempt.status for attempt in attempts)
+    waiting = sorted((a for a in attempts if a.status in ("queued", "grading")), key=lambda a: a.id)
+    latest = {}
+    for attempt in sorted((a for a in attempts if a.status == "graded"), key=lambda a: a.id):
+        latest[attempt.student] = attempt
+    parts = [f"<p>{len(attempts)} attempts: " + ", ".join(f"{count} {html.escape(status)}"
+                                                          for status, count in sorted(by_status.items())) + ".</p>"]
+    parts.append("<h2>Queue</h2>")
+    if waiting:
+        parts.append("<table><tr><th>Attempt</th><th>Student</th><th>Status</th><th>Waiting</th></tr>" + "".join(
+            f"<tr><td>{a.id}</td><td>{html.escape(a.student)}</td><td>{a.status}</td>"
+            f"<td>{now - a.received:.0f} s</td></tr>" for a in waiting) + "</table>")
+    else:
+        parts.append("<p>Empty.</p>")
+    tests: dict[str, list] = {}
+    mistakes: Counter = Counter()
+    for attempt in latest.values():
+        for test in attempt.result.get("tests", []):
+            if not test["manual"]:
+                tests.setdefault(test["title"], []).append(test["score"] >= test["points"])
+                mistakes.update(set(test["mistakes"]) if test["score"] < test["points"] else set())
+    parts.append(f"<h2>Each test so far</h2><p><small>Over each student's latest graded attempt "
+                 f"({len(latest)} students).</small></p>")
+    if tests:
+        parts.append("<table><tr><th>Test</th><th>Passed</th></tr>" + "".join(
+            f"<tr><td>{html.escape(title)}</td><td>{sum(found)} of {len(found)} "
+            f"({100 * sum(found) / len(found):.0f}%)</td></tr>" for title, found in tests.items()) + "</table>")
+    parts.append("<h2>Most common mistakes</h2>")
+    common = "".join(f"<li>{html.escape(title)}: {count} student{'s' if count != 1 else ''}</li>"
+                     for title, count in mistakes.most_common(10))
+    parts.append(f"<ol>{common}</ol>" if mistakes else "<p>None.</p>")
+    students: dict[str, list] = {}
+    for attempt in attempts:
+        students.setdefault(attempt.student, []).append(attempt)
+    parts.append("<h2>Attempts per student</h2><table><tr><th>Student</th><th>Last hour</th><th>All</th>"
+                 "<th>Latest</th></tr>" + "".join(
+                     f"<tr><td>{html.escape(student)}</td>"
+                     f"<td>{len(service.queue.counted_since(student, now - 3600))}</td><td>{len(found)}</td>"
+                     f"<td>{html.escape(_status_text(max(found, key=lambda a: a.id)))}</td></tr>"
+                     for student, found in sorted(students.items())) + "</table>")
+    problems = [a for a in attempts if a.status in ("refused", "failed")][:30]
+    parts.append("<h2>Refused and failed</h2>")
+    parts.append("<table><tr><th>Attempt</th><th>Student</th><th>Way</th><th>Why</th></tr>" + "".join(
+        f"<tr><td>{a.id}</td><td>{html.escape(a.student)}</td><td>{a.way}"
+        f"{' ' + html.escape(repr(a.source)) if a.source else ''}</td><td>{html.escape(a.message)}</td></tr>"
+        for a in problems) + "</table>" if problems else "<p>None.</p>")
+    if service.events:
+        parts.append("<h2>For you to look at</h2><ul>" + "".join(f"<li>{html.escape(event)}</li>"
+                                                                  for event in service.events[-30:]) + "</ul>")
+    parts.append(f"<p><small>Refreshed every 5 s; {len(service.in_flight)} being graded now.</small></p>")
+    return "".join(parts)
+
+
+def make_app(service: Service, *, base_url: str, secure_cookies: bool) -> tornado.web.Application:
+    prefix = urlparse(base_url).path or "/"
+    prefix = prefix if prefix.endswith("/") else prefix + "/"
+    arguments = {"service": service, "prefix": prefix}
+    routes = [(r"login/([A-Za-z0-9_.=-]+)", StudentLogin), (r"instructor/login/([A-Za-z0-9_.=-]+)", InstructorLogin),
+              (r"", Home), (r"upload", Upload), (r"attempt/([0-9]{1,12})", AttemptPage),
+              (r"attempt/([0-9]{1,12})/feedback", FeedbackPage), (r"instructor", InstructorView)]
+    return tornado.web.Application(
+        [(prefix + pattern, handler, arguments) for pattern, handler in routes],
+        cookie_secret=service.secret.hex(), xsrf_cookies=True, secure=secure_cookies,
+        xsrf_cookie_kwargs={"httponly": True, "samesite": "Strict", "secure": secure_cookies, "path": prefix},
+        default_handler_class=_NotFound, default_handler_args=arguments)
+
+
+class _NotFound(_Handler):
+    def prepare(self):
+        self.page("Not found", "<p>There is no such page.</p>", status=404)
+
