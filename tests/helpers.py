@@ -75,11 +75,14 @@ def grade_command(course: Path, *args: str, env: dict | None = None, **kwargs) -
 
 def all_grades(db_url: str) -> dict[tuple[str, str], float | None]:
     """(student, grade id) -> score (None: needs a manual grade), every cell of every submission."""
-    from nbgrader.api import Gradebook
+    from nbgrader.api import Gradebook, MissingEntry
     with Gradebook(db_url) as gradebook:
         grades = {}
         for student in gradebook.students:
-            submission = gradebook.find_submission(ASSIGNMENT, student.id)
+            try:
+                submission = gradebook.find_submission(ASSIGNMENT, student.id)
+            except MissingEntry:  # a student of the roster who submitted nothing
+                continue
             for notebook in submission.notebooks:
                 for grade in notebook.grades:
                     grades[student.id, grade.name] = None if grade.needs_manual_grade else grade.score
@@ -133,11 +136,16 @@ INSTRUCTOR = "maxpool-instructor"  # the normal user the non-root runs are grade
 
 def instructor() -> pwd.struct_passwd:
     """The non-root instructor the tests grade as, made once (the tests run as root in CI)."""
+    return user_account(INSTRUCTOR)
+
+
+def user_account(name: str) -> pwd.struct_passwd:
+    """A normal user of this machine (a student, the instructor), made once."""
     try:
-        return pwd.getpwnam(INSTRUCTOR)
+        return pwd.getpwnam(name)
     except KeyError:
-        subprocess.run([admin_tool("useradd"), "--create-home", "--shell", "/bin/sh", INSTRUCTOR], check=True)
-        return pwd.getpwnam(INSTRUCTOR)
+        subprocess.run([admin_tool("useradd"), "--create-home", "--shell", "/bin/sh", name], check=True)
+        return pwd.getpwnam(name)
 
 
 def reachable_python_script() -> str:
@@ -160,7 +168,12 @@ def reachable_python_script() -> str:
 
 
 def as_instructor(argv: list[str], env: dict) -> list[str]:
-    user = instructor()
+    return as_user(INSTRUCTOR, argv, env)
+
+
+def as_user(name: str, argv: list[str], env: dict) -> list[str]:
+    """``argv`` run as the normal user ``name`` with only ``env``, this Python reachable."""
+    user = user_account(name)
     assignments = [f"{key}={value}" for key, value in env.items()]
     return ["unshare", "--mount", "--propagation", "private", "sh", "-c",
             reachable_python_script() + f' && exec {admin_tool("runuser")} -u "$0" -- env -i "$@"',

@@ -91,7 +91,11 @@ class _Handler(tornado.web.RequestHandler):
                      f"{settings.attempts_per_day} in the last 24 hours.</li>")
         parts.append(f"<li>Before the deadline your feedback shows {LEVEL_TEXT[settings.before_deadline]}; after it, "
                      "everything. Part A is graded by a person after the deadline.</li></ul>")
-        if service.open_now():
+        self.xsrf_token  # noqa: B018  the CSRF cookie, for a form opened before the deadline too
+        if not service.open_now():
+            parts.append("<p><strong>The deadline has passed: no more submissions are taken.</strong> Your last "
+                         "on-time submission is the one that counts.</p>")
+        else:
             parts.append(f'<form method="post" action="{self.url("/upload")}" enctype="multipart/form-data">'
                          f"{self.xsrf_form_html()}<label>Your notebook ({html.escape(service.assignment)}.ipynb): "
                          '<input type="file" name="notebook" accept=".ipynb" required></label> '
