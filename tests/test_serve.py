@@ -318,6 +318,32 @@ def test_a_killed_service_leaves_nothing_running_and_a_restart_loses_nothing(cou
     service.process = third.process  # the module's service is stopped
 
 
+def test_through_the_exchange_the_policy_decides_what_feedback_shows_before_the_deadline(course, service):
+    with open(course / "nbgrader_config.py", "a") as config:
+        config.write("c.Serve.before_deadline = 'mistakes'\n")
+    if service.process.poll() is None:  # one service at a time watches the exchange
+        service.stop()
+    running = Running(course, free_port())
+    try:
+        overwriting = LOOP_CORRECT.replace("+=", "=")
+        fetch_and_fill(BOB, course, overwriting)
+        submitted = student_nbgrader(BOB, course, "submit", ASSIGNMENT)
+        assert submitted.returncode == 0, submitted.stdout + submitted.stderr
+        deadline = time.monotonic() + 120
+        while not any(row["student"] == BOB and row["status"] == "graded" for row in running.attempts()):
+            assert time.monotonic() < deadline, (running.attempts(), running.output())
+            time.sleep(0.3)
+    finally:
+        assert running.stop() == 130
+    fetched = student_nbgrader(BOB, course, "fetch_feedback", ASSIGNMENT)
+    assert fetched.returncode == 0, fetched.stdout + fetched.stderr
+    pages = list((Path(user_account(BOB).pw_dir) / ASSIGNMENT / "feedback").glob(f"*/{ASSIGNMENT}.html"))
+    assert len(pages) == 1, fetched.stdout + fetched.stderr
+    page = pages[0].read_text()
+    assert "your feedback so far" in page and "Likely mistake:" in page  # the titles and the named mistakes
+    assert "def max_pool_backward" not in page and "Every test passed" not in page  # not nbgrader's whole page
+
+
 def test_at_the_deadline_the_grade_is_grade_force_and_later_uploads_are_refused(course, service):
     with open(course / "nbgrader_config.py", "a") as config:
         config.write("c.Serve.deadline = '2020-01-01 00:00'\n")
@@ -336,4 +362,4 @@ def test_at_the_deadline_the_grade_is_grade_force_and_later_uploads_are_refused(
                               capture_output=True, text=True, timeout=600)
     assert regraded.returncode == 0, regraded.stdout + regraded.stderr
     assert all_grades(sqlite(course)) == served  # cell for cell
-    assert {student for student, _ in served} == {ALICE, "carol", "erin", "frank", "grace", "heidi"}
+    assert {student for student, _ in served} == {ALICE, BOB, "carol", "erin", "frank", "grace", "heidi"}

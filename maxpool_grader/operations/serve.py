@@ -146,7 +146,7 @@ def serve_job(student: str, assignment: str, release: bool) -> dict:
         if not released["success"]:
             return {"success": False, "log": parallel.failure_log(released, 4000)}
     course = Path(api.coursedir.root)
-    return {"success": True, **scores_of(api.coursedir.db_url, course, student, assignment),
+    return {"success": True, "released": release, **scores_of(api.coursedir.db_url, course, student, assignment),
             "import_failed": parallel.kernel_import_failed(result), "seconds": time.monotonic() - started}
 
 
@@ -350,10 +350,13 @@ class Service:
 
     def _release_refusal(self, secret: str, message: str) -> None:
         """A refused exchange submission's reason, where ``fetch_feedback`` finds feedback."""
+        self._release_page(secret, _refusal_page(self.assignment, message))
+
+    def _release_page(self, secret: str, page: str) -> None:
+        """A page of ours where ``fetch_feedback`` finds the feedback of the submission with this secret."""
         from nbgrader.utils import notebook_hash
         outbound = self.exchange_inbound.parent / "feedback"
         outbound.mkdir(mode=0o755, exist_ok=True)
-        page = _refusal_page(self.assignment, message)
         target = outbound / f"{notebook_hash(secret=secret, notebook_id=self.assignment)}.html"
         temporary = target.with_suffix(".tmp")
         temporary.write_text(page)
@@ -390,7 +393,10 @@ class Service:
         self._stage(attempt)
         self.in_flight[attempt.id] = attempt.student
         with parallel._ctrl_c_held():  # the pool may fork its workers now
-            future = self._pool().submit(serve_job, attempt.student, attempt.assignment, attempt.way == "exchange")
+            # through the exchange, nbgrader's feedback page only when the policy shows everything now;
+            # otherwise _finished releases the brief page the web way shows
+            release = attempt.way == "exchange" and self.feedback_level() == "everything"
+            future = self._pool().submit(serve_job, attempt.student, attempt.assignment, release)
         loop = asyncio.get_running_loop()
         future.add_done_callback(lambda done: loop.call_soon_threadsafe(self._finished, attempt, done))
 
@@ -431,6 +437,11 @@ class Service:
             if feedback.exists():
                 shutil.copyfile(feedback, self.queue.feedback_path(attempt.id))
             self.queue.finish(attempt.id, "graded", result=result)
+            secret = self.queue.upload_path(attempt.id).with_suffix(".secret")
+            level = self.feedback_level()
+            if attempt.way == "exchange" and not result.get("released") and secret.exists():
+                from .serve_web import brief_page
+                self._release_page(secret.read_text().strip(), brief_page(attempt.assignment, result, level))
             say(f"serve: graded {attempt.student} (attempt {attempt.id}): {result['score']:g} of "
                 f"{result['max_score']:g} in {result.get('seconds', 0):.1f} s")
         elif (self.queue.get(attempt.id) or attempt).tries < 2:

@@ -242,6 +242,16 @@ def _brief(result: dict, level: str) -> str:
             f"<table><tr><th>Test</th><th>Points</th></tr>{''.join(rows)}</table>")
 
 
+def brief_page(assignment: str, result: dict, level: str) -> str:
+    """The brief feedback as a page of its own, for the exchange's Fetch Feedback."""
+    if level == "everything":  # graded at 'scores' or 'mistakes', released after the deadline
+        level = "mistakes"
+    title = f"{assignment}: your feedback so far"
+    return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+            f"<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">"
+            f"<style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>{_brief(result, level)}</body></html>")
+
+
 def instructor_view(service: Service) -> str:
     """The queue, attempts per student, pass rate of each test so far, the common mistakes."""
     attempts = service.queue.all()
