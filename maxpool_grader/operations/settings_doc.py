@@ -27,6 +27,7 @@ from ..isolation.kernel_client import MAX_MESSAGE_BYTES, QUEUED_MESSAGES
 from ..isolation.process import CPU_MARGIN_SECONDS, Limits
 from .lms import LatePolicy
 from .lms_zip import Limits as ZipLimits
+from .serve import Serve
 
 SETTINGS: list[tuple[type[Configurable], str]] = [
     (SealedBox, "The sealed box of each submission: its kernel, its verdict processes and "
@@ -37,6 +38,8 @@ SETTINGS: list[tuple[type[Configurable], str]] = [
     (SafeExecute, "The notebook itself, run in the kernel as nbgrader's Execute runs it."),
     (LatePolicy, "The late policy, applied by nbgrader's AssignLatePenalties to the due date "
                  "and submission times that maxpool-grader collect-lms stores."),
+    (Serve, "The policy of maxpool-grader serve, which grades a submission while the assignment is "
+            "open and shows its feedback within seconds (see docs/serve.md)."),
 ]
 COMMAND = "python -m maxpool_grader.operations.settings_doc --fix docs/settings.md"
 
