@@ -23,7 +23,7 @@ import textwrap
 from pathlib import Path
 
 from ..names import ASSIGNMENT
-from . import cluster_tls, course
+from . import cluster_tls, course, serve_cli
 from .course import configured_db_url, nbgrader_environment, run_nbgrader
 from .grade import grade
 from .lms_zip import LAYOUTS, Limits, LmsError
@@ -86,7 +86,7 @@ def _parser() -> argparse.ArgumentParser:
                                                  "with the step that would fix it")
     checkup.add_argument("--json", action="store_true", help="print the findings as JSON")
     checking = _check_parser(commands)
-    serving, tokens = _serve_parsers(commands)
+    serving, tokens = serve_cli.add_parsers(commands, _cluster_options)
     for command in (grading, roster, collect, export, checkup, checking, serving, tokens):
         _course_options(command)
     return parser
@@ -135,7 +135,9 @@ EXAMPLES = {  # shown under each command's --help
     "doctor": ["maxpool-grader doctor", "maxpool-grader doctor --db postgresql://grader@db/course --json"],
     "serve": ["maxpool-grader serve                         # exchange + http://127.0.0.1:8765/",
               "maxpool-grader serve --base-url https://grader.example.edu/ --secure-cookies   # behind TLS",
-              "maxpool-grader serve --no-web --workers 4         # on JupyterHub: the exchange only"],
+              "maxpool-grader serve --no-web --workers 4         # on JupyterHub: the exchange only",
+              "maxpool-grader serve --cluster tls://sched:8786 --tls-ca-file certs/ca.pem \\",
+              "    --tls-cert certs/client.pem --tls-key certs/client-key.pem   # grading on a Dask cluster"],
     "tokens": ["maxpool-grader tokens --base-url https://grader.example.edu/"],
     "check": ["maxpool-grader check          # after editing the notebook in JupyterLab",
               "maxpool-grader check --fix    # repair, then refresh release/ and the sample class"],
@@ -149,31 +151,6 @@ def _check_parser(commands: _Commands) -> argparse.ArgumentParser:
     checking.add_argument("--fix", action="store_true", help="fix what can be fixed from the grader, then regenerate "
                                                              "the release, the sample class and its graded copies")
     return checking
-
-
-def _serve_parsers(commands: _Commands) -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
-    serving = commands.add_parser("serve", help="grade each submission as it arrives, through nbgrader's exchange "
-                                                "and a web page, and show its feedback at once, within the attempt "
-                                                "limits of nbgrader_config.py (c.Serve); Ctrl-C stops it, the queue "
-                                                "is kept")
-    serving.add_argument("--workers", type=int, default=None, help="grading processes (default: one per core)")
-    serving.add_argument("--address", default="127.0.0.1", help="where the web page listens (default %(default)s; "
-                                                                "a reverse proxy with TLS in front for others)")
-    serving.add_argument("--port", type=int, default=8765, help="its port (default %(default)s)")
-    serving.add_argument("--base-url", default=None, help="the page's public address, as students reach it (default: "
-                                                          "http://ADDRESS:PORT/); its path is the page's prefix")
-    serving.add_argument("--certfile", default=None, help="serve HTTPS with this certificate (PEM)")
-    serving.add_argument("--keyfile", default=None, help="the certificate's private key (PEM)")
-    serving.add_argument("--secure-cookies", action="store_true",
-                         help="mark cookies Secure: set it behind a reverse proxy that speaks HTTPS")
-    serving.add_argument("--no-web", action="store_true", help="no web page: the exchange only")
-    serving.add_argument("--no-exchange", action="store_true", help="do not watch nbgrader's exchange")
-    tokens = commands.add_parser("tokens", help="write tokens.csv: each roster student's personal link to the serve "
-                                                "page, for the LMS to mail (delete .maxpool-grader/serve/secret to "
-                                                "make all links invalid)")
-    tokens.add_argument("--base-url", required=True, help="the page's public address, e.g. https://grader.example.edu/")
-    tokens.add_argument("--out", type=Path, default=Path("tokens.csv"), help="the CSV to write (default %(default)s)")
-    return serving, tokens
 
 
 def _version() -> str:
@@ -199,6 +176,22 @@ def _cluster_options(grading: argparse.ArgumentParser) -> None:
                               "run code on the workers and read every submission")
 
 
+def _cluster_security(args, parser: argparse.ArgumentParser):
+    """How to reach ``--cluster`` (None without one); refused before anything is graded."""
+    given = [option for option, value in (("--tls-ca-file", args.tls_ca_file), ("--tls-cert", args.tls_cert),
+                                          ("--tls-key", args.tls_key), ("--insecure", args.insecure)) if value]
+    if given and not args.cluster:
+        parser.error(f"{', '.join(given)} {'applies' if len(given) == 1 else 'apply'} only with --cluster "
+                     "(grading on this machine needs no certificates)")
+    if not args.cluster:
+        return None
+    try:
+        return cluster_tls.coordinator_security(args.cluster, ca_file=args.tls_ca_file, cert=args.tls_cert,
+                                                key=args.tls_key, insecure=args.insecure)
+    except cluster_tls.InsecureCluster as problem:
+        parser.error(f"--cluster refused: {problem}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
@@ -219,26 +212,15 @@ def main(argv: list[str] | None = None) -> int:
             parser.error("--workers must be at least 1")
         if not 0 < args.similarity_threshold <= 1:
             parser.error("--similarity-threshold must be a share between 0 and 1, e.g. 0.8")
-        security = None
-        given = [option for option, value in (("--tls-ca-file", args.tls_ca_file), ("--tls-cert", args.tls_cert),
-                                              ("--tls-key", args.tls_key), ("--insecure", args.insecure)) if value]
-        if given and not args.cluster:
-            parser.error(f"{', '.join(given)} {'applies' if len(given) == 1 else 'apply'} only with --cluster "
-                         "(grading on this machine needs no certificates)")
-        try:  # refused before anything is graded
-            if args.cluster:
-                security = cluster_tls.coordinator_security(args.cluster, ca_file=args.tls_ca_file, cert=args.tls_cert,
-                                                            key=args.tls_key, insecure=args.insecure)
-        except cluster_tls.InsecureCluster as problem:
-            parser.error(f"--cluster refused: {problem}")
         return grade(args.course_dir, workers=args.workers, force=args.force, db_url=args.db,
-                     similarity_threshold=args.similarity_threshold, cluster=args.cluster, security=security)
+                     similarity_threshold=args.similarity_threshold, cluster=args.cluster,
+                     security=_cluster_security(args, parser))
     os.environ["PATH"] = nbgrader_environment()["PATH"]  # a new gradebook runs alembic
     db_url = args.db or configured_db_url(args.course_dir)
     if args.command == "serve":
-        return serve_command(args, parser, db_url)
+        return serve_cli.serve_command(args, parser, db_url, _cluster_security(args, parser))
     command = {"roster": roster_command, "collect-lms": collect_lms, "export-lms": export_lms,
-               "tokens": tokens_command}[args.command]
+               "tokens": serve_cli.tokens_command}[args.command]
     try:
         return command(args, db_url)
     except (LmsError, RosterError) as problem:
@@ -259,60 +241,6 @@ def cluster_certs(args, parser: argparse.ArgumentParser) -> int:
           f"  each grading machine: worker.pem worker-key.pem\n"
           f"  the coordinator:      client.pem client-key.pem\n"
           "Each key lets its holder into the cluster: copy it only to its machine, readable by its owner only.")
-    return 0
-
-
-def serve_command(args, parser: argparse.ArgumentParser, db_url: str) -> int:
-    from . import serve
-    if args.workers is not None and args.workers < 1:
-        parser.error("--workers must be at least 1")
-    if args.no_web and args.no_exchange:
-        parser.error("--no-web and --no-exchange leave no way in")
-    if bool(args.certfile) != bool(args.keyfile):
-        parser.error("--certfile and --keyfile go together")
-    try:
-        settings = serve.load_settings(args.course_dir)
-        if settings.deadline:
-            serve.parse_time(settings.deadline)
-    except Exception as problem:  # noqa: BLE001  traitlets names the bad value
-        parser.exit(2, f"maxpool-grader serve: nbgrader_config.py's c.Serve: {problem}\n")
-    base_url = args.base_url or f"{'https' if args.certfile else 'http'}://{args.address}:{args.port}/"
-    return serve.run(args.course_dir.resolve(), db_url, args.workers or os.cpu_count() or 1, address=args.address,
-                     port=args.port, base_url=base_url, exchange=not args.no_exchange, web=not args.no_web,
-                     certfile=args.certfile, keyfile=args.keyfile, secure_cookies=args.secure_cookies)
-
-
-def tokens_command(args, db_url: str) -> int:
-    import csv
-
-    from nbgrader.api import Gradebook
-
-    from .lms_export import cell
-    from .serve import STUDENT_ID, service_secret, token_for
-    if (args.course_dir / "roster.csv").is_file():
-        import_roster(args.course_dir / "roster.csv", db_url)
-    secret = service_secret(args.course_dir)
-    base = args.base_url.rstrip("/") + "/"
-    with Gradebook(db_url) as gradebook:
-        students = [(s.id, s.first_name, s.last_name, s.email) for s in gradebook.students]
-    skipped = [student for student, *_ in students if not STUDENT_ID.fullmatch(student)]
-    out = args.out if args.out.is_absolute() else args.course_dir / args.out
-    descriptor = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # the links are passwords
-    with os.fdopen(descriptor, "w", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["student_id", "first_name", "last_name", "email", "link"])
-        for student, first, last, email in sorted(students):
-            if student not in skipped:
-                writer.writerow([cell(student), cell(first), cell(last), cell(email),
-                                 f"{base}login/{token_for(secret, student)}"])
-    print(f"{len(students) - len(skipped)} personal links written to {out} (readable by you only: each link lets "
-          "its holder submit as that student)")
-    if skipped:
-        print(f"No link for {len(skipped)} id(s) the service does not take (letters, digits, . _ @ - only, up to 64): "
-              f"{', '.join(repr(student) for student in skipped[:10])}")
-    if not students:
-        print("The gradebook has no students: import the roster first (maxpool-grader roster roster.csv)")
-        return 1
     return 0
 
 

@@ -27,7 +27,7 @@ from ..isolation.kernel_client import MAX_MESSAGE_BYTES, QUEUED_MESSAGES
 from ..isolation.process import CPU_MARGIN_SECONDS, Limits
 from .lms import LatePolicy
 from .lms_zip import Limits as ZipLimits
-from .serve import Serve
+from .serve_policy import Serve
 
 SETTINGS: list[tuple[type[Configurable], str]] = [
     (SealedBox, "The sealed box of each submission: its kernel, its verdict processes and "

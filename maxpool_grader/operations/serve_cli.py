@@ -1,0 +1,93 @@
+"""The command line of ``maxpool-grader serve`` (serve.py) and ``maxpool-grader tokens`` (each
+roster student's personal link to the serve page, for the LMS to mail), for cli.py."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from .roster import import_roster
+
+
+def add_parsers(commands, cluster_options) -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
+    """The ``serve`` and ``tokens`` commands, on cli.py's ``_Commands``."""
+    serving = commands.add_parser("serve", help="grade each submission as it arrives, through nbgrader's exchange "
+                                                "and a web page, and show its feedback at once, within the attempt "
+                                                "limits of nbgrader_config.py (c.Serve); Ctrl-C stops it, the queue "
+                                                "is kept")
+    serving.add_argument("--workers", type=int, default=None, help="grading processes (default: one per core)")
+    serving.add_argument("--address", default="127.0.0.1", help="where the web page listens (default %(default)s; "
+                                                                "a reverse proxy with TLS in front for others)")
+    serving.add_argument("--port", type=int, default=8765, help="its port (default %(default)s)")
+    serving.add_argument("--base-url", default=None, help="the page's public address, as students reach it (default: "
+                                                          "http://ADDRESS:PORT/); its path is the page's prefix")
+    serving.add_argument("--certfile", default=None, help="serve HTTPS with this certificate (PEM)")
+    serving.add_argument("--keyfile", default=None, help="the certificate's private key (PEM)")
+    serving.add_argument("--secure-cookies", action="store_true",
+                         help="mark cookies Secure: set it behind a reverse proxy that speaks HTTPS")
+    serving.add_argument("--no-web", action="store_true", help="no web page: the exchange only")
+    serving.add_argument("--no-exchange", action="store_true", help="do not watch nbgrader's exchange")
+    cluster_options(serving)
+    tokens = commands.add_parser("tokens", help="write tokens.csv: each roster student's personal link to the serve "
+                                                "page, for the LMS to mail (delete .maxpool-grader/serve/secret to "
+                                                "make all links invalid)")
+    tokens.add_argument("--base-url", required=True, help="the page's public address, e.g. https://grader.example.edu/")
+    tokens.add_argument("--out", type=Path, default=Path("tokens.csv"), help="the CSV to write (default %(default)s)")
+    return serving, tokens
+
+
+def serve_command(args, parser: argparse.ArgumentParser, db_url: str, security) -> int:
+    from . import serve
+    from .serve_policy import load_settings, parse_time
+    if args.workers is not None and args.workers < 1:
+        parser.error("--workers must be at least 1")
+    if args.no_web and args.no_exchange:
+        parser.error("--no-web and --no-exchange leave no way in")
+    if bool(args.certfile) != bool(args.keyfile):
+        parser.error("--certfile and --keyfile go together")
+    try:
+        settings = load_settings(args.course_dir)
+        if settings.deadline:
+            parse_time(settings.deadline)
+    except Exception as problem:  # noqa: BLE001  traitlets names the bad value
+        parser.exit(2, f"maxpool-grader serve: nbgrader_config.py's c.Serve: {problem}\n")
+    base_url = args.base_url or f"{'https' if args.certfile else 'http'}://{args.address}:{args.port}/"
+    return serve.run(args.course_dir.resolve(), db_url, args.workers or os.cpu_count() or 1, address=args.address,
+                     port=args.port, base_url=base_url, exchange=not args.no_exchange, web=not args.no_web,
+                     certfile=args.certfile, keyfile=args.keyfile, secure_cookies=args.secure_cookies,
+                     cluster=args.cluster, security=security)
+
+
+def tokens_command(args, db_url: str) -> int:
+    import csv
+
+    from nbgrader.api import Gradebook
+
+    from .lms_export import cell
+    from .serve_policy import STUDENT_ID, service_secret, token_for
+    if (args.course_dir / "roster.csv").is_file():
+        import_roster(args.course_dir / "roster.csv", db_url)
+    secret = service_secret(args.course_dir)
+    base = args.base_url.rstrip("/") + "/"
+    with Gradebook(db_url) as gradebook:
+        students = [(s.id, s.first_name, s.last_name, s.email) for s in gradebook.students]
+    skipped = [student for student, *_ in students if not STUDENT_ID.fullmatch(student)]
+    out = args.out if args.out.is_absolute() else args.course_dir / args.out
+    descriptor = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # the links are passwords
+    with os.fdopen(descriptor, "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["student_id", "first_name", "last_name", "email", "link"])
+        for student, first, last, email in sorted(students):
+            if student not in skipped:
+                writer.writerow([cell(student), cell(first), cell(last), cell(email),
+                                 f"{base}login/{token_for(secret, student)}"])
+    print(f"{len(students) - len(skipped)} personal links written to {out} (readable by you only: each link lets "
+          "its holder submit as that student)")
+    if skipped:
+        print(f"No link for {len(skipped)} id(s) the service does not take (letters, digits, . _ @ - only, up to 64): "
+              f"{', '.join(repr(student) for student in skipped[:10])}")
+    if not students:
+        print("The gradebook has no students: import the roster first (maxpool-grader roster roster.csv)")
+        return 1
+    return 0
