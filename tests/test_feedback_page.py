@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 
+import jinja2
 import pytest
 from helpers import ASSIGNMENT, copy_course, flat, nbgrader, sqlite
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
@@ -21,7 +22,7 @@ from nbgrader.api import Gradebook
 from maxpool_grader.exercise.catalogue import BUGS
 from maxpool_grader.exercise.checks import GRADED_CHECKS, HIDDEN_CHECKS, VISIBLE_CHECKS
 from maxpool_grader.exercise.explain import mistake_text, report, shorten_repeats, wrap_prose
-from maxpool_grader.glue.feedback_page import PART_A_TITLE, FeedbackSummary
+from maxpool_grader.glue.feedback_page import PART_A_TITLE, FeedbackExporter, FeedbackSummary
 from maxpool_grader.names import REPORT_KEY, SUMMARY_TAG
 
 STUDENTS = ["forum_compiles", "forum_verbatim"]  # three mistakes, one test each; one cause, every test
@@ -127,3 +128,21 @@ def test_the_summary_escapes_what_it_takes_from_the_notebook():
     assert f'href="#{checks[0].grade_id}"' in source and f'href="#{checks[1].grade_id}"' in source
     assert "It cost 4 points in 2 tests" in source, source
     assert resources["maxpool_grader"]["titles"][checks[0].grade_id] == checks[0].title
+
+
+def test_each_students_exporter_reuses_the_compiled_templates_and_renders_the_same(monkeypatch):
+    """nbgrader makes a new exporter for every student: the second compiles no template
+    and makes the same page; a template whose source changed is compiled again."""
+    compiled = []
+    compile_template = jinja2.Environment.compile
+    monkeypatch.setattr(jinja2.Environment, "compile",
+                        lambda self, source, name=None, *a, **k: compiled.append(name) or compile_template(
+                            self, source, name, *a, **k))
+    nb = new_notebook(cells=[new_markdown_cell("# Feedback"), new_code_cell("x = 1")])
+    first, _ = FeedbackExporter().from_notebook_node(nb)
+    assert compiled, "the first exporter compiles the templates"
+    compiled.clear()
+    assert FeedbackExporter().from_notebook_node(nb)[0] == first and compiled == []
+    changed = FeedbackExporter(raw_template="{%- extends 'lab/index.html.j2' -%}\n{% block body_header %}CHANGED"
+                                            "{{ super() }}{% endblock body_header %}")
+    assert "CHANGED" in changed.from_notebook_node(nb)[0] and "<memory>" in compiled
