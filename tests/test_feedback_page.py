@@ -16,6 +16,7 @@ import re
 import jinja2
 import pytest
 from helpers import ASSIGNMENT, copy_course, flat, nbgrader, sqlite
+from nbconvert.filters.highlight import Highlight2HTML
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 from nbgrader.api import Gradebook
 
@@ -131,18 +132,25 @@ def test_the_summary_escapes_what_it_takes_from_the_notebook():
 
 
 def test_each_students_exporter_reuses_the_compiled_templates_and_renders_the_same(monkeypatch):
-    """nbgrader makes a new exporter for every student: the second compiles no template
-    and makes the same page; a template whose source changed is compiled again."""
-    compiled = []
-    compile_template = jinja2.Environment.compile
+    """nbgrader makes a new exporter for every student: the second compiles no template,
+    highlights no code cell it saw already and makes the same page; a template whose
+    source changed is compiled again."""
+    compiled, highlighted = [], []
+    compile_template, highlight = jinja2.Environment.compile, Highlight2HTML.__call__
     monkeypatch.setattr(jinja2.Environment, "compile",
                         lambda self, source, name=None, *a, **k: compiled.append(name) or compile_template(
                             self, source, name, *a, **k))
+    monkeypatch.setattr(Highlight2HTML, "__call__", lambda self, source, *a: highlighted.append(source) or highlight(
+        self, source, *a))
     nb = new_notebook(cells=[new_markdown_cell("# Feedback"), new_code_cell("x = 1")])
     first, _ = FeedbackExporter().from_notebook_node(nb)
     assert compiled, "the first exporter compiles the templates"
     compiled.clear()
-    assert FeedbackExporter().from_notebook_node(nb)[0] == first and compiled == []
+    nb.cells.append(new_code_cell("y = 2"))
+    second = FeedbackExporter().from_notebook_node(nb)[0]
+    assert compiled == [] and highlighted[-1:] == ["y = 2"] and highlighted.count("x = 1") == 1
+    nb.cells.pop()
+    assert FeedbackExporter().from_notebook_node(nb)[0] == first != second
     changed = FeedbackExporter(raw_template="{%- extends 'lab/index.html.j2' -%}\n{% block body_header %}CHANGED"
                                             "{{ super() }}{% endblock body_header %}")
     assert "CHANGED" in changed.from_notebook_node(nb)[0] and "<memory>" in compiled
