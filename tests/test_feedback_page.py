@@ -154,3 +154,42 @@ def test_each_students_exporter_reuses_the_compiled_templates_and_renders_the_sa
     changed = FeedbackExporter(raw_template="{%- extends 'lab/index.html.j2' -%}\n{% block body_header %}CHANGED"
                                             "{{ super() }}{% endblock body_header %}")
     assert "CHANGED" in changed.from_notebook_node(nb)[0] and "<memory>" in compiled
+
+
+@pytest.mark.integration
+def test_a_page_is_the_same_byte_for_byte_with_its_code_cells_passed_through_alone(graded, tmp_path, monkeypatch):
+    """The feedback page with its code cells passed through BeautifulSoup on their own
+    (feedback_page.FeedbackExporter.from_notebook_node) is the page nbconvert makes,
+    for code BeautifulSoup could read otherwise: empty, whitespace, markup, entities."""
+    import shutil
+
+    import nbformat
+    from nbconvert.exporters import HTMLExporter
+    from nbgrader.apps import NbGraderAPI
+    from nbgrader.coursedir import CourseDirectory
+    from traitlets.config.loader import PyFileConfigLoader
+
+    from maxpool_grader.glue import feedback_page
+    course = shutil.copytree(graded, tmp_path / "course")
+    notebook = course / "autograded" / STUDENTS[0] / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    nb = nbformat.read(notebook, as_version=4)
+    for source in ["", " ", "\n\n", "\t", "</pre></div>", "<!-- x -->", "a = '&not' + '&amp' # &lt", "x = 1\r\ny = 2",
+                   "s = '''\n   \n'''", "# é ∑ 🐍\n", "<script>alert(1)</script>", "%%bash\necho hi"]:
+        nb.cells += [new_code_cell(source), new_markdown_cell(f"<pre>\n{source}\n</pre> <textarea>")]
+    notebook.chmod(0o644)
+    nbformat.write(nb, notebook)
+    monkeypatch.chdir(course)
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
+    config.CourseDirectory.root = str(course)
+    api = NbGraderAPI(CourseDirectory(config=config), config=config)
+    made, make = [], HTMLExporter.from_notebook_node  # made twice: a placeholder was lost
+    monkeypatch.setattr(HTMLExporter, "from_notebook_node", lambda *a, **k: made.append(1) or make(*a, **k))
+    pages = []
+    for template in (feedback_page.TEMPLATE, "the plain way"):
+        monkeypatch.setattr(feedback_page, "TEMPLATE", template)
+        for student in STUDENTS:
+            assert api.generate_feedback(ASSIGNMENT, student, force=True)["success"]
+        pages.append([(course / "feedback" / student / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text()
+                      for student in STUDENTS])
+    assert pages[0] == pages[1]
+    assert pages[0][0].count("hl-ipython3") > 12 and len(made) == 2 * len(STUDENTS)
