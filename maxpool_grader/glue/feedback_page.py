@@ -81,10 +81,13 @@ class FeedbackExporter(HTMLExporter):
     def from_notebook_node(self, nb, resources=None, **kw):
         """nbconvert's page, its code cells passed through BeautifulSoup on their own (module
         doc). BeautifulSoup's html.parser builds each element from its own tags alone and
-        writes it the same wherever it stands, and in this template a code cell is the
-        whole content of its ``input_area``: so the page is the same, byte for byte. A
-        placeholder not found exactly once (a template that moved them) makes the page
-        again the plain way."""
+        writes it the same wherever it stands; what depends on the neighbours is only
+        whitespace-only text, shortened to one newline, and the comment that stands in for
+        a block bounds that text as the block did (the block's own text is in its ``<pre>``,
+        kept as it is). In this template a code cell is the whole content of its
+        ``input_area``, and nbconvert's pass changes nothing inside a block (images and cell
+        wrappers only): so the page is the same, byte for byte. A placeholder not found
+        exactly once (a template that moved one) makes the page again the plain way."""
         if self.template_name != TEMPLATE:  # only this template's code cells are known to stand alone
             return super().from_notebook_node(nb, resources, **kw)
         spare = copy.deepcopy(resources)  # the preprocessors write into it

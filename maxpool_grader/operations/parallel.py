@@ -157,77 +157,86 @@ def run_batch(course: Path, db_url: str, students: list[str], workers: int, job,
     A worker that dies (killed, out of memory) breaks the pool: the jobs it had not
     finished are run again once on a new pool. Ctrl-C stops the workers at once and
     returns what finished (``interrupted``, for ``then`` too)."""
-    started = time.monotonic()
-    result = BatchResult(then=BatchResult() if then else None)
-    progress = Progress(len(students), label)
-    if then:
-        progress.add(len(students) + len(then_also), then[1])
-    batches = {label: (job, result, on_done)}  # what runs, where it is kept, what is told first
-    queue = deque((label, student) for student in students)
-    if then:
-        batches[then[1]] = (then[0], result.then, None)
-        queue.extend((then[1], student) for student in then_also)
+    jobs = _Jobs(students, job, label, on_done, then, then_also)
     try:
         for _ in range(2):  # a pool that breaks is made again once
-            if not queue:
+            if not jobs.queue:
                 break
-            executor = ProcessPoolExecutor(max_workers=max(1, min(workers, len(queue))),
+            executor = ProcessPoolExecutor(max_workers=max(1, min(workers, len(jobs.queue))),
                                            initializer=_start_worker, initargs=(str(course), db_url, os.getpid()))
             pending: dict = {}
             try:
                 with _ctrl_c_held():  # the first submit forks the workers and starts the pool's threads
-                    _submit(executor, pending, queue, batches, workers, assignment)
+                    jobs.submit(executor, pending, workers, assignment)
                 while pending:
                     done, _ = wait(pending, return_when=FIRST_COMPLETED)
                     for future in done:
-                        kind, student = pending.pop(future)
-                        try:
-                            item = future.result()
-                        except BrokenProcessPool:
-                            queue.appendleft((kind, student))  # run again on the next pool
-                            continue
-                        _, batch, finished = batches[kind]
-                        batch.finished.append(item)
-                        batch.last_seconds = time.monotonic() - started
-                        if finished is not None:  # recorded before it is shown as done
-                            finished(item)
-                        progress.advance(student, item.success, item.seconds, kind)
-                        if then and kind == label:
-                            if item.success:  # its follow-up next, before the next student's job
-                                queue.appendleft((then[1], student))
-                            else:
-                                progress.expect(then[1], -1)
-                    _submit(executor, pending, queue, batches, workers, assignment)
+                        jobs.take(future, *pending.pop(future))
+                    jobs.submit(executor, pending, workers, assignment)
             except KeyboardInterrupt:
-                result.interrupted = True
-                if result.then is not None:
-                    result.then.interrupted = True
+                jobs.result.interrupted = True
+                if jobs.result.then is not None:
+                    jobs.result.then.interrupted = True
                 _stop(executor)
-                return result
+                return jobs.result
             finally:
-                executor.shutdown(wait=not result.interrupted, cancel_futures=True)
-        for kind, student in queue:  # the pool broke twice on these
-            item = JobResult(student, False, log="a grading worker died twice")
-            batches[kind][1].finished.append(item)
-            progress.advance(student, False, label=kind)
-            if then and kind == label:
-                progress.expect(then[1], -1)
+                executor.shutdown(wait=not jobs.result.interrupted, cancel_futures=True)
+        jobs.give_up()
     finally:
-        progress.close()
-    return result
+        jobs.progress.close()
+    return jobs.result
 
 
-def _submit(executor: ProcessPoolExecutor, pending: dict, queue: deque, batches: dict, workers: int,
-            assignment: str) -> None:
-    """Jobs from the front of ``queue`` until each worker has one: a follow-up put first
-    then runs before the next student's job (a pool takes its jobs first come, first run)."""
-    while queue and len(pending) < max(1, workers):
-        kind, student = queue.popleft()
+class _Jobs:
+    """run_batch's jobs: those still to run, first to run first, and what came of the others."""
+
+    def __init__(self, students: list[str], job, label: str, on_done, then, then_also):
+        self.started, self.label, self.then = time.monotonic(), label, then
+        self.result = BatchResult(then=BatchResult() if then else None)
+        self.progress = Progress(len(students), label)
+        self.batches = {label: (job, self.result, on_done)}  # what runs, where it is kept, what is told first
+        self.queue = deque((label, student) for student in students)
+        if then:
+            self.progress.add(len(students) + len(then_also), then[1])
+            self.batches[then[1]] = (then[0], self.result.then, None)
+            self.queue.extend((then[1], student) for student in then_also)
+
+    def submit(self, executor: ProcessPoolExecutor, pending: dict, workers: int, assignment: str) -> None:
+        """Jobs from the front of the queue until each worker has one: a follow-up put first
+        then runs before the next student's job (a pool takes its jobs first come, first run)."""
+        while self.queue and len(pending) < max(1, workers):
+            kind, student = self.queue.popleft()
+            try:
+                pending[executor.submit(self.batches[kind][0], student, assignment)] = (kind, student)
+            except BrokenProcessPool:
+                self.queue.appendleft((kind, student))
+                return
+
+    def take(self, future, kind: str, student: str) -> None:
         try:
-            pending[executor.submit(batches[kind][0], student, assignment)] = (kind, student)
+            item = future.result()
         except BrokenProcessPool:
-            queue.appendleft((kind, student))
+            self.queue.appendleft((kind, student))  # run again on the next pool
             return
+        _, batch, on_done = self.batches[kind]
+        batch.finished.append(item)
+        batch.last_seconds = time.monotonic() - self.started
+        if on_done is not None:  # recorded before it is shown as done
+            on_done(item)
+        self.progress.advance(student, item.success, item.seconds, kind)
+        if self.then and kind == self.label:
+            if item.success:  # its follow-up next, before the next student's job
+                self.queue.appendleft((self.then[1], student))
+            else:
+                self.progress.expect(self.then[1], -1)
+
+    def give_up(self) -> None:
+        """The pool broke twice on what is left."""
+        for kind, student in self.queue:
+            self.batches[kind][1].finished.append(JobResult(student, False, log="a grading worker died twice"))
+            self.progress.advance(student, False, label=kind)
+            if self.then and kind == self.label:
+                self.progress.expect(self.then[1], -1)
 
 
 @contextmanager
