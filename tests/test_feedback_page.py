@@ -13,15 +13,17 @@ from __future__ import annotations
 
 import re
 
+import jinja2
 import pytest
 from helpers import ASSIGNMENT, copy_course, flat, nbgrader, sqlite
+from nbconvert.filters.highlight import Highlight2HTML
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 from nbgrader.api import Gradebook
 
 from maxpool_grader.exercise.catalogue import BUGS
 from maxpool_grader.exercise.checks import GRADED_CHECKS, HIDDEN_CHECKS, VISIBLE_CHECKS
 from maxpool_grader.exercise.explain import mistake_text, report, shorten_repeats, wrap_prose
-from maxpool_grader.glue.feedback_page import PART_A_TITLE, FeedbackSummary
+from maxpool_grader.glue.feedback_page import PART_A_TITLE, FeedbackExporter, FeedbackSummary
 from maxpool_grader.names import REPORT_KEY, SUMMARY_TAG
 
 STUDENTS = ["forum_compiles", "forum_verbatim"]  # three mistakes, one test each; one cause, every test
@@ -127,3 +129,67 @@ def test_the_summary_escapes_what_it_takes_from_the_notebook():
     assert f'href="#{checks[0].grade_id}"' in source and f'href="#{checks[1].grade_id}"' in source
     assert "It cost 4 points in 2 tests" in source, source
     assert resources["maxpool_grader"]["titles"][checks[0].grade_id] == checks[0].title
+
+
+def test_each_students_exporter_reuses_the_compiled_templates_and_renders_the_same(monkeypatch):
+    """nbgrader makes a new exporter for every student: the second compiles no template,
+    highlights no code cell it saw already and makes the same page; a template whose
+    source changed is compiled again."""
+    compiled, highlighted = [], []
+    compile_template, highlight = jinja2.Environment.compile, Highlight2HTML.__call__
+    monkeypatch.setattr(jinja2.Environment, "compile",
+                        lambda self, source, name=None, *a, **k: compiled.append(name) or compile_template(
+                            self, source, name, *a, **k))
+    monkeypatch.setattr(Highlight2HTML, "__call__", lambda self, source, *a: highlighted.append(source) or highlight(
+        self, source, *a))
+    nb = new_notebook(cells=[new_markdown_cell("# Feedback"), new_code_cell("x = 1")])
+    first, _ = FeedbackExporter().from_notebook_node(nb)
+    assert compiled, "the first exporter compiles the templates"
+    compiled.clear()
+    nb.cells.append(new_code_cell("y = 2"))
+    second = FeedbackExporter().from_notebook_node(nb)[0]
+    assert compiled == [] and highlighted[-1:] == ["y = 2"] and highlighted.count("x = 1") == 1
+    nb.cells.pop()
+    assert FeedbackExporter().from_notebook_node(nb)[0] == first != second
+    changed = FeedbackExporter(raw_template="{%- extends 'lab/index.html.j2' -%}\n{% block body_header %}CHANGED"
+                                            "{{ super() }}{% endblock body_header %}")
+    assert "CHANGED" in changed.from_notebook_node(nb)[0] and "<memory>" in compiled
+
+
+@pytest.mark.integration
+def test_a_page_is_the_same_byte_for_byte_with_its_code_cells_passed_through_alone(graded, tmp_path, monkeypatch):
+    """The feedback page with its code cells passed through BeautifulSoup on their own
+    (feedback_page.FeedbackExporter.from_notebook_node) is the page nbconvert makes,
+    for code BeautifulSoup could read otherwise: empty, whitespace, markup, entities."""
+    import shutil
+
+    import nbformat
+    from nbconvert.exporters import HTMLExporter
+    from nbgrader.apps import NbGraderAPI
+    from nbgrader.coursedir import CourseDirectory
+    from traitlets.config.loader import PyFileConfigLoader
+
+    from maxpool_grader.glue import feedback_page
+    course = shutil.copytree(graded, tmp_path / "course")
+    notebook = course / "autograded" / STUDENTS[0] / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    nb = nbformat.read(notebook, as_version=4)
+    for source in ["", " ", "\n\n", "\t", "</pre></div>", "<!-- x -->", "a = '&not' + '&amp' # &lt", "x = 1\r\ny = 2",
+                   "s = '''\n   \n'''", "# é ∑ 🐍\n", "<script>alert(1)</script>", "%%bash\necho hi"]:
+        nb.cells += [new_code_cell(source), new_markdown_cell(f"<pre>\n{source}\n</pre> <textarea>")]
+    notebook.chmod(0o644)
+    nbformat.write(nb, notebook)
+    monkeypatch.chdir(course)
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
+    config.CourseDirectory.root = str(course)
+    api = NbGraderAPI(CourseDirectory(config=config), config=config)
+    made, make = [], HTMLExporter.from_notebook_node  # made twice: a placeholder was lost
+    monkeypatch.setattr(HTMLExporter, "from_notebook_node", lambda *a, **k: made.append(1) or make(*a, **k))
+    pages = []
+    for template in (feedback_page.TEMPLATE, "the plain way"):
+        monkeypatch.setattr(feedback_page, "TEMPLATE", template)
+        for student in STUDENTS:
+            assert api.generate_feedback(ASSIGNMENT, student, force=True)["success"]
+        pages.append([(course / "feedback" / student / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text()
+                      for student in STUDENTS])
+    assert pages[0] == pages[1]
+    assert pages[0][0].count("hl-ipython3") > 12 and len(made) == 2 * len(STUDENTS)

@@ -86,6 +86,11 @@ PATCHES: tuple[Patch, ...] = (
           "overridden (a private method) in SafeExecute: display updates would rewrite outputs of earlier "
           "cells past the output cap",
           (NBGRADER, ("nbclient", ">=0.10,<0.12")), "none filed: a cap of this course's", None),
+    Patch("FeedbackExporter._create_environment", "nbconvert.exporters.TemplateExporter._create_environment",
+          "overridden (a private method) in FeedbackExporter: the Jinja environment nbgrader makes for "
+          "every student's page keeps the templates this process compiled already",
+          (NBGRADER, ("nbconvert", ">=7.2,<8"), ("jinja2", ">=3.1,<4")),
+          "none filed: found here by profiling a feedback worker", None),
 )
 
 

@@ -94,8 +94,10 @@ class GradingRun:
                 state.save_state(self.course, self.state)
 
         started = time.monotonic()
-        batch = self._run_batch(todo, done)
-        self.timings.update(autograde_seconds=time.monotonic() - started, graded=len(batch.finished))
+        batch = self._run_batch(todo, done, self._without_feedback(current))
+        # until the last submission was graded (the feedback made between submissions included)
+        autograded = batch.last_seconds if batch.last_seconds is not None else time.monotonic() - started
+        self.timings.update(autograde_seconds=autograded, graded=len(batch.finished))
         recorded = [item.record_seconds for item in batch.finished if item.record_seconds is not None]
         if recorded:  # --cluster: the coordinator's gradebook writes
             self.timings["record_seconds_mean"] = sum(recorded) / len(recorded)
@@ -114,10 +116,13 @@ class GradingRun:
                              "Run the command again to grade the rest.")
         return batch, current
 
-    def _run_batch(self, todo: list[str], done) -> parallel.BatchResult:
+    def _run_batch(self, todo: list[str], done, without_feedback: list[str]) -> parallel.BatchResult:
+        """The local pool makes each student's feedback right after their grading, on the same
+        workers (parallel.py); a cluster only grades, and ``feedback`` follows."""
         if not self.cluster:
             return parallel.run_batch(self.course, self.db_url, todo, self.workers, parallel.autograde_job,
-                                      "autograde", done, self.assignment)
+                                      "autograde", done, self.assignment, then=(parallel.feedback_job, "feedback"),
+                                      then_also=without_feedback)
         from . import cluster
         try:
             return cluster.run_batch(self.course, self.db_url, todo, self.cluster, done, self.assignment,
@@ -125,11 +130,16 @@ class GradingRun:
         except cluster.WorkerRefused as problem:
             raise Broke(1, f"\nNot graded: {problem}") from None
 
-    def feedback(self, batch: parallel.BatchResult, current: list[str]) -> parallel.BatchResult:
-        """Feedback of what was graded now, and of anyone graded earlier who has none."""
-        missing = [student for student in current if not (
+    def _without_feedback(self, current: list[str]) -> list[str]:
+        return [student for student in current if not (
             notebook_path(self.course, "feedback", student, self.assignment)).exists()]
-        students = [item.student for item in batch.finished if item.success] + missing
+
+    def feedback(self, batch: parallel.BatchResult, current: list[str]) -> parallel.BatchResult:
+        """Feedback of what was graded now, and of anyone graded earlier who has none (made
+        already, beside the grading, unless a cluster graded)."""
+        if batch.then is not None:
+            return batch.then
+        students = [item.student for item in batch.finished if item.success] + self._without_feedback(current)
         return parallel.run_batch(self.course, self.db_url, students, self.workers, parallel.feedback_job,
                                   "feedback", None, self.assignment)
 

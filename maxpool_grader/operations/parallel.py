@@ -6,6 +6,12 @@ one submission at a time, each in a fresh kernel, through nbgrader's own ``autog
 with the course's ``nbgrader_config.py``: the grades are the ones plain
 ``nbgrader autograde`` records (a test compares them cell for cell). What needs grading
 is state.py's.
+
+A student's feedback is made by the same workers right after their submission is graded
+(``run_batch``'s ``then``), not by a second pool once every submission is: a new pool
+imported nbconvert, nbgrader and matplotlib again and warmed its caches again, and the
+feedback's CPU time fills what grading leaves idle while a kernel starts. Feedback only
+reads the gradebook, so the grades are the same.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ import os
 import signal
 import sys
 import time
+from collections import deque
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
@@ -73,35 +80,53 @@ def feedback_job(student: str, assignment: str) -> JobResult:
 
 
 class Progress:
-    """A live bar (done/total, failures, ETA) on a terminal, plain lines otherwise."""
+    """A live bar (done/total, failures, ETA) on a terminal, plain lines otherwise; ``add``
+    puts a second counter (feedback beside autograde) on the same display."""
 
     def __init__(self, total: int, label: str, stream=None):
-        self.total, self.label, self.done, self.failures = total, label, 0, 0
+        self.label = label
         self.stream = stream or sys.stdout
-        self.started = time.monotonic()
+        self.counters: dict[str, dict] = {}
         self.live = None
-        if self.stream.isatty() and total and not quiet():
+        self.add(total, label)
+
+    def add(self, total: int, label: str) -> None:
+        counter = {"total": total, "done": 0, "failures": 0, "started": time.monotonic(), "task": None}
+        if self.live is None and total and self.stream.isatty() and not quiet():
             from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
             from rich.progress import Progress as Bar
             self.live = Bar(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                             TextColumn("{task.fields[failures]} failed"), TimeElapsedColumn(),
                             TextColumn("ETA"), TimeRemainingColumn())
             self.live.start()
-            self.task = self.live.add_task(label, total=total, failures=0)
+        if self.live is not None and total:
+            counter["task"] = self.live.add_task(label, total=total, failures=0)
+        self.counters[label] = counter
 
-    def advance(self, student: str, ok: bool, seconds: float | None = None) -> None:
-        self.done += 1
-        self.failures += not ok
+    def expect(self, label: str, change: int) -> None:
+        """``change`` more (or fewer) jobs of ``label`` than it was made with."""
+        counter = self.counters[label]
+        counter["total"] += change
+        if counter["task"] is not None:
+            self.live.update(counter["task"], total=counter["total"])
+
+    def advance(self, student: str, ok: bool, seconds: float | None = None, label: str | None = None) -> None:
+        label = label or self.label
+        counter = self.counters[label]
+        counter["done"] += 1
+        counter["failures"] += not ok
         if self.live is not None:
-            self.live.update(self.task, advance=1, failures=self.failures)
+            if counter["task"] is not None:
+                self.live.update(counter["task"], advance=1, failures=counter["failures"])
             return
         if quiet():
             return
-        elapsed = time.monotonic() - self.started
-        eta = elapsed / self.done * (self.total - self.done)
+        done, total, failures = counter["done"], counter["total"], counter["failures"]
+        elapsed = time.monotonic() - counter["started"]
+        eta = elapsed / done * max(0, total - done)
         took = f" in {seconds:.1f} s" if seconds is not None else ""
-        print(f"[{self.label} {self.done}/{self.total}] {student}{took}"
-              f"{'' if ok else ' FAILED'}; {self.failures} failed, ETA {eta:.0f} s",
+        print(f"[{label} {done}/{total}] {student}{took}"
+              f"{'' if ok else ' FAILED'}; {failures} failed, ETA {eta:.0f} s",
               file=self.stream, flush=True)
 
     def close(self) -> None:
@@ -113,6 +138,8 @@ class Progress:
 class BatchResult:
     finished: list[JobResult] = field(default_factory=list)
     interrupted: bool = False
+    then: BatchResult | None = None  # run_batch's follow-up jobs (feedback after autograde)
+    last_seconds: float | None = None  # when the last of its jobs ended, from the batch's start
 
     @property
     def failed(self) -> list[JobResult]:
@@ -120,50 +147,96 @@ class BatchResult:
 
 
 def run_batch(course: Path, db_url: str, students: list[str], workers: int, job, label: str,
-              on_done=None, assignment: str = ASSIGNMENT) -> BatchResult:
+              on_done=None, assignment: str = ASSIGNMENT, then=None, then_also=()) -> BatchResult:
     """Run ``job(student, assignment)`` for every student on ``workers`` processes.
 
-    A worker that dies (killed, out of memory) breaks the pool: the students it had not
+    ``then``: a ``(job, label)`` run for each student whose ``job`` succeeded, on the same
+    workers and before the next student's ``job`` (so the two overlap); ``then_also``:
+    students it runs for anyway. Its results are the returned batch's ``then``.
+
+    A worker that dies (killed, out of memory) breaks the pool: the jobs it had not
     finished are run again once on a new pool. Ctrl-C stops the workers at once and
-    returns what finished (``interrupted``)."""
-    result = BatchResult()
-    progress = Progress(len(students), label)
-    remaining = list(students)
+    returns what finished (``interrupted``, for ``then`` too)."""
+    jobs = _Jobs(students, job, label, on_done, then, then_also)
     try:
         for _ in range(2):  # a pool that breaks is made again once
-            if not remaining:
+            if not jobs.queue:
                 break
-            executor = ProcessPoolExecutor(max_workers=max(1, min(workers, len(remaining))),
+            executor = ProcessPoolExecutor(max_workers=max(1, min(workers, len(jobs.queue))),
                                            initializer=_start_worker, initargs=(str(course), db_url, os.getpid()))
+            pending: dict = {}
             try:
                 with _ctrl_c_held():  # the first submit forks the workers and starts the pool's threads
-                    pending = {executor.submit(job, student, assignment): student for student in remaining}
+                    jobs.submit(executor, pending, workers, assignment)
                 while pending:
                     done, _ = wait(pending, return_when=FIRST_COMPLETED)
                     for future in done:
-                        student = pending.pop(future)
-                        try:
-                            item = future.result()
-                        except BrokenProcessPool:
-                            continue  # run again on the next pool
-                        remaining.remove(student)
-                        result.finished.append(item)
-                        if on_done is not None:  # recorded before it is shown as done
-                            on_done(item)
-                        progress.advance(student, item.success, item.seconds)
+                        jobs.take(future, *pending.pop(future))
+                    jobs.submit(executor, pending, workers, assignment)
             except KeyboardInterrupt:
-                result.interrupted = True
+                jobs.result.interrupted = True
+                if jobs.result.then is not None:
+                    jobs.result.then.interrupted = True
                 _stop(executor)
-                return result
+                return jobs.result
             finally:
-                executor.shutdown(wait=not result.interrupted, cancel_futures=True)
-        for student in remaining:  # the pool broke twice on these
-            item = JobResult(student, False, log="a grading worker died twice")
-            result.finished.append(item)
-            progress.advance(student, False)
+                executor.shutdown(wait=not jobs.result.interrupted, cancel_futures=True)
+        jobs.give_up()
     finally:
-        progress.close()
-    return result
+        jobs.progress.close()
+    return jobs.result
+
+
+class _Jobs:
+    """run_batch's jobs: those still to run, first to run first, and what came of the others."""
+
+    def __init__(self, students: list[str], job, label: str, on_done, then, then_also):
+        self.started, self.label, self.then = time.monotonic(), label, then
+        self.result = BatchResult(then=BatchResult() if then else None)
+        self.progress = Progress(len(students), label)
+        self.batches = {label: (job, self.result, on_done)}  # what runs, where it is kept, what is told first
+        self.queue = deque((label, student) for student in students)
+        if then:
+            self.progress.add(len(students) + len(then_also), then[1])
+            self.batches[then[1]] = (then[0], self.result.then, None)
+            self.queue.extend((then[1], student) for student in then_also)
+
+    def submit(self, executor: ProcessPoolExecutor, pending: dict, workers: int, assignment: str) -> None:
+        """Jobs from the front of the queue until each worker has one: a follow-up put first
+        then runs before the next student's job (a pool takes its jobs first come, first run)."""
+        while self.queue and len(pending) < max(1, workers):
+            kind, student = self.queue.popleft()
+            try:
+                pending[executor.submit(self.batches[kind][0], student, assignment)] = (kind, student)
+            except BrokenProcessPool:
+                self.queue.appendleft((kind, student))
+                return
+
+    def take(self, future, kind: str, student: str) -> None:
+        try:
+            item = future.result()
+        except BrokenProcessPool:
+            self.queue.appendleft((kind, student))  # run again on the next pool
+            return
+        _, batch, on_done = self.batches[kind]
+        batch.finished.append(item)
+        batch.last_seconds = time.monotonic() - self.started
+        if on_done is not None:  # recorded before it is shown as done
+            on_done(item)
+        self.progress.advance(student, item.success, item.seconds, kind)
+        if self.then and kind == self.label:
+            if item.success:  # its follow-up next, before the next student's job
+                self.queue.appendleft((self.then[1], student))
+            else:
+                self.progress.expect(self.then[1], -1)
+
+    def give_up(self) -> None:
+        """The pool broke twice on what is left."""
+        for kind, student in self.queue:
+            self.batches[kind][1].finished.append(JobResult(student, False, log="a grading worker died twice"))
+            self.progress.advance(student, False, label=kind)
+            if self.then and kind == self.label:
+                self.progress.expect(self.then[1], -1)
 
 
 @contextmanager
