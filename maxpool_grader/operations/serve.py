@@ -80,7 +80,8 @@ class Service(Policy, ExchangeWay):
                 self._pool().submit(ready)
 
     async def run_queue(self) -> None:
-        """Hand queued attempts to the workers as they free up, until stopped."""
+        """Start the workers, then hand queued attempts to them as they free up, until stopped."""
+        self.warm_up()
         self.wake = asyncio.Event()
         while not self.stopping:
             self.wake.clear()
@@ -256,7 +257,6 @@ def run(course: Path, db_url: str, workers: int, *, address: str, port: int, bas
                             keyfile=keyfile, secure_cookies=secure_cookies) if web else None
         if service.exchange_inbound is not None:
             say(f"serve: watching {service.exchange_inbound}")
-        service.warm_up()
         queue = asyncio.create_task(service.run_queue())
         while not stopped.is_set():
             service.scan_exchange()
