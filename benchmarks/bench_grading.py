@@ -127,7 +127,7 @@ def main() -> None:
         print(f"{'':44}{'seconds':>10}{'s/submission':>14}")
         print(f"{'plain serial nbgrader autograde':44}{median['serial']:>10.1f}{median['serial'] / n:>14.2f}")
         print(f"{'  the same, warm start switched on':44}{median['warm']:>10.1f}{median['warm'] / n:>14.2f}")
-        print(f"{'maxpool-grader grade: autograde phase':44}{median['ours']:>10.1f}{median['ours'] / n:>14.2f}")
+        print(f"{'maxpool-grader grade: autograde (+ feedback)':44}{median['ours']:>10.1f}{median['ours'] / n:>14.2f}")
         print(f"{'maxpool-grader grade: whole command':44}{median['total']:>10.1f}{median['total'] / n:>14.2f}"
               "   (+ feedback, CSV, report)")
         print(f"{'floor: fresh kernel + hidden tests, alone':44}{'':>10}{floor:>14.2f}")
