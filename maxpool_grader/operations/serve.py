@@ -62,7 +62,6 @@ class Service(Policy, ExchangeWay):
         self.first_seen: dict[str, float] = {}
         self.events: list[str] = []  # what the instructor should know (a forged submission, a failure)
 
-
     def poke(self) -> None:
         if self.wake is not None:
             self.wake.set()
@@ -98,18 +97,20 @@ class Service(Policy, ExchangeWay):
         self.queue.start(attempt.id)
         self._stage(attempt)
         self.in_flight[attempt.id] = attempt.student
+        # through the exchange, nbgrader's feedback page only when the policy shows everything now;
+        # otherwise _finished releases the brief page the web way shows
+        release = attempt.way == "exchange" and self.feedback_level() == "everything"
+        if self.remote is None:
+            return self._grade_here(attempt, release)
+        loop = asyncio.get_running_loop()
+        remote = self.remote_futures[attempt.id] = self.remote.submit(attempt)
+        remote.add_done_callback(lambda done: loop.call_soon_threadsafe(self._graded_remotely, attempt, release, done))
+
+    def _grade_here(self, attempt: Attempt, release: bool, remote: dict | None = None) -> None:
+        """``serve_job`` in a local worker; ``_finished`` when it ends."""
+        loop = asyncio.get_running_loop()
         with parallel._ctrl_c_held():  # the pool may fork its workers now
-            # through the exchange, nbgrader's feedback page only when the policy shows everything now;
-            # otherwise _finished releases the brief page the web way shows
-            release = attempt.way == "exchange" and self.feedback_level() == "everything"
-            loop = asyncio.get_running_loop()
-            if self.remote is not None:
-                remote = self.remote.submit(self.queue.get(attempt.id) or attempt)
-                self.remote_futures[attempt.id] = remote
-                remote.add_done_callback(lambda done: loop.call_soon_threadsafe(self._graded_remotely, attempt,
-                                                                                release, done))
-                return
-            future = self._pool().submit(serve_job, attempt.student, attempt.assignment, release)
+            future = self._pool().submit(serve_job, attempt.student, attempt.assignment, release, remote)
         future.add_done_callback(lambda done: loop.call_soon_threadsafe(self._finished, attempt, done))
 
     def _graded_remotely(self, attempt: Attempt, release: bool, done) -> None:
@@ -120,18 +121,14 @@ class Service(Policy, ExchangeWay):
         try:
             item = done.result()
         except Exception as problem:  # noqa: BLE001  a lost worker, a refused one: this attempt's try
-            item = JobResult(attempt.student, False, log=f"on the cluster: {type(problem).__name__}: "
-                                                                  f"{problem}")
+            item = JobResult(attempt.student, False, log=f"{type(problem).__name__}: {problem}")
         if not item.success:
             self.in_flight.pop(attempt.id, None)
             self._try_again_or_fail(attempt, "graded on the cluster: " + (item.log or "")[-600:])
             self.poke()
             return
-        remote = {"notebooks": item.notebooks, "import_failed": item.import_failed, "seconds": item.seconds}
-        loop = asyncio.get_running_loop()
-        with parallel._ctrl_c_held():
-            future = self._pool().submit(serve_job, attempt.student, attempt.assignment, release, remote)
-        future.add_done_callback(lambda finished: loop.call_soon_threadsafe(self._finished, attempt, finished))
+        self._grade_here(attempt, release, {"notebooks": item.notebooks, "import_failed": item.import_failed,
+                                            "seconds": item.seconds})
 
     def _stage(self, attempt: Attempt) -> None:
         """The attempt's notebook in submitted/<student>/ (and nothing else), as collect leaves it."""
@@ -144,7 +141,7 @@ class Service(Policy, ExchangeWay):
         shutil.copyfile(self.queue.upload_path(attempt.id), folder / f"{attempt.assignment}.ipynb")
         received = datetime.fromtimestamp(attempt.received, timezone.utc)
         (folder / "timestamp.txt").write_text(received.strftime("%Y-%m-%d %H:%M:%S.%f %Z"))
-        secret = self.queue.upload_path(attempt.id).with_suffix(".secret")
+        secret = self.queue.secret_path(attempt.id)
         if secret.exists():
             shutil.copyfile(secret, folder / "submission_secret.txt")
 
@@ -156,11 +153,7 @@ class Service(Policy, ExchangeWay):
             result = future.result()
         except BrokenProcessPool:
             self._broken()
-            current = self.queue.get(attempt.id)
-            if current is not None and current.tries >= 2:
-                self._failed(attempt, "a grading worker died twice while grading it")
-            else:
-                self.queue.requeue(attempt.id)
+            self._try_again_or_fail(attempt, "a grading worker died while grading it")
             self.poke()
             return
         except Exception as problem:  # noqa: BLE001  a fault of the service: reported, never lost
@@ -170,11 +163,11 @@ class Service(Policy, ExchangeWay):
             if feedback.exists():
                 shutil.copyfile(feedback, self.queue.feedback_path(attempt.id))
             self.queue.finish(attempt.id, "graded", result=result)
-            secret = self.queue.upload_path(attempt.id).with_suffix(".secret")
-            level = self.feedback_level()
+            secret = self.queue.secret_path(attempt.id)
             if attempt.way == "exchange" and not result.get("released") and secret.exists():
                 from .serve_pages import brief_page
-                self._release_page(secret.read_text().strip(), brief_page(attempt.assignment, result, level))
+                self._release_page(secret.read_text().strip(),
+                                   brief_page(attempt.assignment, result, self.feedback_level()))
             say(f"serve: graded {attempt.student} (attempt {attempt.id}): {result['score']:g} of "
                 f"{result['max_score']:g} in {result.get('seconds', 0):.1f} s")
         else:
@@ -194,7 +187,8 @@ class Service(Policy, ExchangeWay):
         print(f"serve: attempt {attempt.id} of {attempt.student} FAILED: {why}", file=sys.stderr, flush=True)
 
     def _broken(self) -> None:
-        """A worker died: the pool is made again (its other attempts are queued again)."""
+        """The pool's workers killed (a worker died, or the service stops); the next attempt
+        makes a new pool. What they were grading is queued again by the caller."""
         if self.executor is not None:
             parallel._stop(self.executor)
             self.executor.shutdown(wait=False, cancel_futures=True)
@@ -203,9 +197,7 @@ class Service(Policy, ExchangeWay):
     def stop(self) -> None:
         """Kill the workers now; what they were grading is queued again for the next start."""
         self.stopping = True
-        if self.executor is not None:
-            parallel._stop(self.executor)
-            self.executor.shutdown(wait=False, cancel_futures=True)
+        self._broken()
         for remote in self.remote_futures.values():
             remote.cancel()
         self.remote_futures.clear()

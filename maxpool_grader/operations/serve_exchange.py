@@ -15,6 +15,7 @@ import sys
 import time
 from pathlib import Path
 
+from .serve_pages import refusal_page
 from .serve_policy import STUDENT_ID, Refused
 
 
@@ -58,7 +59,7 @@ class ExchangeWay:
             self.queue.add(student, self.assignment, "exchange", None, status="refused", message=str(refusal),
                            source=name)
             if secret:
-                self._release_refusal(secret, str(refusal))
+                self._release_page(secret, refusal_page(self.assignment, str(refusal)))
             return
         files = {".secret": secret.encode()} if secret else {}
         self.queue.add(student, self.assignment, "exchange", content, source=name, files=files)
@@ -92,10 +93,6 @@ class ExchangeWay:
             return content, secret
         finally:
             os.close(folder)
-
-    def _release_refusal(self, secret: str, message: str) -> None:
-        """A refused exchange submission's reason, where ``fetch_feedback`` finds feedback."""
-        self._release_page(secret, _refusal_page(self.assignment, message))
 
     def _release_page(self, secret: str, page: str) -> None:
         """A page of ours where ``fetch_feedback`` finds the feedback of the submission with this secret."""
@@ -145,13 +142,3 @@ def _user(uid: int) -> str:
         return pwd.getpwuid(uid).pw_name
     except KeyError:
         return f"user id {uid}"
-
-
-
-def _refusal_page(assignment: str, message: str) -> str:
-    import html
-    return ("<!DOCTYPE html><html><head><meta charset='utf-8'><title>Not graded</title>"
-            "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">"
-            f"</head><body><h1>{html.escape(assignment)}: this submission was not graded</h1>"
-            f"<p>{html.escape(message)}</p></body></html>")
-

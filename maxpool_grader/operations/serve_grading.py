@@ -140,14 +140,13 @@ class RemoteGrading:
         # that holds it would cancel every attempt after ("lost dependencies"); a task's own
         # data is rescheduled with it when its worker is lost
         self.package = package
-        self.run = secrets.token_hex(4)
         say(f"serve: cluster {address}: {len(self.good)} worker(s) grade")
 
     def submit(self, attempt: Attempt):
         from .cluster_worker import grade_submission, submission_files
         files = submission_files(course_path(self.course, "submitted", attempt.student, attempt.assignment))
         return self.client.submit(grade_submission, self.package, attempt.student, files,
-                                  key=f"maxpool-serve-{self.run}-{attempt.id}-{attempt.tries}",
+                                  key=f"maxpool-serve-{attempt.id}-{secrets.token_hex(4)}",
                                   workers=self.good, allow_other_workers=False, pure=False)
 
     def close(self) -> None:

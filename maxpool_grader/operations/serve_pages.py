@@ -53,14 +53,24 @@ def brief(result: dict, level: str) -> str:
             f"<table><tr><th>Test</th><th>Points</th></tr>{''.join(rows)}</table>")
 
 
+def standalone_page(title: str, body: str) -> str:
+    """A page of ours released through the exchange (no server sends its headers): the
+    policy that runs no script is in the page itself."""
+    return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+            f"<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">"
+            f"<style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>{body}</body></html>")
+
+
 def brief_page(assignment: str, result: dict, level: str) -> str:
     """The brief feedback as a page of its own, for the exchange's Fetch Feedback."""
     if level == "everything":  # graded at 'scores' or 'mistakes', released after the deadline
         level = "mistakes"
-    title = f"{assignment}: your feedback so far"
-    return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-            f"<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">"
-            f"<style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>{brief(result, level)}</body></html>")
+    return standalone_page(f"{assignment}: your feedback so far", brief(result, level))
+
+
+def refusal_page(assignment: str, message: str) -> str:
+    """Why an exchange submission was not graded, where its feedback would be."""
+    return standalone_page(f"{assignment}: this submission was not graded", f"<p>{html.escape(message)}</p>")
 
 
 def instructor_view(service: Service) -> str:

@@ -25,6 +25,7 @@ from ..names import SOLUTION_CELL
 FEEDBACK_LEVELS = ("scores", "mistakes", "everything")
 STUDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,63}")  # what the service accepts as a student id
 SERVE_DIR = Path(".maxpool-grader") / "serve"
+DEADLINE_FRESH = 5.0  # seconds a due date read from the gradebook is used before it is read again
 
 
 class Serve(Configurable):
@@ -113,8 +114,17 @@ class Policy:
     ``assignment`` and ``db_url``."""
 
     def deadline(self) -> datetime | None:
+        """The deadline, read from the gradebook at most every DEADLINE_FRESH seconds: every
+        page and every attempt asks (a student's waiting page refreshes each second), and the
+        instructor may move the due date while the service runs."""
         if self.settings.deadline:
             return parse_time(self.settings.deadline)
+        read = getattr(self, "_deadline_read", None)
+        if read is None or time.monotonic() - read[0] > DEADLINE_FRESH:
+            read = self._deadline_read = (time.monotonic(), self._gradebook_deadline())
+        return read[1]
+
+    def _gradebook_deadline(self) -> datetime | None:
         from nbgrader.api import Gradebook, MissingEntry
         try:
             with Gradebook(self.db_url) as gradebook:

@@ -89,6 +89,10 @@ class Queue:
     def upload_path(self, attempt_id: int) -> Path:
         return self.folder / "uploads" / f"{attempt_id}.ipynb"
 
+    def secret_path(self, attempt_id: int) -> Path:
+        """An exchange attempt's submission secret (``add``'s ``files``), when it had one."""
+        return self.upload_path(attempt_id).with_suffix(".secret")
+
     def feedback_path(self, attempt_id: int) -> Path:
         return self.folder / "feedback" / f"{attempt_id}.html"
 

@@ -46,6 +46,12 @@ class _Handler(tornado.web.RequestHandler):
         value = self.get_signed_cookie(STUDENT_COOKIE, max_age_days=120)
         return value.decode() if value else None
 
+    def signed_in(self, why: str) -> str | None:
+        """The signed-in student; None, with a page that says ``why``, for anyone else."""
+        if self.current_user is None:
+            self.page("Please open your personal link", f"<p>{html.escape(why)}</p>", status=403)
+        return self.current_user
+
     def is_instructor(self) -> bool:
         return self.get_signed_cookie(INSTRUCTOR_COOKIE, max_age_days=30) == b"yes"
 
@@ -128,18 +134,16 @@ class InstructorLogin(_Handler):
 
 class Home(_Handler):
     def get(self):
-        student = self.current_user
-        if student is None:
-            return self.page("Please open your personal link", "<p>This page is reached through the personal link "
-                                                               "your instructor sent you.</p>", status=403)
-        self.page(f"{self.service.assignment}: submit for feedback", self._home(student))
+        student = self.signed_in("This page is reached through the personal link your instructor sent you.")
+        if student is not None:
+            self.page(f"{self.service.assignment}: submit for feedback", self._home(student))
+
 
 class Upload(_Handler):
     def post(self):
-        student = self.current_user
+        student = self.signed_in("Your session has ended: open your personal link again, then upload.")
         if student is None:
-            return self.page("Please open your personal link", "<p>Your session has ended: open your personal "
-                                                               "link again, then upload.</p>", status=403)
+            return
         files = self.request.files.get("notebook") or []
         try:
             if not files:
