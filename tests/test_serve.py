@@ -23,6 +23,7 @@ import nbformat
 import pytest
 import requests
 from helpers import ASSIGNMENT, BIN, ROOT, all_grades, as_user, cmdline, copy_course, free_port, sqlite, user_account
+from hostile_pages import KINDS
 
 sys.path.insert(0, str(ROOT / "scripts"))
 from make_sample_class import LOOP_CORRECT, VECTORIZED_CORRECT, fill  # noqa: E402
@@ -31,6 +32,8 @@ pytestmark = pytest.mark.integration  # real kernels, sandboxes, nbgrader or ser
 
 ALICE, BOB, EVE = "maxpool-s-alice", "maxpool-s-bob", "maxpool-s-eve"  # students with accounts (the exchange)
 WEB = ["carol", "dave", "erin", "frank", "grace", "heidi"]  # students of the web page only
+HOSTILE = {kind: f"hostile{number}" for number, kind in enumerate(KINDS)}  # one web student per hostile notebook
+FORMULA = '=HYPERLINK("http://example.com/x","open me")'
 POLICY = "\nc.Serve.attempts_per_hour = 3\nc.Serve.attempts_per_day = 5\nc.Serve.poll_interval = 0.3\n"
 
 
@@ -101,9 +104,11 @@ def course(tmp_path_factory):
     (exchange / "exchange").chmod(0o777)
     with open(course / "nbgrader_config.py", "a") as config:
         config.write(POLICY + f"c.Exchange.root = {str(exchange / 'exchange')!r}\n")
-    with open(course / "roster.csv", "w") as roster:
-        roster.write("id,first_name,last_name,email\n" + "".join(f"{name},{name},Student,{name}@example.edu\n"
-                                                                 for name in [ALICE, BOB, EVE, *WEB]))
+    with open(course / "roster.csv", "w", newline="") as roster:
+        rows = csv.writer(roster)
+        rows.writerow(["id", "first_name", "last_name", "email"])
+        for name in [ALICE, BOB, EVE, *WEB, *HOSTILE.values()]:  # a name a spreadsheet would run, too
+            rows.writerow([name, name, FORMULA if name == "carol" else "Student", f"{name}@example.edu"])
     for student in (ALICE, BOB, EVE):  # their homes as new: no assignment, no nbgrader cache of earlier runs
         home = Path(user_account(student).pw_dir)
         subprocess.run(["rm", "-rf", str(home / ASSIGNMENT), str(home / ".local" / "share" / "jupyter")], check=True)
@@ -211,6 +216,9 @@ def _feedback(service: Running, session: requests.Session, location: str, timeou
 
 
 def test_the_web_way_the_token_decides_who_and_the_policy_refuses_at_once(course, service):
+    with open(course / "tokens.csv") as handle:  # the LMS's mail merge opens it in a spreadsheet
+        row = next(row for row in csv.DictReader(handle) if row["student_id"] == "carol")
+    assert row["last_name"] == "'" + FORMULA  # shown as text, never run
     carol, xsrf = _session(links(course)["carol"])
     # a name inside the upload decides nothing: the token does
     claimed = nbformat.reads(notebook_of(LOOP_CORRECT).decode(), as_version=4)
@@ -276,6 +284,47 @@ def test_a_student_sees_their_feedback_offline_in_chromium_and_a_hostile_noteboo
         page.wait_for_load_state("load")
     assert "Your next attempt is possible at" in page.locator("[role=alert]").inner_text()
     page.close()
+
+
+def _volatile(name: str) -> bool:
+    """What the running service and this module write while nobody submits: its log, SQLite's
+    shared-memory files, and the queue database a page's read may checkpoint."""
+    return re.fullmatch(r"serve-\d+\.log|.*\.sqlite(-shm|-wal)?", Path(name).name) is not None
+
+
+def test_no_hostile_notebook_runs_anything_through_the_service_in_the_instructors_browser(
+        course, service, browser, tmp_path):
+    from hostile_pages import build
+    from pages import Server, instructor_session
+    from test_browser_safety import _visit, course_digest
+    release = nbformat.read(ROOT / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", as_version=4)
+    attempts = {}
+    for kind, student in HOSTILE.items():  # every hostile notebook, uploaded as its student
+        (tmp_path / kind).mkdir()
+        build(tmp_path / kind, release, kind)
+        session, xsrf = _session(links(course)[student])
+        answer = _upload(service, session, xsrf, (tmp_path / kind / f"{ASSIGNMENT}.ipynb").read_bytes())
+        assert answer.status_code == 303, (kind, answer.text)
+        attempts[kind] = int(answer.headers["Location"].rsplit("/", 1)[1])
+    rows = {row["id"]: row for row in service.wait_idle()}
+    assert {kind: rows[number]["status"] for kind, number in attempts.items()} == dict.fromkeys(KINDS, "graded")
+    server = Server(course)  # the instructor's Jupyter, on this machine, signed in in the same browser
+    try:
+        context = instructor_session(browser, server)
+        before = {name: digest for name, digest in course_digest(course).items() if not _volatile(name)}
+        seen = {}
+        for kind, student in HOSTILE.items():
+            page = context.new_page()
+            page.goto(links(course)[student])  # the student's session, beside the instructor's
+            page.close()
+            seen[kind] = _visit(browser, f"{service.base}attempt/{attempts[kind]}/feedback", "body", context)
+        after = {name: digest for name, digest in course_digest(course).items() if not _volatile(name)}
+    finally:
+        server.stop()
+    problems = {kind: found for kind, found in seen.items()
+                if found["pwned"] or found["dangerous"] or found["outside"] or not found["url"].endswith("/feedback")}
+    assert problems == {}
+    assert after == before  # nothing written through the Jupyter server's API, nor anywhere else
 
 
 def test_a_killed_service_leaves_nothing_running_and_a_restart_loses_nothing(course, service):
@@ -362,4 +411,5 @@ def test_at_the_deadline_the_grade_is_grade_force_and_later_uploads_are_refused(
                               capture_output=True, text=True, timeout=600)
     assert regraded.returncode == 0, regraded.stdout + regraded.stderr
     assert all_grades(sqlite(course)) == served  # cell for cell
-    assert {student for student, _ in served} == {ALICE, BOB, "carol", "erin", "frank", "grace", "heidi"}
+    assert {student for student, _ in served} == {ALICE, BOB, "carol", "erin", "frank", "grace", "heidi",
+                                               *HOSTILE.values()}
