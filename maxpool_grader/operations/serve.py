@@ -263,7 +263,8 @@ def run(course: Path, db_url: str, workers: int, *, address: str, port: int, bas
 
     try:
         asyncio.run(main())
-    finally:
+    finally:  # stopping now: a second Ctrl-C (a terminal's, a supervisor's) must not break the cleanup
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         if remote is not None:
             remote.close()
     service.queue.close()
