@@ -207,7 +207,6 @@ class Service(Policy, ExchangeWay):
         self.poke()
 
 
-
 def run(course: Path, db_url: str, workers: int, *, address: str, port: int, base_url: str, exchange: bool,
         web: bool, certfile: str | None, keyfile: str | None, secure_cookies: bool, cluster: str | None = None,
         security=None) -> int:
@@ -232,42 +231,45 @@ def run(course: Path, db_url: str, workers: int, *, address: str, port: int, bas
     service = Service(course, db_url, workers, settings, exchange=exchange, remote=remote)
     if requeued := service.queue.resume():
         say(f"serve: {requeued} attempts that were being graded when the service stopped are queued again")
-    status = {"code": 0}
-
-    async def main() -> None:
-        loop = asyncio.get_running_loop()
-        stopped = asyncio.Event()
-
-        def stop(code: int) -> None:
-            if not stopped.is_set():
-                status["code"] = code
-                service.stop()
-                stopped.set()
-        loop.add_signal_handler(signal.SIGINT, stop, 130)
-        loop.add_signal_handler(signal.SIGTERM, stop, 0)
-        server = _start_web(service, address=address, port=port, base_url=base_url, certfile=certfile,
-                            keyfile=keyfile, secure_cookies=secure_cookies) if web else None
-        if service.exchange_inbound is not None:
-            say(f"serve: watching {service.exchange_inbound}")
-        queue = asyncio.create_task(service.run_queue())
-        while not stopped.is_set():
-            service.scan_exchange()
-            try:
-                await asyncio.wait_for(stopped.wait(), timeout=settings.poll_interval)
-            except asyncio.TimeoutError:
-                pass
-        if server is not None:
-            server.stop()
-        await queue
-        say("serve: stopped; the queue is kept for the next start")
-
     try:
-        asyncio.run(main())
+        code = asyncio.run(_serve_until_stopped(service, web=web, address=address, port=port, base_url=base_url,
+                                                certfile=certfile, keyfile=keyfile,
+                                                secure_cookies=secure_cookies))
     finally:  # stopping now: a second Ctrl-C (a terminal's, a supervisor's) must not break the cleanup
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         if remote is not None:
             remote.close()
     service.queue.close()
+    return code
+
+
+async def _serve_until_stopped(service: Service, *, web: bool, **web_options) -> int:
+    """The web page, the exchange scan and the queue, until Ctrl-C (130) or SIGTERM (0)."""
+    loop = asyncio.get_running_loop()
+    stopped = asyncio.Event()
+    status = {"code": 0}
+
+    def stop(code: int) -> None:
+        if not stopped.is_set():
+            status["code"] = code
+            service.stop()
+            stopped.set()
+    loop.add_signal_handler(signal.SIGINT, stop, 130)
+    loop.add_signal_handler(signal.SIGTERM, stop, 0)
+    server = _start_web(service, **web_options) if web else None
+    if service.exchange_inbound is not None:
+        say(f"serve: watching {service.exchange_inbound}")
+    queue = asyncio.create_task(service.run_queue())
+    while not stopped.is_set():
+        service.scan_exchange()
+        try:
+            await asyncio.wait_for(stopped.wait(), timeout=service.settings.poll_interval)
+        except asyncio.TimeoutError:
+            pass
+    if server is not None:
+        server.stop()
+    await queue
+    say("serve: stopped; the queue is kept for the next start")
     return status["code"]
 
 
