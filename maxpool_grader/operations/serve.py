@@ -246,31 +246,29 @@ def run(course: Path, db_url: str, workers: int, *, address: str, port: int, bas
 async def _serve_until_stopped(service: Service, *, web: bool, **web_options) -> int:
     """The web page, the exchange scan and the queue, until Ctrl-C (130) or SIGTERM (0)."""
     loop = asyncio.get_running_loop()
-    stopped = asyncio.Event()
-    status = {"code": 0}
+    stopped = loop.create_future()  # done at the first Ctrl-C or SIGTERM; its result is the exit status
 
     def stop(code: int) -> None:
-        if not stopped.is_set():
-            status["code"] = code
+        if not stopped.done():
             service.stop()
-            stopped.set()
+            stopped.set_result(code)
     loop.add_signal_handler(signal.SIGINT, stop, 130)
     loop.add_signal_handler(signal.SIGTERM, stop, 0)
     server = _start_web(service, **web_options) if web else None
     if service.exchange_inbound is not None:
         say(f"serve: watching {service.exchange_inbound}")
     queue = asyncio.create_task(service.run_queue())
-    while not stopped.is_set():
+    while not stopped.done():
         service.scan_exchange()
         try:
-            await asyncio.wait_for(stopped.wait(), timeout=service.settings.poll_interval)
+            await asyncio.wait_for(asyncio.shield(stopped), timeout=service.settings.poll_interval)
         except asyncio.TimeoutError:
             pass
     if server is not None:
         server.stop()
     await queue
     say("serve: stopped; the queue is kept for the next start")
-    return status["code"]
+    return stopped.result()
 
 
 def _start_web(service: Service, *, address: str, port: int, base_url: str, certfile: str | None,
