@@ -104,14 +104,14 @@ class Service(Policy, ExchangeWay):
             return self._grade_here(attempt, release)
         loop = asyncio.get_running_loop()
         remote = self.remote_futures[attempt.id] = self.remote.submit(attempt)
-        remote.add_done_callback(lambda done: loop.call_soon_threadsafe(self._graded_remotely, attempt, release, done))
+        remote.add_done_callback(lambda done: _back_on(loop, self._graded_remotely, attempt, release, done))
 
     def _grade_here(self, attempt: Attempt, release: bool, remote: dict | None = None) -> None:
         """``serve_job`` in a local worker; ``_finished`` when it ends."""
         loop = asyncio.get_running_loop()
         with parallel._ctrl_c_held():  # the pool may fork its workers now
             future = self._pool().submit(serve_job, attempt.student, attempt.assignment, release, remote)
-        future.add_done_callback(lambda done: loop.call_soon_threadsafe(self._finished, attempt, done))
+        future.add_done_callback(lambda done: _back_on(loop, self._finished, attempt, done))
 
     def _graded_remotely(self, attempt: Attempt, release: bool, done) -> None:
         """A Dask worker's graded notebook: recorded, its feedback written, here."""
@@ -205,6 +205,15 @@ class Service(Policy, ExchangeWay):
             self.queue.requeue(attempt_id)
         self.in_flight.clear()
         self.poke()
+
+
+def _back_on(loop: asyncio.AbstractEventLoop, callback, *args) -> None:
+    """A worker's result handed to the event loop, unless the service has stopped: the pool's
+    futures can end (BrokenProcessPool) after the loop closed, and the attempt is queued anyway."""
+    try:
+        loop.call_soon_threadsafe(callback, *args)
+    except RuntimeError:  # the loop is closed; the attempt stays 'grading' and is requeued on start
+        pass
 
 
 def run(course: Path, db_url: str, workers: int, *, address: str, port: int, base_url: str, exchange: bool,
