@@ -20,6 +20,7 @@ import shutil
 import sqlite3
 import subprocess
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -42,6 +43,7 @@ from nbgrader.api import Gradebook
 from maxpool_grader import names
 from maxpool_grader.exercise.checks import GRADED_CHECKS
 from maxpool_grader.isolation import box as sealed_box
+from maxpool_grader.isolation import cgroups
 
 pytestmark = pytest.mark.integration  # real kernels, sandboxes, nbgrader or servers
 
@@ -85,13 +87,28 @@ def _grade_batch(root: Path, command: str) -> dict:
 
 
 @pytest.fixture(scope="module")
-def serial_batch(tmp_path_factory):
-    return _grade_batch(tmp_path_factory.mktemp("untrusted-serial"), "nbgrader autograde")
+def both_batches(tmp_path_factory):
+    """The two batches at the same time, one per thread: both are mostly waiting (the serial
+    one on its kernels' start and on the infinite loop's time limits), and nothing of one can
+    reach the other. Each run has its own course and TMPDIR, and each submission its sandbox
+    and its cgroup. Without cgroups the processes cap is RLIMIT_NPROC, which counts every
+    process of the sandbox's uid, so one batch's fork bomb would starve the other: one after
+    the other, then."""
+    roots = {"nbgrader autograde": tmp_path_factory.mktemp("untrusted-serial"),
+             "maxpool-grader grade": tmp_path_factory.mktemp("untrusted-warm")}
+    with ThreadPoolExecutor(max_workers=2 if cgroups.available() else 1) as pool:
+        running = {command: pool.submit(_grade_batch, root, command) for command, root in roots.items()}
+        return {command: future.result() for command, future in running.items()}
 
 
 @pytest.fixture(scope="module")
-def warm_batch(tmp_path_factory):
-    return _grade_batch(tmp_path_factory.mktemp("untrusted-warm"), "maxpool-grader grade")
+def serial_batch(both_batches):
+    return both_batches["nbgrader autograde"]
+
+
+@pytest.fixture(scope="module")
+def warm_batch(both_batches):
+    return both_batches["maxpool-grader grade"]
 
 
 @pytest.fixture(scope="module", params=["nbgrader autograde", "maxpool-grader grade"])
