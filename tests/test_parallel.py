@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -64,6 +65,36 @@ def test_a_rerun_grades_only_what_changed(tmp_path):
     assert re.findall(r"\] (\S+) in", changed.stdout) == ["ties_split"]
     forced = grade_command(small, "--force", "--workers", "2")
     assert "3 submission(s) to grade" in forced.stdout
+
+
+def test_a_rerun_remakes_feedback_older_than_its_grading(tmp_path):
+    """A run stopped between a resubmission's grading and its feedback (Ctrl-C, kill -9, a
+    lost cluster during the feedback phase) leaves the earlier attempt's page in feedback/
+    beside the new grade. The next run finds nothing to grade, and must still remake that
+    page: a page with the old score must never be released."""
+    small = copy_course(tmp_path / "course", students=["loop_correct", "ties_split"])
+    assert grade_command(small).returncode == 0
+    page = small / "feedback" / "ties_split" / ASSIGNMENT / f"{ASSIGNMENT}.html"
+    earlier = tmp_path / "earlier.html"
+    shutil.copy2(page, earlier)  # its time kept: made before the resubmission was graded
+    submitted = small / "submitted" / "ties_split" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    shutil.copyfile(small / "submitted" / "loop_correct" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", submitted)
+    assert grade_command(small).returncode == 0
+    assert page.read_text() != earlier.read_text()  # the resubmission scores otherwise
+    shutil.copy2(earlier, page)  # what the stopped run left
+    rerun = grade_command(small)
+    assert rerun.returncode == 0 and "0 submission(s) to grade" in rerun.stdout
+    assert graded_lines(rerun.stdout, "feedback") == 1  # that page alone
+    assert page.read_text() != earlier.read_text(), "the earlier attempt's feedback was kept"
+    with Gradebook(sqlite(small)) as gradebook:
+        score = gradebook.find_submission(ASSIGNMENT, "ties_split").score
+        assert score == gradebook.find_submission(ASSIGNMENT, "loop_correct").score
+    assert _page_score(page) == score
+
+
+def _page_score(page: Path) -> float:
+    """The total a feedback page shows: its first 'Score: x / y'."""
+    return float(re.search(r"Score: ([\d.]+) / [\d.]+", page.read_text())[1])
 
 
 def test_report_numbers_match_the_gradebook(classes):

@@ -131,8 +131,16 @@ class GradingRun:
             raise Broke(1, f"\nNot graded: {problem}") from None
 
     def _without_feedback(self, current: list[str]) -> list[str]:
-        return [student for student in current if not (
-            notebook_path(self.course, "feedback", student, self.assignment)).exists()]
+        """Those graded earlier whose feedback page is missing, or older than their graded
+        notebook: a run stopped between a resubmission's grading and its feedback left the
+        earlier attempt's page, with its score."""
+        def stale(student: str) -> bool:
+            page = notebook_path(self.course, "feedback", student, self.assignment)
+            graded = notebook_path(self.course, "autograded", student, self.assignment)
+            if not page.exists():
+                return True
+            return graded.exists() and page.stat().st_mtime_ns < graded.stat().st_mtime_ns
+        return [student for student in current if stale(student)]
 
     def feedback(self, batch: parallel.BatchResult, current: list[str]) -> parallel.BatchResult:
         """Feedback of what was graded now, and of anyone graded earlier who has none (made
