@@ -94,7 +94,7 @@ class GradingRun:
                 state.save_state(self.course, self.state)
 
         started = time.monotonic()
-        batch = self._run_batch(todo, done, self._without_feedback(current))
+        batch = self._run_batch(todo, done, self._feedback_due(current))
         # until the last submission was graded (the feedback made between submissions included)
         autograded = batch.last_seconds if batch.last_seconds is not None else time.monotonic() - started
         self.timings.update(autograde_seconds=autograded, graded=len(batch.finished))
@@ -116,13 +116,13 @@ class GradingRun:
                              "Run the command again to grade the rest.")
         return batch, current
 
-    def _run_batch(self, todo: list[str], done, without_feedback: list[str]) -> parallel.BatchResult:
+    def _run_batch(self, todo: list[str], done, feedback_due: list[str]) -> parallel.BatchResult:
         """The local pool makes each student's feedback right after their grading, on the same
         workers (parallel.py); a cluster only grades, and ``feedback`` follows."""
         if not self.cluster:
             return parallel.run_batch(self.course, self.db_url, todo, self.workers, parallel.autograde_job,
                                       "autograde", done, self.assignment, then=(parallel.feedback_job, "feedback"),
-                                      then_also=without_feedback)
+                                      then_also=feedback_due)
         from . import cluster
         try:
             return cluster.run_batch(self.course, self.db_url, todo, self.cluster, done, self.assignment,
@@ -130,7 +130,7 @@ class GradingRun:
         except cluster.WorkerRefused as problem:
             raise Broke(1, f"\nNot graded: {problem}") from None
 
-    def _without_feedback(self, current: list[str]) -> list[str]:
+    def _feedback_due(self, current: list[str]) -> list[str]:
         """Those graded earlier whose feedback page is missing, or older than their graded
         notebook: a run stopped between a resubmission's grading and its feedback left the
         earlier attempt's page, with its score."""
@@ -143,11 +143,11 @@ class GradingRun:
         return [student for student in current if stale(student)]
 
     def feedback(self, batch: parallel.BatchResult, current: list[str]) -> parallel.BatchResult:
-        """Feedback of what was graded now, and of anyone graded earlier who has none (made
-        already, beside the grading, unless a cluster graded)."""
+        """Feedback of what was graded now, and of anyone graded earlier whose page is missing or
+        stale (made already, beside the grading, unless a cluster graded)."""
         if batch.then is not None:
             return batch.then
-        students = [item.student for item in batch.finished if item.success] + self._without_feedback(current)
+        students = [item.student for item in batch.finished if item.success] + self._feedback_due(current)
         return parallel.run_batch(self.course, self.db_url, students, self.workers, parallel.feedback_job,
                                   "feedback", None, self.assignment)
 
