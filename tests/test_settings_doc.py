@@ -35,7 +35,7 @@ def test_every_setting_is_in_the_docs_with_its_default_and_help():
     for cls, _ in settings_doc.SETTINGS:
         for name, trait in settings_doc.settings_of(cls).items():
             assert trait.help and "unit" in trait.metadata, f"{cls.__name__}.{name}: help= and a unit tag"
-            assert f"| `{name}` | {settings_doc.shown(trait.default_value, trait.metadata['unit'])} |" in text
+            assert f"| `{name}` | {settings_doc.shown(trait.default(), trait.metadata['unit'])} |" in text
 
 
 def test_an_edited_default_changes_the_docs(monkeypatch):

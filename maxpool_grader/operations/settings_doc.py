@@ -95,7 +95,7 @@ def _row(cls: type[Configurable], name: str, trait: TraitType, course: dict[str,
         help_text += " One of " + ", ".join(f"`{value!r}`" for value in trait.values) + "."
     set_here = [key for key in (f"{cls.__name__}.{name}", f"Execute.{name}") if key in course]
     here = f"{shown(course[set_here[0]], unit)} (`c.{set_here[0]}`)" if set_here else ""
-    return f"| `{name}` | {shown(trait.default_value, unit)} | {unit} | {here} | {help_text} |"
+    return f"| `{name}` | {shown(trait.default(), unit)} | {unit} | {here} | {help_text} |"
 
 
 def render(config: Path | None = None) -> str:
