@@ -66,3 +66,29 @@ def test_quiet_prints_the_results_only_and_verbose_prints_nbgraders_output(tmp_p
     assert loud.returncode == 0, loud.stdout[-3000:]
     assert "$ nbgrader export" in loud.stdout and "[ExportApp | INFO]" in loud.stdout, loud.stdout[-3000:]
     assert "[autograde 1/1] loop_correct" in loud.stdout
+
+
+HUB_SERVICE = {"JUPYTERHUB_API_TOKEN": "a-token", "JUPYTERHUB_API_URL": "http://127.0.0.1:8081/hub/api",
+               "JUPYTERHUB_CLIENT_ID": "service-maxpool", "JUPYTERHUB_SERVICE_URL": "http://127.0.0.1:10101",
+               "JUPYTERHUB_SERVICE_PREFIX": "/services/maxpool/",
+               "JUPYTERHUB_OAUTH_CALLBACK_URL": "/services/maxpool/oauth_callback"}
+
+
+@pytest.mark.parametrize("options, environment, named", [
+    ([], {}, 'give the service a "url" in c.JupyterHub.services'),
+    (["--port", "10101", "--base-url", "https://hub.example.edu/services/maxpool/"], {},
+     "JUPYTERHUB_API_TOKEN, JUPYTERHUB_API_URL, JUPYTERHUB_CLIENT_ID missing"),
+    (["--base-url", "https://hub.example.edu/maxpool/"], HUB_SERVICE,
+     "the Hub sends students back to /services/maxpool/oauth_callback, but the service's pages are under /maxpool/"),
+    (["--no-web"], HUB_SERVICE, "--hub-login signs students in to the web page, which --no-web turns off"),
+])
+def test_hub_login_without_what_the_hub_gives_a_service_is_refused(options, environment, named, monkeypatch,
+                                                                    capsys):
+    for name in HUB_SERVICE:
+        monkeypatch.delenv(name, raising=False)
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(SystemExit) as stopped:
+        main(["serve", "--course-dir", str(ROOT), "--hub-login", *options])
+    assert stopped.value.code == 2
+    assert named in capsys.readouterr().err

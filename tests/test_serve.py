@@ -404,7 +404,7 @@ def test_at_the_deadline_the_grade_is_grade_force_and_later_uploads_are_refused(
         late = requests.Session()
         home = late.get(links(course)["heidi"].replace(service.base, running.base), timeout=30)
         assert "The deadline has passed" in home.text and 'type="file"' not in home.text
-        xsrf = late.cookies["_xsrf"]  # a form kept open from before the deadline
+        xsrf = late.cookies["maxpool_xsrf"]  # a form kept open from before the deadline
         answer = _upload(running, late, xsrf, notebook_of(LOOP_CORRECT))
         assert answer.status_code == 403 and "The deadline has passed" in answer.text
     finally:

@@ -218,7 +218,7 @@ def _back_on(loop: asyncio.AbstractEventLoop, callback, *args) -> None:
 
 def run(course: Path, db_url: str, workers: int, *, address: str, port: int, base_url: str, exchange: bool,
         web: bool, certfile: str | None, keyfile: str | None, secure_cookies: bool, cluster: str | None = None,
-        security=None) -> int:
+        security=None, hub_auth=None) -> int:
     """The command: prepare the course as ``grade`` does, then serve until Ctrl-C or SIGTERM."""
     from .cluster import WorkerRefused
     from .grade import Broke, GradingRun
@@ -243,7 +243,7 @@ def run(course: Path, db_url: str, workers: int, *, address: str, port: int, bas
     try:
         code = asyncio.run(_serve_until_stopped(service, web=web, address=address, port=port, base_url=base_url,
                                                 certfile=certfile, keyfile=keyfile,
-                                                secure_cookies=secure_cookies))
+                                                secure_cookies=secure_cookies, hub_auth=hub_auth))
     finally:  # stopping now: a second Ctrl-C (a terminal's, a supervisor's) must not break the cleanup
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         if remote is not None:
@@ -281,7 +281,7 @@ async def _serve_until_stopped(service: Service, *, web: bool, **web_options) ->
 
 
 def _start_web(service: Service, *, address: str, port: int, base_url: str, certfile: str | None,
-               keyfile: str | None, secure_cookies: bool):
+               keyfile: str | None, secure_cookies: bool, hub_auth=None):
     """The web page listening (in the running event loop); the instructor's link written."""
     import tornado.httpserver
     import tornado.netutil
@@ -292,7 +292,7 @@ def _start_web(service: Service, *, address: str, port: int, base_url: str, cert
         import ssl
         ssl_options = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         ssl_options.load_cert_chain(certfile, keyfile)
-    app = make_app(service, base_url=base_url, secure_cookies=secure_cookies or bool(certfile))
+    app = make_app(service, base_url=base_url, secure_cookies=secure_cookies or bool(certfile), hub_auth=hub_auth)
     server = tornado.httpserver.HTTPServer(app, ssl_options=ssl_options, xheaders=True,
                                            max_body_size=service.settings.max_upload * 1024 * 2 + 65536)
     sockets = tornado.netutil.bind_sockets(port, address=address)

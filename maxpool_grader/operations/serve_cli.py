@@ -17,15 +17,19 @@ def add_parsers(commands, cluster_options) -> tuple[argparse.ArgumentParser, arg
                                                 "limits of nbgrader_config.py (c.Serve); Ctrl-C stops it, the queue "
                                                 "is kept")
     serving.add_argument("--workers", type=int, default=None, help="grading processes (default: one per core)")
-    serving.add_argument("--address", default="127.0.0.1", help="where the web page listens (default %(default)s; "
-                                                                "a reverse proxy with TLS in front for others)")
-    serving.add_argument("--port", type=int, default=8765, help="its port (default %(default)s)")
+    serving.add_argument("--address", default=None, help="where the web page listens (default 127.0.0.1; a reverse "
+                                                         "proxy with TLS in front for others)")
+    serving.add_argument("--port", type=int, default=None, help="its port (default 8765; with --hub-login, the "
+                                                                "port of the service's url on the Hub)")
     serving.add_argument("--base-url", default=None, help="the page's public address, as students reach it (default: "
                                                           "http://ADDRESS:PORT/); its path is the page's prefix")
     serving.add_argument("--certfile", default=None, help="serve HTTPS with this certificate (PEM)")
     serving.add_argument("--keyfile", default=None, help="the certificate's private key (PEM)")
     serving.add_argument("--secure-cookies", action="store_true",
                          help="mark cookies Secure: set it behind a reverse proxy that speaks HTTPS")
+    serving.add_argument("--hub-login", action="store_true",
+                         help="students sign in with their JupyterHub account (OAuth), the service registered as "
+                              "a Hub service; the Hub user name is the student id")
     serving.add_argument("--no-web", action="store_true", help="no web page: the exchange only")
     serving.add_argument("--no-exchange", action="store_true", help="do not watch nbgrader's exchange")
     cluster_options(serving)
@@ -52,11 +56,25 @@ def serve_command(args, parser: argparse.ArgumentParser, db_url: str, security) 
             parse_time(settings.deadline)
     except Exception as problem:  # noqa: BLE001  traitlets names the bad value
         parser.exit(2, f"maxpool-grader serve: nbgrader_config.py's c.Serve: {problem}\n")
-    base_url = args.base_url or f"{'https' if args.certfile else 'http'}://{args.address}:{args.port}/"
-    return serve.run(args.course_dir.resolve(), db_url, args.workers or os.cpu_count() or 1, address=args.address,
-                     port=args.port, base_url=base_url, exchange=not args.no_exchange, web=not args.no_web,
+    if args.hub_login and args.no_web:
+        parser.error("--hub-login signs students in to the web page, which --no-web turns off")
+    address, port, base_url, hub = args.address, args.port, args.base_url, None
+    try:
+        if args.hub_login:  # where the Hub expects the service, unless given
+            from .serve_hub import hub_address, hub_auth
+            from .serve_web import page_prefix
+            if port is None or base_url is None:
+                given = hub_address()
+                address, port, base_url = address or given[0], port or given[1], base_url or given[2]
+            hub = hub_auth(page_prefix(base_url))
+    except Exception as problem:  # noqa: BLE001  HubSetupError, or HubOAuth refusing its environment
+        parser.exit(2, f"maxpool-grader serve: {problem}\n")
+    address, port = address or "127.0.0.1", port or 8765
+    base_url = base_url or f"{'https' if args.certfile else 'http'}://{address}:{port}/"
+    return serve.run(args.course_dir.resolve(), db_url, args.workers or os.cpu_count() or 1, address=address,
+                     port=port, base_url=base_url, exchange=not args.no_exchange, web=not args.no_web,
                      certfile=args.certfile, keyfile=args.keyfile, secure_cookies=args.secure_cookies,
-                     cluster=args.cluster, security=security)
+                     cluster=args.cluster, security=security, hub_auth=hub)
 
 
 def tokens_command(args, db_url: str) -> int:

@@ -17,7 +17,7 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from traitlets import Enum, Float, Int, Unicode
+from traitlets import Enum, Float, Int, List, Unicode
 from traitlets.config import Configurable
 
 from ..names import SOLUTION_CELL
@@ -46,6 +46,9 @@ class Serve(Configurable):
     max_upload = Int(2048, help="The largest notebook the service takes, upload or exchange.").tag(
         config=True, unit="KiB")
     poll_interval = Float(1.0, help="How often the exchange's inbound folder is looked at.").tag(config=True, unit="s")
+    hub_instructors = List(Unicode(), default_value=[], help=(
+        "With 'serve --hub-login': the JupyterHub users who, signed in, see the instructor's live view "
+        "instead of the student's page.")).tag(config=True, unit="")
 
 
 def load_settings(course: Path) -> Serve:
@@ -136,6 +139,19 @@ class Policy:
     def open_now(self, now: float | None = None) -> bool:
         deadline = self.deadline()
         return deadline is None or (time.time() if now is None else now) <= deadline.timestamp()
+
+    def is_student(self, name: str) -> bool:
+        """Whether ``name`` is a student of the gradebook (the roster): a JupyterHub user who
+        is not gets no page of the service."""
+        from nbgrader.api import Gradebook, MissingEntry
+        if not STUDENT_ID.fullmatch(name):
+            return False
+        with Gradebook(self.db_url) as gradebook:
+            try:
+                gradebook.find_student(name)
+            except MissingEntry:
+                return False
+        return True
 
     def feedback_level(self) -> str:
         return self.settings.before_deadline if self.open_now() else "everything"

@@ -49,7 +49,10 @@ class _Handler(tornado.web.RequestHandler):
     def signed_in(self, why: str) -> str | None:
         """The signed-in student; None, with a page that says ``why``, for anyone else."""
         if self.current_user is None:
-            self.page("Please open your personal link", f"<p>{html.escape(why)}</p>", status=403)
+            if self.settings.get("hub_auth") is not None:  # serve --hub-login: sign in with JupyterHub
+                self.redirect(self.url("/hub/login"), status=303)
+            else:
+                self.page("Please open your personal link", f"<p>{html.escape(why)}</p>", status=403)
         return self.current_user
 
     def is_instructor(self) -> bool:
@@ -209,16 +212,27 @@ class InstructorView(_Handler):
         self.page(f"{self.service.assignment}: live", instructor_view(self.service), refresh=5)
 
 
-def make_app(service: Service, *, base_url: str, secure_cookies: bool) -> tornado.web.Application:
+def page_prefix(base_url: str) -> str:
+    """The path every page of the service is under: --base-url's, ending in '/'."""
     prefix = urlparse(base_url).path or "/"
-    prefix = prefix if prefix.endswith("/") else prefix + "/"
+    return prefix if prefix.endswith("/") else prefix + "/"
+
+
+def make_app(service: Service, *, base_url: str, secure_cookies: bool, hub_auth=None) -> tornado.web.Application:
+    """The service's pages; with ``hub_auth`` (serve_hub.py's HubOAuth), students sign in with
+    JupyterHub as well as with their personal links."""
+    prefix = page_prefix(base_url)
     arguments = {"service": service, "prefix": prefix}
     routes = [(r"login/([A-Za-z0-9_.=-]+)", StudentLogin), (r"instructor/login/([A-Za-z0-9_.=-]+)", InstructorLogin),
               (r"", Home), (r"upload", Upload), (r"attempt/([0-9]{1,12})", AttemptPage),
               (r"attempt/([0-9]{1,12})/feedback", FeedbackPage), (r"instructor", InstructorView)]
+    if hub_auth is not None:
+        from .serve_hub import ROUTES
+        routes += ROUTES
     return tornado.web.Application(
         [(prefix + pattern, handler, arguments) for pattern, handler in routes],
-        cookie_secret=service.secret.hex(), xsrf_cookies=True, secure=secure_cookies,
+        cookie_secret=service.secret.hex(), xsrf_cookies=True, secure=secure_cookies, hub_auth=hub_auth,
+        xsrf_cookie_name="maxpool_xsrf",  # not JupyterHub's "_xsrf", which its sign-in sets on the same path
         xsrf_cookie_kwargs={"httponly": True, "samesite": "Strict", "secure": secure_cookies, "path": prefix},
         default_handler_class=_NotFound, default_handler_args=arguments)
 
