@@ -149,6 +149,8 @@ def test_the_hub_decides_who_may_come_in_and_the_instructor_sees_the_live_view(h
     page.wait_for_url(re.compile(r".*/services/maxpool/instructor$"))
     assert "hubalice" in page.inner_text("body")  # the live view lists the attempts so far
     anonymous = requests.get(f"{hub.base}/services/maxpool/instructor", allow_redirects=False, timeout=30)
-    assert anonymous.status_code == 403
-    for context in (outsider, nosy, teacher):
+    assert anonymous.status_code == 303 and anonymous.headers["Location"].endswith("/hub/login")
+    bob, page = sign_in(browser, hub, "hubbob")  # a student who signed in is no instructor
+    assert page.goto(f"{hub.base}/services/maxpool/instructor").status == 403
+    for context in (outsider, nosy, teacher, bob):
         context.close()

@@ -207,6 +207,8 @@ class FeedbackPage(AttemptPage):
 class InstructorView(_Handler):
     def get(self):
         if not self.is_instructor():
+            if self.settings.get("hub_auth") is not None and self.current_user is None:
+                return self.redirect(self.url("/hub/login"), status=303)  # c.Serve.hub_instructors sign in here
             return self.page("Instructors only", "<p>Open the instructor's link (in "
                                                  ".maxpool-grader/serve/instructor-link).</p>", status=403)
         self.page(f"{self.service.assignment}: live", instructor_view(self.service), refresh=5)
