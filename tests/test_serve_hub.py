@@ -148,6 +148,8 @@ def test_the_hub_decides_who_may_come_in_and_the_instructor_sees_the_live_view(h
     teacher, page = sign_in(browser, hub, "teacher")
     page.wait_for_url(re.compile(r".*/services/maxpool/instructor$"))
     assert "hubalice" in page.inner_text("body")  # the live view lists the attempts so far
+    unfinished = requests.get(f"{hub.base}/services/maxpool/hub/signed-in", allow_redirects=False, timeout=30)
+    assert unfinished.status_code == 403 and "did not finish" in unfinished.text  # no Hub token: no session
     anonymous = requests.get(f"{hub.base}/services/maxpool/instructor", allow_redirects=False, timeout=30)
     assert anonymous.status_code == 303 and anonymous.headers["Location"].endswith("/hub/login")
     bob, page = sign_in(browser, hub, "hubbob")  # a student who signed in is no instructor

@@ -87,8 +87,10 @@ class HubSignedIn(_HubHandler):
 
     async def get(self):
         model = await self.hub_auth.get_user(self, sync=False)
-        if model is None:
-            return self.redirect(self.url("/hub/login"))
+        if model is None:  # no Hub token came back (a cookie the browser refused, say): no loop of redirects
+            return self.page("The sign-in did not finish", f'<p>JupyterHub did not say who you are. <a href="'
+                                                           f'{self.url("/hub/login")}">Sign in again</a>; if it keeps '
+                                                           "happening, tell your instructor.</p>", status=403)
         self.hub_auth.clear_cookie(self)  # from here on, the service's own session cookie
         try:
             model = self.check_hub_user(model)
