@@ -24,6 +24,7 @@ from test_serve import notebook_of
 pytestmark = pytest.mark.integration  # a real JupyterHub, its proxy, the service, Chromium
 
 STUDENTS = ["hubalice", "hubbob"]
+HOSTILE_NAME = "<img src=x onerror=window.__pwned=1>"  # a Hub user name is student text too
 PASSWORD = "classroom-2026"  # the Hub's shared password (SharedPasswordAuthenticator)
 
 
@@ -44,9 +45,9 @@ c.JupyterHub.db_url = "sqlite:///{folder}/jupyterhub.sqlite"
 c.JupyterHub.cookie_secret_file = "{folder}/cookie_secret"
 c.JupyterHub.authenticator_class = "shared-password"
 c.SharedPasswordAuthenticator.user_password = {PASSWORD!r}
-c.Authenticator.allowed_users = {{"hubalice", "hubbob", "outsider", "nosy", "teacher"}}
+c.Authenticator.allowed_users = {{"hubalice", "hubbob", "outsider", "nosy", "teacher", {HOSTILE_NAME!r}}}
 c.JupyterHub.load_roles = [{{"name": "maxpool-course", "scopes": ["access:services!service=maxpool"],
-                            "users": ["hubalice", "hubbob", "outsider", "teacher"]}}]
+                            "users": ["hubalice", "hubbob", "outsider", "teacher", {HOSTILE_NAME!r}]}}]
 c.JupyterHub.services = [{{
     "name": "maxpool",
     "url": "http://127.0.0.1:{service_port}",
@@ -143,16 +144,20 @@ def test_the_hub_decides_who_may_come_in_and_the_instructor_sees_the_live_view(h
     outsider, page = sign_in(browser, hub, "outsider")  # a Hub user with access, not on the roster
     assert "not on the roster" in page.inner_text("body")
     assert not [cookie for cookie in outsider.cookies() if cookie["name"] == "maxpool_student"]  # no session
+    marked, page = sign_in(browser, hub, HOSTILE_NAME)  # a name made of markup: shown as text, never run
+    assert page.url.endswith("/services/maxpool/hub/signed-in"), page.url
+    assert HOSTILE_NAME in page.inner_text("body") and page.locator("img").count() == 0
+    assert page.evaluate("() => window.__pwned || null") is None
     nosy, page = sign_in(browser, hub, "nosy")  # a Hub user the Hub does not let reach the service
     assert "Signed in as" not in page.inner_text("body") and "/services/maxpool/" not in page.url
     teacher, page = sign_in(browser, hub, "teacher")
     page.wait_for_url(re.compile(r".*/services/maxpool/instructor$"))
-    assert "hubalice" in page.inner_text("body")  # the live view lists the attempts so far
+    assert page.locator("h1").inner_text() == f"{ASSIGNMENT}: live" and "Each test so far" in page.inner_text("body")
     unfinished = requests.get(f"{hub.base}/services/maxpool/hub/signed-in", allow_redirects=False, timeout=30)
     assert unfinished.status_code == 403 and "did not finish" in unfinished.text  # no Hub token: no session
     anonymous = requests.get(f"{hub.base}/services/maxpool/instructor", allow_redirects=False, timeout=30)
     assert anonymous.status_code == 303 and anonymous.headers["Location"].endswith("/hub/login")
     bob, page = sign_in(browser, hub, "hubbob")  # a student who signed in is no instructor
     assert page.goto(f"{hub.base}/services/maxpool/instructor").status == 403
-    for context in (outsider, nosy, teacher, bob):
+    for context in (outsider, marked, nosy, teacher, bob):
         context.close()

@@ -62,11 +62,10 @@ def serve_command(args, parser: argparse.ArgumentParser, db_url: str, security) 
     try:
         if args.hub_login:  # where the Hub expects the service, unless given
             from .serve_hub import hub_address, hub_auth
-            from .serve_web import page_prefix
             if port is None or base_url is None:
                 given = hub_address()
                 address, port, base_url = address or given[0], port or given[1], base_url or given[2]
-            hub = hub_auth(page_prefix(base_url))
+            hub = hub_auth(base_url)
     except Exception as problem:  # noqa: BLE001  HubSetupError, or HubOAuth refusing its environment
         parser.exit(2, f"maxpool-grader serve: {problem}\n")
     address, port = address or "127.0.0.1", port or 8765

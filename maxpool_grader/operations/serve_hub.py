@@ -21,7 +21,7 @@ from urllib.parse import urlparse
 from jupyterhub.services.auth import HubOAuth, HubOAuthCallbackHandler, HubOAuthenticated, UserNotAllowed
 from tornado.httputil import url_concat
 
-from .serve_web import INSTRUCTOR_COOKIE, STUDENT_COOKIE, _Handler
+from .serve_web import INSTRUCTOR_COOKIE, STUDENT_COOKIE, _Handler, page_prefix
 
 HUB_ENVIRONMENT = ("JUPYTERHUB_API_TOKEN", "JUPYTERHUB_API_URL", "JUPYTERHUB_CLIENT_ID")
 
@@ -44,8 +44,10 @@ def hub_address() -> tuple[str, int, str]:
     return listen.hostname, listen.port, host + prefix
 
 
-def hub_auth(prefix: str) -> HubOAuth:
-    """The Hub's OAuth client of this service, from the environment the Hub gives it."""
+def hub_auth(base_url: str) -> HubOAuth:
+    """The Hub's OAuth client of this service (its pages under ``base_url``), from the
+    environment the Hub gives it."""
+    prefix = page_prefix(base_url)
     missing = [name for name in HUB_ENVIRONMENT if not os.environ.get(name)]
     if missing:
         raise HubSetupError(f"--hub-login needs the environment JupyterHub gives a service ({', '.join(missing)} "

@@ -48,12 +48,16 @@ class _Handler(tornado.web.RequestHandler):
 
     def signed_in(self, why: str) -> str | None:
         """The signed-in student; None, with a page that says ``why``, for anyone else."""
-        if self.current_user is None:
-            if self.settings.get("hub_auth") is not None:  # serve --hub-login: sign in with JupyterHub
-                self.redirect(self.url("/hub/login"), status=303)
-            else:
-                self.page("Please open your personal link", f"<p>{html.escape(why)}</p>", status=403)
+        if self.current_user is None and not self.to_hub_sign_in():
+            self.page("Please open your personal link", f"<p>{html.escape(why)}</p>", status=403)
         return self.current_user
+
+    def to_hub_sign_in(self) -> bool:
+        """With ``serve --hub-login``, someone not signed in goes to JupyterHub's sign-in (True)."""
+        if self.settings.get("hub_auth") is None or self.current_user is not None:
+            return False
+        self.redirect(self.url("/hub/login"), status=303)
+        return True
 
     def is_instructor(self) -> bool:
         return self.get_signed_cookie(INSTRUCTOR_COOKIE, max_age_days=30) == b"yes"
@@ -207,8 +211,8 @@ class FeedbackPage(AttemptPage):
 class InstructorView(_Handler):
     def get(self):
         if not self.is_instructor():
-            if self.settings.get("hub_auth") is not None and self.current_user is None:
-                return self.redirect(self.url("/hub/login"), status=303)  # c.Serve.hub_instructors sign in here
+            if self.to_hub_sign_in():  # c.Serve.hub_instructors sign in there
+                return
             return self.page("Instructors only", "<p>Open the instructor's link (in "
                                                  ".maxpool-grader/serve/instructor-link).</p>", status=403)
         self.page(f"{self.service.assignment}: live", instructor_view(self.service), refresh=5)
