@@ -79,7 +79,7 @@ c.OverwriteCells.add_missing_cells = True
 c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
     "nbgrader.preprocessors.ClearHiddenTests",
-    "maxpool_grader.glue.feedback.ModelAnswer",  # Part A's model answer, released with the feedback only
+    "maxpool_grader.glue.model_answer.ModelAnswer",  # Part A's model answer, in the final feedback only
     "maxpool_grader.glue.feedback_page.FeedbackSummary",  # the summary first, each explanation once
     "maxpool_grader.glue.feedback.MathToMathML",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",

@@ -198,3 +198,26 @@ def hidden_messages() -> dict[tuple[str, str], str | None]:
             with contextlib.redirect_stdout(io.StringIO()):  # the noisy control's re-shown output
                 found[name, grade_id] = evaluate(grade_id, function)
     return found
+
+
+def part_a_answer_in(page: str) -> list[str]:
+    """What of Part A's answer a page shows (empty: nothing): the model answer's and the
+    explanation's heading, the rubric's heading and text, Figure 2, and every run of plain
+    words of the model answer, the rubric and the explanation (their formulas are MathML on
+    a page, so the words between them are what is looked for)."""
+    import base64
+    import re
+
+    from bs4 import BeautifulSoup
+
+    from maxpool_grader.exercise.part_a import EXPLANATION, MODEL_ANSWER, RUBRIC, figure_png
+    from maxpool_grader.glue.model_answer import RUBRIC_HEADING
+    text = " ".join(BeautifulSoup(page, "html.parser").get_text(" ").split())
+    markers = ["Part A: the model answer", RUBRIC_HEADING.strip("*"), "Figure 2:",
+               "Why only the arg-max gets gradient"]
+    for passage in (MODEL_ANSWER, RUBRIC, EXPLANATION):
+        plain = re.sub(r"\$\$.*?\$\$|\$[^$]*\$|\*\*|`|\*", "\n", passage, flags=re.S)
+        markers += [" ".join(run.split()) for run in re.split(r"[\n:;()]", plain) if len(" ".join(run.split())) > 30]
+    found = [marker for marker in markers if marker in text]
+    figure = base64.b64encode(figure_png(backward=True)).decode()
+    return found + (["Figure 2's image"] if figure[:200] in page else [])

@@ -12,10 +12,11 @@ back-references and that what the summary takes from the student's notebook is e
 from __future__ import annotations
 
 import re
+import shutil
 
 import jinja2
 import pytest
-from helpers import ASSIGNMENT, copy_course, flat, nbgrader, sqlite
+from helpers import ASSIGNMENT, copy_course, flat, nbgrader, part_a_answer_in, sqlite
 from nbconvert.filters.highlight import Highlight2HTML
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 from nbgrader.api import Gradebook
@@ -60,7 +61,7 @@ def test_the_feedback_of_a_failing_student_reads_top_down(graded, browser, stude
     assert top("#summary") < top("#toc") < top(".cell")
     summary = flat(page.inner_text("#summary"))
     assert summary.startswith("Summary"), summary
-    assert "Part A: your derivation (graded by hand) not graded yet (of 5)" in summary, summary
+    assert "Part A: your derivation (graded by hand) not graded yet, of 5" in summary, summary
     assert f"Part B: your max_pool_backward (graded by the tests) {score:g} of {most:g}" in summary, summary
     # each cause once, with what it cost: together, every point Part B lost
     named = [sentence for sentence in re.split(r"(?<=\.)\s+", summary) if "It cost" in sentence]
@@ -90,6 +91,26 @@ def test_the_feedback_of_a_failing_student_reads_top_down(graded, browser, stude
     alts = page.eval_on_selector_all("#notebook-container img", "images => images.map(image => image.alt)")
     assert sorted(alts) == ["Figure 1", "Figure 2: Figure 1's example, forward and backward"], alts
     page.close()
+
+
+@pytest.mark.integration
+def test_a_page_made_before_the_deadline_keeps_part_a_s_answer_for_after_it(graded, tmp_path):
+    """The instructor's own nbgrader generate_feedback, before the deadline and after it: the
+    model answer, rubric and Figure 2 only in the page made after it; the heading never counts
+    an ungraded Part A, and the tools cell is folded."""
+    course = shutil.copytree(graded, tmp_path / "course")
+    pages = {}
+    for when in ("2099-01-01 00:00", "2020-01-01 00:00"):
+        nbgrader(course, "generate_feedback", ASSIGNMENT, "--force", "--student=forum_compiles",
+                 f"--Serve.deadline={when}")
+        pages[when] = (course / "feedback" / "forum_compiles" / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text()
+    before, after = pages["2099-01-01 00:00"], pages["2020-01-01 00:00"]
+    assert part_a_answer_in(before) == [] and "Part A is graded by a person after the deadline" in before
+    assert {"Part A: the model answer", "How your Part A answer is graded", "Figure 2's image"} <= set(
+        part_a_answer_in(after))
+    for page in (before, after):  # Part A waits for a person: the heading shows Part B's points alone
+        assert re.search(r"\(Score: \d+ of 15 so far; Part A \(5 points\) is not graded yet\)", page), page[:3000]
+        assert re.search(r'<details class="maxpool-tools"><summary>[^<]*</summary>\s*<div class="cell', page)
 
 
 def _test_cell(grade_id: str, message: str | None, bugs=()):

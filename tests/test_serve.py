@@ -22,7 +22,20 @@ from pathlib import Path
 import nbformat
 import pytest
 import requests
-from helpers import ASSIGNMENT, BIN, ROOT, all_grades, as_user, cmdline, copy_course, free_port, sqlite, user_account
+from bs4 import BeautifulSoup
+from helpers import (
+    ASSIGNMENT,
+    BIN,
+    ROOT,
+    all_grades,
+    as_user,
+    cmdline,
+    copy_course,
+    free_port,
+    part_a_answer_in,
+    sqlite,
+    user_account,
+)
 from hostile_pages import KINDS
 
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -31,7 +44,7 @@ from make_sample_class import LOOP_CORRECT, VECTORIZED_CORRECT, fill  # noqa: E4
 pytestmark = pytest.mark.integration  # real kernels, sandboxes, nbgrader or servers
 
 ALICE, BOB, EVE = "maxpool-s-alice", "maxpool-s-bob", "maxpool-s-eve"  # students with accounts (the exchange)
-WEB = ["carol", "dave", "erin", "frank", "grace", "heidi"]  # students of the web page only
+WEB = ["carol", "dave", "erin", "frank", "grace", "heidi", "ivan"]  # students of the web page only
 HOSTILE = {kind: f"hostile{number}" for number, kind in enumerate(KINDS)}  # one web student per hostile notebook
 FORMULA = '=HYPERLINK("http://example.com/x","open me")'
 POLICY = "\nc.Serve.attempts_per_hour = 3\nc.Serve.attempts_per_day = 5\nc.Serve.poll_interval = 0.3\n"
@@ -188,6 +201,7 @@ def test_the_exchange_way_grades_a_submission_and_refuses_one_made_in_a_classmat
     assert len(pages) == 1, fetched.stdout + fetched.stderr
     page = pages[0].read_text()
     assert "Every test passed." in page and "not graded yet" in page  # Part A: never shown as graded
+    assert part_a_answer_in(page) == []  # before the deadline, nothing of Part A's answer
     grades = all_grades(sqlite(course))
     assert grades[ALICE, "hidden_overlapping_windows"] > 0  # Alice's own correct work, not Eve's broken one
     assert not any(student == EVE for student, _ in grades)
@@ -257,6 +271,40 @@ def test_the_web_way_the_token_decides_who_and_the_policy_refuses_at_once(course
     done = service.wait_idle()
     carols = [row for row in done if row["student"] == "carol" and row["status"] != "refused"]
     assert {row["status"] for row in carols} <= {"graded", "superseded"} and carols[-1]["status"] == "graded"
+
+
+def _newest_feedback(student: str, course: Path) -> str:
+    fetched = student_nbgrader(student, course, "fetch_feedback", ASSIGNMENT)
+    assert fetched.returncode == 0, fetched.stdout + fetched.stderr
+    pages = sorted((Path(user_account(student).pw_dir) / ASSIGNMENT / "feedback").glob(f"*/{ASSIGNMENT}.html"))
+    assert pages, fetched.stdout + fetched.stderr
+    return pages[-1].read_text()  # the folders are named by submission time
+
+
+def test_before_the_deadline_the_blank_notebook_shows_nothing_of_part_a_either_way(course, service):
+    """The untouched release notebook, at the default level ('everything'), through the web
+    page and through the exchange: the pages as sent hold no model answer, rubric, Figure 2
+    or explanation of the derivation, and an unanswered Part A is not answered, not 0."""
+    blank = (ROOT / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").read_bytes()
+    ivan, xsrf = _session(links(course)["ivan"])
+    sent = _upload(service, ivan, xsrf, blank)
+    assert sent.status_code == 303, sent.text
+    page = _feedback(service, ivan, sent.headers["Location"])
+    assert page.url.endswith("/feedback") and "Part B" in page.text, page.text[:2000]
+    fetched = Path(user_account(EVE).pw_dir) / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    fetched.write_bytes(blank)  # Eve's fetched copy, as released
+    submitted = student_nbgrader(EVE, course, "submit", ASSIGNMENT)
+    assert submitted.returncode == 0, submitted.stdout + submitted.stderr
+    deadline = time.monotonic() + 120
+    while not any(row["student"] == EVE and row["status"] == "graded" for row in service.attempts()):
+        assert time.monotonic() < deadline, (service.attempts(), service.output())
+        time.sleep(0.3)
+    for sent_page in (page.text, _newest_feedback(EVE, course)):
+        assert part_a_answer_in(sent_page) == []
+        text = " ".join(BeautifulSoup(sent_page, "html.parser").get_text(" ").split())
+        assert "Part A is graded by a person after the deadline" in text
+        assert "not answered yet, of 5" in text and "0 of 5" not in text and "0 / 20" not in text
+        assert "0 of 15 so far; Part A (5 points) is not answered yet" in text  # the heading counts no 0
 
 
 def test_a_student_sees_their_feedback_offline_in_chromium_and_a_hostile_notebook_stays_inert(
@@ -394,6 +442,7 @@ def test_through_the_exchange_the_policy_decides_what_feedback_shows_before_the_
     page = pages[0].read_text()
     assert "your feedback so far" in page and "Likely mistake:" in page  # the titles and the named mistakes
     assert "def max_pool_backward" not in page and "Every test passed" not in page  # not nbgrader's whole page
+    assert part_a_answer_in(page) == []
 
 
 def test_at_the_deadline_the_grade_is_grade_force_and_later_uploads_are_refused(course, service):
@@ -414,5 +463,13 @@ def test_at_the_deadline_the_grade_is_grade_force_and_later_uploads_are_refused(
                               capture_output=True, text=True, timeout=600)
     assert regraded.returncode == 0, regraded.stdout + regraded.stderr
     assert all_grades(sqlite(course)) == served  # cell for cell
-    assert {student for student, _ in served} == {ALICE, BOB, "carol", "erin", "frank", "grace", "heidi",
+    # the instructor releases the final feedback: now it has Part A's answer, figure and rubric
+    released = subprocess.run([str(BIN / "nbgrader"), "release_feedback", ASSIGNMENT, f"--student={ALICE}"], cwd=course,
+                              capture_output=True, text=True, timeout=300)
+    assert released.returncode == 0, released.stdout + released.stderr
+    final = _newest_feedback(ALICE, course)
+    assert {"Part A: the model answer", "How your Part A answer is graded", "Figure 2's image"} <= set(
+        part_a_answer_in(final))
+    assert "Part A is graded by a person after the deadline" not in final
+    assert {student for student, _ in served} == {ALICE, BOB, EVE, "carol", "erin", "frank", "grace", "heidi", "ivan",
                                                *HOSTILE.values()}

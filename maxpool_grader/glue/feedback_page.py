@@ -50,8 +50,10 @@ from ..exercise.explain import reason_of, shorten_repeats, split_report
 from ..exercise.part_a import PART_A_POINTS
 from ..names import PART_A_CELL, REPORT_KEY, RESOURCES_KEY, SUMMARY_TAG, grade_id
 from .inert import html_block
+from .model_answer import is_final
 
 PART_A_TITLE = "Part A: your derivation (graded by hand)"
+PART_B_TITLE = "Part B: your max_pool_backward (graded by the tests)"
 NBGRADER_TEMPLATES = Path(nbgrader.__file__).resolve().parent / "server_extensions" / "formgrader" / "templates"
 
 
@@ -181,7 +183,8 @@ class FeedbackSummary(Preprocessor):
         ours = resources.setdefault(RESOURCES_KEY, {})
         ours["titles"] = {**{check_id: check.title for check_id, check in GRADED_CHECKS.items()},
                           PART_A_CELL: PART_A_TITLE}
-        ours["ungraded"] = _ungraded(resources)
+        ours["pending"] = _part_a_pending(nb, resources, self.config)
+        ours["header"] = _header(nb, resources)
         summary = new_markdown_cell(html_block(_summary_html(nb, tests, resources)),
                                     metadata={"tags": [SUMMARY_TAG]})
         summary.id = SUMMARY_TAG
@@ -216,6 +219,27 @@ def _ungraded(resources) -> set[str]:
         return set()
 
 
+def _part_a_pending(nb, resources, config) -> dict[str, str]:
+    """{PART_A_CELL: what the page says instead of a score} while Part A has no grade of a
+    person: an answer waiting for one, or, before the final feedback, no answer yet (nbgrader
+    scores an unchanged answer 0 at once, which is a grade only once the deadline passed)."""
+    part_a = next((cell for cell in nb.cells if grade_id(cell) == PART_A_CELL), None)
+    if part_a is None:
+        return {}
+    points = _points(_score(part_a)[1])
+    if PART_A_CELL in _ungraded(resources):
+        return {PART_A_CELL: f"not graded yet, of {points}"}
+    if _unanswered(part_a) and not is_final(config, resources):
+        return {PART_A_CELL: f"not answered yet, of {points}"}
+    return {}
+
+
+def _unanswered(cell) -> bool:
+    """nbgrader's own test (``utils.determine_grade``): the answer is the one released."""
+    from nbgrader.utils import compute_checksum
+    return compute_checksum(cell) == cell.metadata.get("nbgrader", {}).get("checksum")
+
+
 def _score(cell) -> tuple[float, float]:
     meta = cell.metadata.get("nbgrader", {})
     check = GRADED_CHECKS.get(grade_id(cell))
@@ -224,34 +248,45 @@ def _score(cell) -> tuple[float, float]:
 
 
 def _summary_html(nb, tests: list, resources) -> str:
-    ungraded = resources.get(RESOURCES_KEY, {}).get("ungraded", set())
+    ours = resources.get(RESOURCES_KEY, {})
+    pending = ours.get("pending", {})
     rows = []
     part_a = next((cell for cell in nb.cells if grade_id(cell) == PART_A_CELL), None)
     if part_a is not None:
         score, points = _score(part_a)
-        shown = (f"not graded yet (of {_points(points)})" if PART_A_CELL in ungraded
-                 else f"{_points(score)} of {_points(points)}")
-        rows.append((PART_A_TITLE, shown))
+        rows.append((PART_A_TITLE, pending.get(PART_A_CELL, f"{_points(score)} of {_points(points)}")))
     else:
         rows.append((PART_A_TITLE, f"no answer found (of {PART_A_POINTS})"))
     visible = [_score(cell) for cell in tests if grade_id(cell) not in HIDDEN_CHECKS]
     hidden = [_score(cell) for cell in tests if grade_id(cell) in HIDDEN_CHECKS]
     total = lambda found, at: _points(sum(pair[at] for pair in found))  # noqa: E731
-    rows.append(("Part B: your max_pool_backward (graded by the tests)",
+    rows.append((PART_B_TITLE,
                  f"{total(visible + hidden, 0)} of {total(visible + hidden, 1)} (visible tests "
                  f"{total(visible, 0)} of {total(visible, 1)}, hidden tests {total(hidden, 0)} of {total(hidden, 1)})"))
     found = resources.get("nbgrader", {})
     if float(found.get("late_penalty") or 0) > 0:
         rows.append(("Late submission penalty", f"\u2212{_points(found['late_penalty'])}"))
     if "score" in found:
-        note = " (Part A still to be graded)" if PART_A_CELL in ungraded else ""
-        rows.append(("<strong>Total</strong>", f"<strong>{_points(found['score'])} of "
-                                               f"{_points(found.get('max_score'))}</strong>{note}"))
+        rows.append(("<strong>Total</strong>", f"<strong>{html.escape(ours.get('header', ''))}</strong>"))
     table = "".join(f"<tr><td>{name if name.startswith('<strong>') else html.escape(name)}</td><td>{value}</td></tr>"
                     for name, value in rows)
     parts = ["<h2>Summary</h2>", f"<table><tr><th>Part</th><th>Points</th></tr>{table}</table>"]
     parts += _causes_html(tests)
     return "".join(parts)
+
+
+def _header(nb, resources) -> str:
+    """The score the page's heading shows: the total once Part A has a grade, else Part B's
+    points alone and what is still to come (never an ungraded Part A counted as 0)."""
+    found = resources.get("nbgrader", {})
+    pending = resources.get(RESOURCES_KEY, {}).get("pending", {})
+    score, max_score = float(found.get("score") or 0), float(found.get("max_score") or 0)
+    if PART_A_CELL not in pending:
+        return f"{_points(score)} of {_points(max_score)}"
+    part_a = next(cell for cell in nb.cells if grade_id(cell) == PART_A_CELL)
+    a_score, a_points = _score(part_a)
+    return (f"{_points(score - a_score)} of {_points(max_score - a_points)} so far; Part A "
+            f"({_points(a_points)} points) is {pending[PART_A_CELL].split(',')[0]}")
 
 
 def _causes_html(tests: list) -> list[str]:

@@ -42,8 +42,9 @@ def add_parsers(commands, cluster_options) -> tuple[argparse.ArgumentParser, arg
 
 
 def serve_command(args, parser: argparse.ArgumentParser, db_url: str, security) -> int:
+    from ..glue.deadline import parse_time
     from . import serve
-    from .serve_policy import load_settings, parse_time
+    from .serve_policy import load_settings
     if args.workers is not None and args.workers < 1:
         parser.error("--workers must be at least 1")
     if args.no_web and args.no_exchange:

@@ -25,6 +25,9 @@ def start_worker(course: str, db_url: str, parent: int) -> None:
     and what grading and feedback import imported, so that the first student of a lab
     session does not wait for the start-up."""
     parallel._start_worker(course, db_url, parent)
+    # every page the service makes is read while Part A can still change: never Part A's answer
+    # (glue/model_answer.py; the converters nbgrader makes for each call read this config)
+    parallel._API.config.ModelAnswer.release = "never"
     from ..isolation import box
     if box.bwrap_works():  # warm start is for sandboxed kernels only
         from ..isolation.kernels import _kernel_zygote

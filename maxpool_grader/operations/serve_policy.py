@@ -20,6 +20,7 @@ from pathlib import Path
 from traitlets import Enum, Float, Int, List, Unicode
 from traitlets.config import Configurable
 
+from ..glue.deadline import deadline as course_deadline
 from ..names import SOLUTION_CELL
 
 FEEDBACK_LEVELS = ("scores", "mistakes", "everything")
@@ -55,15 +56,6 @@ def load_settings(course: Path) -> Serve:
     from traitlets.config.loader import PyFileConfigLoader
     config = PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
     return Serve(config=config)
-
-
-def parse_time(text: str) -> datetime:
-    """'2026-12-01 23:59' (UTC) or an ISO time with its offset, as an aware datetime."""
-    try:
-        moment = datetime.fromisoformat(text.strip())
-    except ValueError:
-        raise ValueError(f"not a time: {text!r} (write e.g. '2026-12-01 23:59' or 2026-12-01T23:59+01:00)") from None
-    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
 
 
 # ------------------------------------------------------------------------------ tokens
@@ -120,21 +112,11 @@ class Policy:
         """The deadline, read from the gradebook at most every DEADLINE_FRESH seconds: every
         page and every attempt asks (a student's waiting page refreshes each second), and the
         instructor may move the due date while the service runs."""
-        if self.settings.deadline:
-            return parse_time(self.settings.deadline)
         read = getattr(self, "_deadline_read", None)
         if read is None or time.monotonic() - read[0] > DEADLINE_FRESH:
-            read = self._deadline_read = (time.monotonic(), self._gradebook_deadline())
+            read = self._deadline_read = (time.monotonic(),
+                                          course_deadline(self.settings.deadline, self.db_url, self.assignment))
         return read[1]
-
-    def _gradebook_deadline(self) -> datetime | None:
-        from nbgrader.api import Gradebook, MissingEntry
-        try:
-            with Gradebook(self.db_url) as gradebook:
-                due = gradebook.find_assignment(self.assignment).duedate
-        except MissingEntry:
-            return None
-        return due.replace(tzinfo=timezone.utc) if due is not None and due.tzinfo is None else due
 
     def open_now(self, now: float | None = None) -> bool:
         deadline = self.deadline()

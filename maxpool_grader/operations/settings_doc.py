@@ -20,6 +20,7 @@ from traitlets import TraitType
 from traitlets.config import Configurable
 
 from ..glue.execute import KERNEL_CPU_MARGIN_SECONDS, SafeExecute
+from ..glue.model_answer import ModelAnswer
 from ..glue.sealed_box import SealedBox
 from ..glue.verdicts import OutOfProcessVerdicts
 from ..isolation.box import Caps
@@ -38,6 +39,8 @@ SETTINGS: list[tuple[type[Configurable], str]] = [
     (SafeExecute, "The notebook itself, run in the kernel as nbgrader's Execute runs it."),
     (LatePolicy, "The late policy, applied by nbgrader's AssignLatePenalties to the due date "
                  "and submission times that maxpool-grader collect-lms stores."),
+    (ModelAnswer, "Part A's model answer, rubric and Figure 2 in the feedback: in the final feedback "
+                  "only, never while Part A can still change (see docs/serve.md#before-the-deadline)."),
     (Serve, "The policy of maxpool-grader serve, which grades a submission while the assignment is "
             "open and shows its feedback within seconds (see docs/serve.md)."),
 ]
