@@ -226,3 +226,24 @@ def test_the_release_teaches_the_tools_not_the_derivation():
     figures = [base64.b64decode(image["image/png"]) for cell in release.cells
                for image in cell.get("attachments", {}).values()]
     assert figures == [figure_png()] and figure_png(backward=True) not in figures
+
+
+def test_part_a_asks_what_its_rubric_grades_point_for_point():
+    """The question states each item with its points; the rubric grades the same items, with
+    the same points, and nothing else (both read as students and graders see them)."""
+    question = " ".join(cells_by_id(nbformat.read(RELEASE_NOTEBOOK, as_version=4))["part_a_question"].source.split())
+    asked = re.findall(r"\((\w)\) ([^;]+?), (\d) points?[;.]", question.split("Points:", 1)[1])
+    graded = re.findall(r"^- \((\w)\) (\d) p: ", RUBRIC, flags=re.M)
+    assert [(label, int(points)) for label, _, points in asked] == [(label, int(points)) for label, points in graded]
+    assert sum(int(points) for _, points in graded) == 5 and len(graded) >= 3
+    # what the rubric weighs is asked: ties, and the gradient for a stride smaller than the window
+    assert "not unique" in question and "stride smaller than the" in question and "overlap" in question
+    items = dict(zip((label for label, _ in graded), re.split(r"^- \(\w\) \d p: ", RUBRIC, flags=re.M)[1:]))
+    for label, words, _ in asked:  # the item about overlap is graded on overlap, and only it
+        assert ("overlapping" in words) == ("overlapping" in items[label]), (label, words, items[label])
+
+
+def test_the_release_prose_stays_short():
+    release = nbformat.read(RELEASE_NOTEBOOK, as_version=4)
+    words = sum(len(cell.source.split()) for cell in release.cells if cell.cell_type == "markdown")
+    assert words < 700, f"the release's prose has {words} words; keep it under about 700"

@@ -3,8 +3,8 @@
 They exist only here, never in the release notebook: the derivation is what Part A asks
 for, and the hidden tests check what it implies. The grader's view (the autograded
 notebook that formgrader shows) gets the rubric next to the student's answer
-(``autograde.ShowRubric``); the feedback, released after grading, gets the rubric, the
-model answer and the full figure (``feedback.ModelAnswer``). The source notebook holds
+(``grades.ShowRubric``); the final feedback, made after the deadline, gets the rubric, the
+model answer and the full figure (``model_answer.ModelAnswer``). The source notebook holds
 the same text in Part A's solution region, which nbgrader strips from the release.
 """
 
@@ -36,20 +36,32 @@ if it was its window's maximum and 0 otherwise; with a smaller stride windows ov
 that is the maximum of several windows receives the sum of their gradients.
 """.strip()
 
-RUBRIC = r"""
-**Rubric (5 points).** The points are on the derivation, not on the picture: "each window's
-gradient goes to its maximum, 0 elsewhere" is what Figure 1 and the visible test already show,
-and earns nothing on its own.
-- 2 p: justification of $\partial f_{kl}/\partial x_{ij} = 1$ at the arg-max of $\Omega(k,l)$ and 0
+# What Part A asks, item by item: (label, points, the question's words, the rubric's text). The
+# question cell of the notebook states each item with its points (QUESTION_POINTS), the rubric
+# grades the same items with the same points: tests/test_notebook.py reads both.
+RUBRIC_ITEMS = (
+    ("a", 2, "the backward message $\\partial f_{kl}/\\partial x_{ij}$, justified",
+     r"""justification of $\partial f_{kl}/\partial x_{ij} = 1$ at the arg-max of $\Omega(k,l)$ and 0
   for every other $(i,j)$, including inputs outside the window: max is locally the identity in its
   arg-max (a small nudge does not change which element is the maximum), or a limit argument.
-  1 p if only one of the two cases (1 at the maximum, 0 elsewhere) is justified.
-- 1 p: ties: max is not differentiable there; a subgradient (split with weights summing to 1, or
-  all to one of the maxima, e.g. the first) named; not every tied maximum receiving the full gradient.
-- 2 p: overlapping windows: the chain rule to $\partial L/\partial x_{ij}$ as a sum over the windows
-  that contain $(i,j)$, so an input that is the maximum of several windows receives the sum of their
-  gradients. 1 p if the chain rule is only given for stride = window size (each input in one window).
-""".strip()
+  1 p if only one of the two cases (1 at the maximum, 0 elsewhere) is justified."""),
+    ("b", 1, "a window whose maximum is not unique",
+     r"""ties: max is not differentiable there; a subgradient (split with weights summing to 1, or
+  all to one of the maxima, e.g. the first) named; not every tied maximum receiving the full gradient."""),
+    ("c", 2, "$\\partial L/\\partial x_{ij}$ for any stride, overlapping windows included",
+     r"""the chain rule to $\partial L/\partial x_{ij}$ for any stride, as a sum over the windows
+  that contain $(i,j)$, so an input that is the maximum of several overlapping windows receives the sum
+  of their gradients. 1 p if it is only given for stride = window size (each input in one window)."""),
+)
+assert sum(points for _, points, _, _ in RUBRIC_ITEMS) == PART_A_POINTS
+
+QUESTION_POINTS = "Points: " + "; ".join(
+    f"({label}) {asked}, {points} point{'s' if points != 1 else ''}" for label, points, asked, _ in RUBRIC_ITEMS) + "."
+
+RUBRIC = (f"**Rubric ({PART_A_POINTS} points).** The points are on the derivation, not on the picture: "
+          "\"each window's\ngradient goes to its maximum, 0 elsewhere\" is what Figure 1 and the visible test "
+          "already show,\nand earns nothing on its own.\n"
+          + "\n".join(f"- ({label}) {points} p: {text}" for label, points, _, text in RUBRIC_ITEMS))
 
 EXPLANATION = r"""
 **Why only the arg-max gets gradient.** Nudging a non-maximal element by a small amount does not

@@ -11,7 +11,7 @@ import re
 import warnings
 
 from ..exercise.checks import GRADED_CHECKS, VISIBLE_CHECKS
-from ..exercise.part_a import EXPLANATION, MODEL_ANSWER, PART_A_POINTS, RUBRIC, figure_png
+from ..exercise.part_a import EXPLANATION, MODEL_ANSWER, PART_A_POINTS, QUESTION_POINTS, RUBRIC, figure_png
 from ..names import FUNCTION, PART_A_CELL, PROVIDED_CELL, PROVIDED_TOOLS_CELL, SOLUTION_CELL, grade_id
 from .check_cells import (
     ANSWER_PHRASES,
@@ -136,6 +136,11 @@ def prose_findings(notebook) -> list[Finding]:
         if index is not None and heading not in notebook.cells[index].source:
             found.append(Finding(cell_name(notebook, index), "does not state the points the grader gives",
                                  f"keep the heading: {heading}"))
+    question = cell_index(notebook, PART_A_QUESTION)
+    flat = lambda text: " ".join(text.split())  # noqa: E731  line breaks are the author's
+    if question is not None and flat(QUESTION_POINTS) not in flat(notebook.cells[question].source):
+        found.append(Finding(cell_name(notebook, question), "does not state the points of each item the rubric grades",
+                             f"end the question with part_a.py's QUESTION_POINTS: {QUESTION_POINTS}"))
     intro = next((i for i, cell in enumerate(notebook.cells) if cell.cell_type == "markdown"), None)
     if intro is not None:
         text = notebook.cells[intro].source
