@@ -27,7 +27,8 @@ class ShowRubric(NbGraderPreprocessor):
         at = next((index for index, cell in enumerate(nb.cells) if grade_id(cell) == PART_A_CELL), None)
         if at is not None and not any(RUBRIC_TAG in cell.get("metadata", {}).get("tags", []) for cell in nb.cells):
             rubric = new_markdown_cell(
-                "**For the grader: Part A's rubric** (students see it with their final feedback, after the deadline)\n\n" + RUBRIC,
+                "**For the grader: Part A's rubric** (students see it with their final feedback, after the "
+                "deadline)\n\n" + RUBRIC,
                 metadata={"tags": [RUBRIC_TAG]})
             rubric.id = RUBRIC_TAG  # a fixed id: regrading writes the same notebook
             nb.cells.insert(at + 1, rubric)

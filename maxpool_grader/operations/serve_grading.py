@@ -101,8 +101,12 @@ def scores_of(db_url: str, course: Path, student: str, assignment: str) -> dict:
                 check = GRADED_CHECKS.get(grade.name)
                 title = check.title if check else ("Part A: your derivation" if grade.name == PART_A_CELL
                                                    else grade.name)
+                # Part A waits for a person until one grades it: nbgrader's automatic 0 for an
+                # answer left as released is not a grade before the deadline ("not answered yet")
+                person = grade.name == PART_A_CELL and grade.manual_score is None
                 tests.append({"id": grade.name, "title": title, "points": float(grade.max_score or 0),
-                              "score": float(grade.score or 0), "manual": bool(grade.needs_manual_grade),
+                              "score": float(grade.score or 0), "manual": person or bool(grade.needs_manual_grade),
+                              "answered": not person or bool(grade.needs_manual_grade),
                               "mistakes": named.get(grade.name, [])})
         return {"tests": tests, "score": float(submission.score or 0), "max_score": float(submission.max_score or 0),
                 "late_penalty": float(submission.late_submission_penalty or 0)}

@@ -37,7 +37,8 @@ def brief(result: dict, level: str) -> str:
     rows = []
     for test in result.get("tests", []):
         if test["manual"]:
-            shown = f"graded by a person after the deadline (of {test['points']:g})"
+            shown = (f"graded by a person after the deadline (of {test['points']:g})" if test.get("answered", True)
+                     else f"not answered yet (of {test['points']:g}; graded by a person after the deadline)")
         else:
             ok = test["score"] >= test["points"]
             shown = f"<span class='{'ok' if ok else 'lost'}'>{test['score']:g} of {test['points']:g}</span>"

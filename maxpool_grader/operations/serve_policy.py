@@ -158,8 +158,8 @@ class Policy:
         """Refuse what is not this assignment's notebook, or too large."""
         if len(content) > self.settings.max_upload * 1024:
             raise Refused(f"The file is too large ({len(content) // 1024} KiB; the limit is "
-                          f"{self.settings.max_upload} KiB). Clear your outputs (Kernel > Restart and Clear "
-                          "Outputs) and upload it again.", 413)
+                          f"{self.settings.max_upload} KiB). Clear your outputs (Kernel > Restart Kernel and "
+                          "Clear Outputs of All Cells) and upload it again.", 413)
         try:
             notebook = json.loads(content.decode("utf-8"))
             cells = notebook["cells"]
