@@ -67,6 +67,10 @@ maxpool_grader.glue.install()
 # No per-cell execution timestamps: grading the same notebook twice writes the same file.
 c.Execute.record_timing = False
 
+# grades.csv (nbgrader export, and maxpool-grader grade through it) quoted, and no name in it
+# a spreadsheet would run as a formula (maxpool_grader/glue/csv_export.py)
+c.ExportApp.plugin_class = "maxpool_grader.glue.csv_export.SafeCsvExport"
+
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 

@@ -528,7 +528,8 @@ def test_exported_text_cannot_become_a_formula_and_numbers_stay_numbers(course):
             submission.notebooks[0].late_submission_penalty = -2.5 if student == "s_minus" else 0  # an early bonus
         book.db.commit()
     run(course, "export-lms", "--canvas-column", "-Max pooling (1)")
-    for name in ("canvas_grades.csv", "lms_grades.csv"):
+    nbgrader(course, "export", "--to", "grades.csv")  # nbgrader's own command; maxpool-grader grade runs it too
+    for name in ("canvas_grades.csv", "lms_grades.csv", "grades.csv"):
         with open(course / name, newline="") as handle:
             for row in csv.reader(handle):
                 for value in row:
@@ -545,6 +546,11 @@ def test_exported_text_cannot_become_a_formula_and_numbers_stay_numbers(course):
     assert rows["s_link"]["lms_id"] == "'=1+2"
     assert rows["s_minus"]["late_penalty"] == "-2.5"  # a number we wrote: still a number
     assert float(rows["s_minus"]["total"]) == float(rows["s_link"]["total"]) + 2.5
+    with open(course / "grades.csv", newline="") as handle:
+        exported = {row["student_id"]: row for row in csv.DictReader(handle)}
+    assert exported["s_link"]["first_name"] == '\'=HYPERLINK("http://x","y")'  # one cell: quoted, not split
+    assert exported["s_cmd"]["last_name"] == "'+cmd|' /C calc'!A0" and exported["s_tab"]["email"] == "'@tab"
+    assert exported["s_minus"]["late_submission_penalty"] == "-2.5" and float(exported["s_link"]["raw_score"]) > 0
     with open(course / "canvas_grades.csv", newline="") as handle:
         canvas = list(csv.reader(handle))
     assert canvas[0][5] == "'-Max pooling (1)"

@@ -15,11 +15,11 @@ from pathlib import Path
 
 from nbgrader.api import Gradebook, MissingEntry
 
+from ..glue.csv_export import safe_text
 from ..names import ASSIGNMENT
 from .roster import read_roster
 
 STATE = Path(".maxpool-grader") / "lms.json"  # written by collect-lms (lms.py)
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
 def cell(value) -> str | int | float:
@@ -31,8 +31,7 @@ def cell(value) -> str | int | float:
         return f"{value:g}"
     if isinstance(value, int):
         return value
-    text = "" if value is None else str(value)
-    return "'" + text if text.startswith(FORMULA_STARTS) else text
+    return safe_text(value)
 
 
 def export(course: Path, db_url: str, out_dir: Path, *, canvas_column: str | None = None,
