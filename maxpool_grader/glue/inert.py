@@ -11,9 +11,10 @@ grading page, the feedback page, the autograded notebook in JupyterLab).
   dropped. It is idempotent: cleaning a clean notebook changes nothing.
 * ``MakeInert`` runs it: after the notebook is executed in autograde, and again at every
   HTML export (``HTMLExporter.preprocessors``), which also covers notebooks graded before.
-* ``clean_html`` is the allow-list itself (nh3, the Ammonia sanitizer): text, tables,
-  lists, emphasis, code, links to http(s) and mail, images only as ``data:image/...``,
-  and MathML; no attributes that run code, style a page or name an element.
+* ``clean_html`` is the allow-list (glue/allow_list.py: nh3, the Ammonia sanitizer): text,
+  tables, lists, emphasis, code, links to http(s) and mail, images only as
+  ``data:image/...``, and MathML; no attributes that run code, style a page or name an
+  element.
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ import re
 from pathlib import Path
 
 import nbgrader
-import nh3
 from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
 from nbconvert.preprocessors import Preprocessor
 from nbformat import NotebookNode
@@ -33,30 +33,9 @@ from nbformat.v4 import new_markdown_cell
 from traitlets import Bool
 
 from ..names import MODEL_ANSWER_TAG, NOTES_KEY, NOTES_TAG, RESOURCES_KEY, RUBRIC_TAG, SUMMARY_TAG
+from .allow_list import NUMBER, clean_html, clean_mathml  # noqa: F401  (clean_mathml: glue/feedback.py's)
 
-HTML_TAGS = {
-    "p", "br", "hr", "h1", "h2", "h3", "h4", "h5", "h6", "div", "span", "blockquote", "pre", "code", "kbd",
-    "samp", "var", "em", "strong", "b", "i", "u", "s", "del", "ins", "sub", "sup", "small", "mark", "q", "cite",
-    "abbr", "ul", "ol", "li", "dl", "dt", "dd", "table", "thead", "tbody", "tfoot", "tr", "th", "td", "caption",
-    "colgroup", "col", "a", "img", "figure", "figcaption", "details", "summary"}
-MATHML_TAGS = {
-    "math", "mi", "mn", "mo", "ms", "mtext", "mspace", "mrow", "mfrac", "msqrt", "mroot", "mstyle", "merror",
-    "mpadded", "mphantom", "mfenced", "menclose", "msub", "msup", "msubsup", "munder", "mover", "munderover",
-    "mmultiscripts", "mprescripts", "none", "mtable", "mtr", "mtd", "semantics", "annotation"}
-MATHML_ATTRIBUTES = {
-    "display", "mathvariant", "stretchy", "fence", "separator", "separators", "lspace", "rspace", "form",
-    "accent", "accentunder", "movablelimits", "largeop", "symmetric", "minsize", "maxsize", "displaystyle",
-    "scriptlevel", "columnalign", "rowalign", "columnspacing", "rowspacing", "columnlines", "rowlines", "frame",
-    "framespacing", "linethickness", "width", "height", "depth", "voffset", "notation", "open", "close",
-    "encoding", "rowspan", "columnspan", "xmlns"}
-ATTRIBUTES = {
-    "a": {"href", "title"}, "img": {"src", "alt", "title", "width", "height"}, "ol": {"start"},
-    "td": {"colspan", "rowspan", "align"}, "th": {"colspan", "rowspan", "align", "scope"}, "col": {"span"},
-    "table": {"border"}, "details": {"open"}, "abbr": {"title"}, **{tag: MATHML_ATTRIBUTES for tag in MATHML_TAGS}}
 IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif")  # shown as they are: the page decodes them as pictures
-_DATA_IMAGE = re.compile(r"data:image/(png|jpeg|gif|webp|svg\+xml);base64,[A-Za-z0-9+/=\s]*", re.I)
-_LINK = re.compile(r"(https?:|mailto:|#)", re.I)
-_NUMBER = re.compile(r"\d{1,5}")
 _TAG = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 _GRADE_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
 RESERVED_TAGS = {RUBRIC_TAG, MODEL_ANSWER_TAG, NOTES_TAG, SUMMARY_TAG}  # the grader's cells: never a student's
@@ -64,29 +43,6 @@ BLOCK_CLASS = "maxpool-inert"  # the one element a cleaned markdown cell is made
 # classic/mathjax.html.j2 (no CDN, a Content-Security-Policy instead) ahead of nbgrader's templates
 TEMPLATE_DIRS = [str(Path(__file__).resolve().parent / "templates"),
                  str(Path(nbgrader.__file__).resolve().parent / "server_extensions" / "formgrader" / "templates")]
-
-
-def _attribute(tag: str, name: str, value: str) -> str | None:
-    if tag == "img" and name == "src":
-        return value if _DATA_IMAGE.fullmatch(value) else None
-    if tag == "a" and name == "href":
-        return value if _LINK.match(value) else None
-    if name in ("width", "height") and tag not in MATHML_TAGS:
-        return value if _NUMBER.fullmatch(value) else None
-    return value
-
-
-def clean_html(text: str) -> str:
-    """``text`` with only the allow-listed tags, attributes and links (module doc)."""
-    return nh3.clean(text, tags=HTML_TAGS | MATHML_TAGS, attributes=ATTRIBUTES, attribute_filter=_attribute,
-                     url_schemes={"http", "https", "mailto", "data"}, strip_comments=True,
-                     link_rel="noopener noreferrer nofollow")
-
-
-def clean_mathml(mathml: str) -> str:
-    """Sanitized MathML: what latex2mathml makes of a student's ``\\text{<img ...>}`` or
-    ``\\href{javascript:...}`` loses the HTML and the link."""
-    return clean_html(mathml)
 
 
 # ------------------------------------------------------------------ markdown cells
@@ -199,7 +155,7 @@ def inert_output(output: NotebookNode) -> NotebookNode | None:
             kept[kind_] = data[kind_]
             wanted = metadata.get(kind_, {}) if isinstance(metadata.get(kind_), dict) else {}
             size = {key: int(value) for key, value in wanted.items()
-                    if key in ("width", "height") and _NUMBER.fullmatch(str(value))}
+                    if key in ("width", "height") and NUMBER.fullmatch(str(value))}
             if size:
                 sizes[kind_] = size
     rich = _html_of(data)
