@@ -15,6 +15,7 @@ import csv
 import datetime as dt
 import hashlib
 import io
+import os
 import shutil
 import struct
 import subprocess
@@ -29,8 +30,9 @@ from make_sample_class import LOOP_CORRECT, TIES_ALL_MAXIMA, VECTORIZED_CORRECT
 from nbgrader.api import Gradebook
 
 from maxpool_grader.names import PART_A_CELL, grade_id
-from maxpool_grader.operations.lms import LatePolicy, match_key
+from maxpool_grader.operations.lms import LatePolicy
 from maxpool_grader.operations.lms_export import cell as csv_cell
+from maxpool_grader.operations.lms_match import match_key
 from maxpool_grader.operations.lms_zip import (
     Limits,
     LmsError,
@@ -498,11 +500,143 @@ def test_two_lms_users_who_fit_one_student_are_both_left_for_the_instructor(cour
         add(archive, canvas_entry("okaforfarah", 102, f"{ASSIGNMENT}.ipynb"), b"one farah")
         add(archive, canvas_entry("okaforfarah", 666, f"{ASSIGNMENT}.ipynb"), b"another farah")
         add(archive, canvas_entry("kowalskivera", 777, f"{ASSIGNMENT}.ipynb"), b"not the vera of roster.csv")
-    out = run(course, "collect-lms", str(zip_path)).stdout
+    out = run(course, "collect-lms", str(zip_path), status=1).stdout  # refused by name: not a silent 0
     assert submitted_trees(course) == before
     assert out.count("2 LMS users (ids 102, 666) fit s_farah") == 2
     assert "no student in roster.csv is 'kowalskivera' (LMS id 777)" in out  # Vera is known by her lms_id
     assert_every_upload_accounted_for(course, zip_path, out)
+
+
+# ------------------------------------------------------------------ a term of collections
+NO_IDS_ROSTER = """id,first_name,last_name,email
+s_vera,Vera,Kowalski,vera@example.edu
+s_eve,Eve,Mallory,eve@example.edu
+s_lina,Lina,Haddad,lina@example.edu
+"""
+
+
+def moodle(name: str, participant: int) -> str:
+    return f"{name}_{participant}_assignsubmission_file/{ASSIGNMENT}.ipynb"
+
+
+@integration
+def test_a_moodle_display_name_never_decides_against_another_entry_or_an_earlier_collection(course, tmp_path):
+    (course / "roster.csv").write_text(NO_IDS_ROSTER)  # no lms_id column: names are all there is at first
+    first, impostor, newcomer, renamed = (tmp_path / f"{name}.zip" for name in ("first", "impostor", "new", "renamed"))
+    with zipfile.ZipFile(first, "w") as archive:  # Eve renamed herself "Vera Kowalski", beside the real Vera
+        add(archive, moodle("Vera Kowalski", 501), b"the real vera")
+        add(archive, moodle("Vera Kowalski", 502), b"eve, as vera")
+        add(archive, moodle("Lina Haddad", 503), b"lina")
+    out = run(course, "collect-lms", str(first), status=1).stdout
+    assert not (course / "submitted" / "s_vera").exists()  # neither entry is taken for her: both named
+    assert out.count("2 LMS users (ids 501, 502) fit s_vera") == 2
+    assert (course / "submitted" / "s_lina" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").read_bytes() == b"lina"
+    assert_every_upload_accounted_for(course, first, out)
+
+    with zipfile.ZipFile(first, "w") as archive:  # the names as they were: each recorded with its LMS user
+        add(archive, moodle("Vera Kowalski", 501), b"the real vera")
+        add(archive, moodle("Eve Mallory", 502), b"eve")
+    run(course, "collect-lms", str(first), "--replace-newer")
+    vera = tree(course / "submitted" / "s_vera")
+    with zipfile.ZipFile(impostor, "w") as archive:  # later Eve, renamed, alone: her id is hers, not Vera's
+        add(archive, moodle("Vera Kowalski", 502), b"eve, renamed as vera", TWO_DAYS_LATE)
+    out = run(course, "collect-lms", str(impostor)).stdout
+    assert tree(course / "submitted" / "s_vera") == vera
+    assert (course / "submitted" / "s_eve" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").read_bytes() == \
+        b"eve, renamed as vera"  # a change of display name for the same LMS user is followed
+    with zipfile.ZipFile(newcomer, "w") as archive:  # a new LMS user claims a collected name
+        add(archive, moodle("Vera Kowalski", 777), b"someone new", TWO_DAYS_LATE)
+    out = run(course, "collect-lms", str(newcomer), status=1).stdout
+    assert tree(course / "submitted" / "s_vera") == vera
+    assert "LMS user 777 is named 'Vera Kowalski', like s_vera, who was collected before as LMS user 501" in out
+    assert_every_upload_accounted_for(course, newcomer, out)
+    with zipfile.ZipFile(renamed, "w") as archive:  # Vera renamed herself: still Vera
+        add(archive, moodle("V. K.", 501), b"vera, renamed", TWO_DAYS_LATE)
+    run(course, "collect-lms", str(renamed))
+    assert (course / "submitted" / "s_vera" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").read_bytes() == b"vera, renamed"
+
+
+@integration
+def test_too_many_files_are_refused_and_each_unmatched_file_is_named_by_its_own_entry(course, tmp_path):
+    before = seed(course, "s_vera")
+    crowd = tmp_path / "crowd.zip"
+    with zipfile.ZipFile(crowd, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for number in range(20_002):  # a small zip of many entries
+            add(archive, canvas_entry("kowalskivera", 104, f"f{number}.txt"), b"x")
+    refused = run(course, "collect-lms", str(crowd), status=2)
+    assert "holds 20002 files, more than 10000 (--max-files)" in refused.stderr
+    assert submitted_trees(course) == before and not (course / "lms-unmatched").exists()
+    many = tmp_path / "many.zip"
+    with zipfile.ZipFile(many, "w") as archive:
+        for number in range(150):
+            add(archive, canvas_entry("kowalskivera", 104, f"f{number}.txt"), b"%d" % number)
+        for name in ("smithjohn", "doejane"):  # one unknown LMS user, two names
+            add(archive, canvas_entry(name, 199, f"{name}.ipynb"), name.encode())
+    out = run(course, "collect-lms", str(many), status=1).stdout
+    assert submitted_trees(course) == before
+    assert "kept out: 150 files, more than 100 for one student, so submitted/s_vera is left as it was" in out
+    assert "no student in roster.csv is 'smithjohn' (LMS id 199)" in out
+    assert "no student in roster.csv is 'doejane' (LMS id 199)" in out
+    assert_every_upload_accounted_for(course, many, out)
+
+
+@integration
+def test_a_folder_without_a_timestamp_counts_as_newer_than_any_zip(course, tmp_path):
+    folder = course / "submitted" / "s_vera" / ASSIGNMENT
+    folder.mkdir(parents=True)
+    (folder / f"{ASSIGNMENT}.ipynb").write_bytes(b"put there by hand")
+    zip_path = tmp_path / "older.zip"
+    with zipfile.ZipFile(zip_path, "w") as archive:
+        add(archive, canvas_entry("kowalskivera", 104, f"{ASSIGNMENT}.ipynb"), b"from the zip")
+    out = run(course, "collect-lms", str(zip_path), status=1).stdout
+    assert (folder / f"{ASSIGNMENT}.ipynb").read_bytes() == b"put there by hand"
+    assert "submitted/s_vera holds a submission without a timestamp.txt" in out
+    run(course, "collect-lms", str(zip_path), "--replace-newer")
+    assert (folder / f"{ASSIGNMENT}.ipynb").read_bytes() == b"from the zip"
+
+
+def litter(course: Path) -> list[str]:
+    """What a collect-lms leaves only when it was interrupted."""
+    found = [p for p in (course / "submitted").rglob(".*lms-*")] if (course / "submitted").exists() else []
+    found += list((course / ".maxpool-grader").glob("lms-staging-*"))
+    found += [p for p in (course / "lms-unmatched").rglob(".lms-part-*")] if (course / "lms-unmatched").exists() \
+        else []
+    return [str(path.relative_to(course)) for path in found]
+
+
+@integration
+@pytest.mark.parametrize("step", ["staging", "unmatched-copy", "swap", "between-renames"])
+def test_a_collection_killed_at_any_step_loses_nothing_and_the_next_run_cleans_up(course, tmp_path, step):
+    before = seed(course, "s_vera", "s_lina")
+    zip_path, big = tmp_path / "term.zip", bytes(range(256)) * 8192  # 2 MiB, unmatched
+    with zipfile.ZipFile(zip_path, "w") as archive:
+        add(archive, canvas_entry("kowalskivera", 104, f"{ASSIGNMENT}.ipynb"), b"vera, new", TWO_DAYS_LATE)
+        add(archive, canvas_entry("smithjohn", 199, "data.bin"), big, TWO_DAYS_LATE)
+        add(archive, canvas_entry("haddadlina", 101, f"{ASSIGNMENT}.ipynb"), b"lina, new", TWO_DAYS_LATE)
+    killed = subprocess.run([str(BIN / "maxpool-grader"), "collect-lms", str(zip_path), "--course-dir", str(course)],
+                            capture_output=True, text=True, timeout=300,
+                            env={**os.environ, "MAXPOOL_GRADER_TEST_KILL_AT": step})
+    assert killed.returncode == -9, killed.stdout + killed.stderr
+    old = {student: (course / "submitted" / student / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").read_bytes()
+           if (course / "submitted" / student / ASSIGNMENT).exists() else None for student in before}
+    for student, notebook_now in old.items():  # each submission is whole: in its folder, or kept aside
+        kept = [p.read_bytes() for p in (course / "submitted" / student).glob(f".{ASSIGNMENT}.lms-old-*/*.ipynb")]
+        assert notebook_now in (b"vera, new", b"lina, new") or notebook_now is not None or len(kept) == 1, step
+    for path in (course / "lms-unmatched").rglob("*") if (course / "lms-unmatched").exists() else []:
+        assert path.is_dir() or path.name.startswith(".lms-part-") or path.read_bytes() == big  # never truncated
+    (tmp_path / "again").mkdir()
+    again = tmp_path / "again" / "term.zip"  # the next collection, without Lina, whose swap was cut short
+    with zipfile.ZipFile(again, "w") as archive:
+        add(archive, canvas_entry("kowalskivera", 104, f"{ASSIGNMENT}.ipynb"), b"vera, new", TWO_DAYS_LATE)
+        add(archive, canvas_entry("smithjohn", 199, "data.bin"), big, TWO_DAYS_LATE)
+    out = run(course, "collect-lms", str(again)).stdout
+    assert litter(course) == [], (step, litter(course))
+    assert tree(course / "submitted" / "s_lina") == before["s_lina"], step  # restored, or never moved
+    assert (course / "submitted" / "s_vera" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").read_bytes() == b"vera, new"
+    assert [p.read_bytes() == big for p in (course / "lms-unmatched").rglob("*") if p.is_file()] == [True]
+    if step == "between-renames":
+        assert "s_lina: submitted/s_lina/max_pool_backward restored as it was before an interrupted" in out
+    assert_every_upload_accounted_for(course, again, out)
 
 
 # ------------------------------------------------------------------ names that are formulas
@@ -623,11 +757,14 @@ def test_staging_reads_with_a_bound_and_names_each_entry_it_skips(tmp_path):
     set_header_field(path, "liar", 22, 24, lambda data, at: struct.pack_into("<I", data, at, 10))  # "10 bytes"
     (tmp_path / "staged").mkdir()
     with zipfile.ZipFile(path) as archive:
-        read, skipped = stage(archive, archive.infolist(), tmp_path / "staged", Limits(per_file=1000, total=1000))
+        # 100 bytes on disk cost a whole 4 KiB block: the second file past "good" no longer fits
+        read, skipped = stage(archive, archive.infolist(), tmp_path / "staged", Limits(per_file=1000, total=2 * 4096))
     assert {entry.filename: staged.read_bytes() for entry, staged in read.items()} == {"good": b"x" * 100}
     reasons = {entry.filename: reason for entry, reason in skipped.items()}
     assert reasons["encrypted"].startswith("encrypted") and reasons["crc"].startswith("damaged: Bad CRC-32")
     assert reasons["huge"] == "unpacks to 48.83 KiB, more than 1000 bytes (--max-file-size)"
     assert reasons["liar"].startswith("damaged") and reasons["undated"].startswith("damaged: its time")
-    assert reasons["over-total"] == "the zip unpacks to more than 1000 bytes in all (--max-total-size)"
+    assert reasons["over-total"] == "the zip unpacks to more than 8 KiB in all (--max-total-size)"
     assert sorted(p.name for p in (tmp_path / "staged").iterdir()) == ["0"]  # nothing half-read is left
+    with zipfile.ZipFile(path) as archive, pytest.raises(LmsError, match="holds 7 files, more than 6"):
+        stage(archive, archive.infolist(), tmp_path / "staged", Limits(files=6))

@@ -5,9 +5,8 @@
   parallel with nbgrader's own autograde (grade.py), writes their feedback,
   ``grades.csv`` and the class report, and prints each student's score per test cell.
 * ``roster`` imports the class list (roster.py).
-* ``collect-lms`` and ``export-lms`` bring a Canvas or Moodle zip in and the grades back
-  out (lms.py; the zip is read and checked in lms_zip.py, written in lms_store.py, the
-  CSVs in lms_export.py).
+* ``collect-lms`` and ``export-lms``: a Canvas or Moodle zip in, the grades out (lms.py; the
+  zip read in lms_zip.py, matched in lms_match.py, written in lms_store.py; lms_export.py).
 * ``cluster-certs`` writes the certificates of a course's Dask cluster (cluster_tls.py).
 * ``doctor`` says which grading guarantees hold on this machine (doctor.py).
 * ``check`` checks the source notebook against the grader; ``--fix`` fixes what it can and
@@ -31,9 +30,9 @@ from .roster import RosterError, import_roster
 from .similarity import THRESHOLD
 
 COLLECT_EXIT = ("Exit status: 0 when every file of the zip is in submitted/ or lms-unmatched/ (each file not "
-                "collected is named); 1 when a file was skipped (encrypted, damaged, too large) or a student's folder "
-                "was left as it was (one of their files could not be read, or submitted/ holds a newer submission); "
-                "2 when the zip, the roster or an option cannot be used.")
+                "collected is named); 1 when a file was skipped (encrypted, damaged, too large) or refused (an "
+                "ambiguous name), or a student's folder was left as it was (see the notes); 2 when the zip, the "
+                "roster or an option cannot be used.")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -67,6 +66,8 @@ def _parser() -> argparse.ArgumentParser:
                          help="skip (and name) a file of the zip that unpacks to more than this (default %(default)s)")
     collect.add_argument("--max-total-size", default=f"{Limits.total >> 20}MiB", metavar="SIZE",
                          help="skip (and name) the files past this much unpacked in all (default %(default)s)")
+    collect.add_argument("--max-files", type=int, default=Limits.files, metavar="N",
+                         help=f"refuse a zip of more files (default %(default)s; {Limits.per_student} per student)")
     collect.add_argument("--lms", choices=LAYOUTS, default=None,
                          help="the zip's layout, when its names fit two equally (default: told from the names)")
     collect.add_argument("--replace-newer", action="store_true",
@@ -129,7 +130,7 @@ EXAMPLES = {  # shown under each command's --help
               "    --tls-cert certs/client.pem --tls-key certs/client-key.pem"],
     "roster": ["maxpool-grader roster roster.csv"],
     "collect-lms": ["maxpool-grader collect-lms submissions.zip --due '2026-11-20 23:59'",
-                    "maxpool-grader collect-lms moodle.zip --lms moodle --zip-timezone Europe/Berlin"],
+                    "maxpool-grader collect-lms moodle.zip --lms moodle-folders --zip-timezone Europe/Berlin"],
     "export-lms": ["maxpool-grader export-lms --canvas-column 'Max pooling (12345)'"],
     "cluster-certs": ["maxpool-grader cluster-certs certs/ --days 120"],
     "doctor": ["maxpool-grader doctor", "maxpool-grader doctor --db postgresql://grader@db/course --json"],
@@ -266,8 +267,8 @@ def collect_lms(args, db_url: str) -> int:
         if result.returncode != 0:
             print(result.stdout[-4000:], file=sys.stderr)
             return 1
-    limits = Limits(per_file=_size("--max-file-size", args.max_file_size),
-                        total=_size("--max-total-size", args.max_total_size))
+    limits = Limits(_size("--max-file-size", args.max_file_size), _size("--max-total-size", args.max_total_size),
+                    files=args.max_files)
     found = lms.collect(args.zip, args.course_dir, db_url, due=due, zip_timezone=zone, limits=limits, lms=args.lms,
                         replace_newer=args.replace_newer)
     late = sorted(student for student, info in found.students.items() if info["late"])

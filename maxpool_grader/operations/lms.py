@@ -16,15 +16,19 @@ How the LMSs name the files in their bulk download (from their source and guides
   submissions in folders" off, flat ``<Full Name>_<participant id>_assignsubmission_file_<file name>``.
 
 Every student is treated as an attacker. Files are matched to the course's ``roster.csv``
-by the LMS's part of the name only: a student whose ``lms_id`` is in the roster is matched
-by it alone, the others by name (Unicode letters and digits, accents dropped; a name with
-none matches nobody); two LMS users who fit one student are both left unmatched. Nothing
-is written until the whole zip is read and checked; then each student's folder is built
-next to the old one and renamed into place, so a failure leaves the old one whole. A
-student whose upload cannot be read, or whose ``submitted/`` folder holds a newer
-submission than the zip's (unless ``replace_newer``), keeps their folder as it was. Every
-file not collected is copied to ``lms-unmatched/<zip>/`` under its own path, or, if it
-cannot be read, skipped, and each is named with what happened (``Collected.notes``).
+by the LMS's part of the name only (lms_match.py): a student whose ``lms_id`` is in the roster
+is matched by it alone, a student collected before by the LMS user recorded then, the others
+by name (Unicode letters and digits, accents dropped; a name with none matches nobody); two
+LMS users who fit one student, or a new user with a collected student's name, are refused.
+Nothing is written until the whole zip is read and checked; then each student's folder is
+built next to the old one and renamed into place, so a failure leaves the old one whole, and
+a file copied to lms-unmatched/ gets its name only once it is whole. One collect-lms runs at
+a time per course, and it first finishes what a killed one left (lms_store.recover). A
+student whose upload cannot be read, who uploaded more files than the limit, or whose
+``submitted/`` folder holds a newer submission than the zip's, or one without a timestamp
+(unless ``replace_newer``), keeps their folder as it was. Every file not collected is copied
+to ``lms-unmatched/<zip>/`` under its own path, or, if it cannot be read, skipped, and each is
+named with what happened (``Collected.notes``).
 
 Submission times: each zip entry's time (taken as UTC unless ``--zip-timezone`` says
 otherwise) becomes nbgrader's ``timestamp.txt``; a Canvas file marked ``_LATE`` whose
@@ -35,11 +39,13 @@ into the gradebook, and nbgrader's ``AssignLatePenalties`` applies ``LatePolicy`
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import fcntl
 import json
 import math
+import os
 import tempfile
-import unicodedata
 import zipfile
 from pathlib import Path
 
@@ -50,57 +56,12 @@ from traitlets import Float
 from ..names import ASSIGNMENT
 from .course import course_path
 from .lms_export import STATE, export  # noqa: F401  (the other half of "from the LMS and back")
-from .lms_store import Collected, KeepOut, submitted_time, swap_in
+from .lms_match import known_users, match
+from .lms_store import STAGING, Collected, KeepOut, recover, submitted_time, swap_in
 from .lms_zip import Limits, LmsError, Upload, ambiguous, detect_layout, files_of, parse, safe_parts, shown, stage
 from .roster import read_roster
 
 UNMATCHED = "lms-unmatched"
-
-
-def match_key(text: str) -> str:
-    """A name reduced for matching: case folded, accents dropped, only letters and digits
-    of any script kept ("Tomás Álvarez" and "alvareztomas" meet; "Вера" stays "вера")."""
-    decomposed = unicodedata.normalize("NFKD", unicodedata.normalize("NFKC", text).casefold())
-    kept = "".join(ch for ch in decomposed if ch.isalnum() and not unicodedata.combining(ch))
-    return unicodedata.normalize("NFKC", kept)
-
-
-def _match(uploads: list[Upload], roster: list[dict]) -> dict[tuple[str, str], str]:
-    """Set each upload's student; returns why, for each LMS user (lms, lms_id) left unmatched.
-    A roster row with an lms_id is matched by it only; a row without one by its name (Canvas:
-    last name then first name; Moodle: first then last). Ambiguity matches nobody."""
-    by_lms_id: dict[str, list[str]] = {}
-    by_name: dict[str, list[str]] = {}
-    for row in roster:
-        if row.get("lms_id"):
-            by_lms_id.setdefault(row["lms_id"], []).append(row["id"])
-            continue
-        first, last = row.get("first_name") or "", row.get("last_name") or ""
-        for key in {match_key(last + first), match_key(first + last)} - {""}:
-            by_name.setdefault(key, []).append(row["id"])
-    users: dict[tuple[str, str], list[Upload]] = {}
-    for upload in uploads:
-        users.setdefault((upload.lms, upload.lms_id), []).append(upload)
-    why, claims = {}, {}
-    for user, theirs in users.items():
-        name, key = theirs[0].name, match_key(theirs[0].name)
-        found = by_lms_id.get(user[1]) or (by_name.get(key, []) if key else [])
-        if len(found) == 1:
-            claims.setdefault(found[0], []).append(user)
-        elif found:
-            why[user] = f"{len(found)} students of roster.csv fit {name!r} (LMS id {user[1]}): {', '.join(found)}"
-        else:
-            why[user] = f"no student in roster.csv is {name!r} (LMS id {user[1]})" + (
-                "" if key else "; the name has no letters or digits to match by: add the lms_id to roster.csv")
-    for student, claimants in claims.items():
-        for user in claimants:
-            if len(claimants) > 1:
-                why[user] = (f"{len(claimants)} LMS users (ids {', '.join(u[1] for u in claimants)}) fit {student}: "
-                             "add the right lms_id to roster.csv")
-            else:
-                for upload in users[user]:
-                    upload.student = student
-    return why
 
 
 # ------------------------------------------------------------------ into submitted/
@@ -116,36 +77,47 @@ def collect(zip_path: Path, course: Path, db_url: str, *, due: dt.datetime | Non
         raise LmsError(f"{zip_path} is not a zip file that can be read ({problem})") from None
     result = Collected()
     (course / STATE.parent).mkdir(exist_ok=True)
-    with archive, tempfile.TemporaryDirectory(prefix="lms-staging-", dir=course / STATE.parent) as staging:
-        entries = files_of(archive)
-        result.layout = detect_layout(entries, lms)
-        read, skipped = stage(archive, entries, Path(staging), limits or Limits())
-        keep_out = KeepOut(course, course / UNMATCHED / safe_parts(zip_path.stem)[-1], read, skipped, result)
-        uploads = [upload for entry in entries if (upload := parse(entry, result.layout))]
-        parsed = {upload.entry for upload in uploads}
-        for entry in entries:
-            if ambiguous(entry, result.layout):
-                keep_out(entry, "Moodle's '_<id>_assignsubmission_file_' is in its name twice, so whose file it "
-                                "is cannot be told (download the submissions in folders)")
-            elif entry not in parsed:
-                keep_out(entry, f"not named as {result.layout or 'Canvas or Moodle'} names its files")
-        why = _match(uploads, roster)
-        by_student: dict[str, list[Upload]] = {}
-        for upload in uploads:
-            if upload.student is None:
-                keep_out(upload.entry, why[upload.lms, upload.lms_id])
-            else:
-                by_student.setdefault(upload.student, []).append(upload)
-        for student, theirs in sorted(by_student.items()):
-            info = _collect_student(course_path(course, "submitted", student, assignment), theirs, keep_out,
-                                    due=due, zip_timezone=zip_timezone, replace_newer=replace_newer)
-            if info is not None:
-                result.students[student] = info
-    if due is not None:
-        with Gradebook(db_url) as book:
-            book.update_or_create_assignment(assignment, duedate=due.astimezone(dt.timezone.utc).replace(tzinfo=None))
-    _save_state(course / STATE, result)
+    submitted = course_path(course, "submitted", "_", assignment).parent.parent
+    with archive, _locked(course / STATE.parent / "collect-lms.lock"):
+        result.messages += recover(course, submitted, course / UNMATCHED, course / STATE.parent, assignment)
+        with tempfile.TemporaryDirectory(prefix=STAGING, dir=course / STATE.parent) as staging:
+            _collect_zip(archive, zip_path, Path(staging), course, result, roster, limits or Limits(), lms,
+                         assignment=assignment, due=due, zip_timezone=zip_timezone, replace_newer=replace_newer)
+        if due is not None:
+            with Gradebook(db_url) as book:
+                book.update_or_create_assignment(assignment,
+                                                 duedate=due.astimezone(dt.timezone.utc).replace(tzinfo=None))
+        _save_state(course / STATE, result)
     return result
+
+
+def _collect_zip(archive: zipfile.ZipFile, zip_path: Path, staging: Path, course: Path, result: Collected,
+                 roster: list[dict], limits: Limits, lms: str | None, *, assignment: str, **options) -> None:
+    """Read, stage, match and write the zip (``options``: those of ``_collect_student``)."""
+    entries = files_of(archive)
+    result.layout = detect_layout(entries, lms)
+    read, skipped = stage(archive, entries, staging, limits)
+    keep_out = KeepOut(course, course / UNMATCHED / safe_parts(zip_path.stem)[-1], read, skipped, result)
+    uploads = [upload for entry in entries if (upload := parse(entry, result.layout))]
+    parsed = {upload.entry for upload in uploads}
+    for entry in entries:
+        if ambiguous(entry, result.layout):
+            keep_out(entry, "Moodle's '_<id>_assignsubmission_file_' is in its name twice, so whose file it "
+                            "is cannot be told (download the submissions in folders)")
+        elif entry not in parsed:
+            keep_out(entry, f"not named as {result.layout or 'Canvas or Moodle'} names its files")
+    why = match(uploads, roster, known_users(course / STATE))
+    by_student: dict[str, list[Upload]] = {}
+    for upload in uploads:
+        if upload.student is None:
+            keep_out(upload.entry, why[upload.entry][0], failed=why[upload.entry][1])
+        else:
+            by_student.setdefault(upload.student, []).append(upload)
+    for student, theirs in sorted(by_student.items()):
+        info = _collect_student(course_path(course, "submitted", student, assignment), theirs, keep_out,
+                                per_student=limits.per_student, **options)
+        if info is not None:
+            result.students[student] = info
 
 
 def _roster(course: Path) -> list[dict]:
@@ -164,7 +136,20 @@ def _save_state(state: Path, result: Collected) -> None:
     saved = json.loads(state.read_text()) if state.exists() else {}
     saved.update({student: {key: value for key, value in info.items() if key in ("lms", "lms_id", "name")}
                   for student, info in result.students.items()})
-    state.write_text(json.dumps(saved, indent=1, sort_keys=True))
+    partial = state.with_name(state.name + ".partial")  # a killed run leaves the old state whole
+    partial.write_text(json.dumps(saved, indent=1, sort_keys=True))
+    os.replace(partial, state)
+
+
+@contextlib.contextmanager
+def _locked(path: Path):
+    """One collect-lms at a time per course: what a killed one left is cleaned up under it."""
+    with open(path, "a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise LmsError("another collect-lms is running in this course; wait for it to finish") from None
+        yield
 
 
 def _stored_name(upload: Upload) -> str:
@@ -174,7 +159,7 @@ def _stored_name(upload: Upload) -> str:
 
 
 def _collect_student(folder: Path, uploads: list[Upload], keep_out: KeepOut, *, due, zip_timezone,
-                     replace_newer: bool) -> dict | None:
+                     replace_newer: bool, per_student: int) -> dict | None:
     """Swap one student's folder for their uploads; None when it is kept as it was."""
     student, latest = folder.parent.name, {}
     for upload in sorted(uploads, key=lambda upload: (upload.attempt, upload.time, upload.entry.filename)):
@@ -189,9 +174,15 @@ def _collect_student(folder: Path, uploads: list[Upload], keep_out: KeepOut, *, 
     reason = None
     if unreadable:
         reason = f"kept out: {', '.join(unreadable)} cannot be read, so submitted/{student} is left as it was"
+    elif len(latest) > per_student:
+        reason = (f"kept out: {len(latest)} files, more than {per_student} for one student, so submitted/{student} "
+                  "is left as it was")
     elif before is not None and before > when and not replace_newer:
         reason = (f"kept out: submitted/{student} holds a newer submission ({before:%Y-%m-%d %H:%M:%S} UTC) than "
                   f"this zip's ({when:%Y-%m-%d %H:%M:%S} UTC); --replace-newer replaces it")
+    elif before is None and _holds_files(folder) and not replace_newer:
+        reason = (f"kept out: submitted/{student} holds a submission without a timestamp.txt, so it may be newer "
+                  "than this zip's; --replace-newer replaces it")
     else:
         try:
             swap_in(folder, {name: keep_out.read[upload.entry] for name, upload in latest.items()}, when)
@@ -211,6 +202,10 @@ def _collect_student(folder: Path, uploads: list[Upload], keep_out: KeepOut, *, 
     first = next(iter(latest.values()))
     return {"lms": first.lms, "lms_id": first.lms_id, "name": first.name, "files": sorted(latest),
             "timestamp": when.isoformat(), "late": late or (due is not None and when > due)}
+
+
+def _holds_files(folder: Path) -> bool:
+    return folder.is_dir() and any(path.is_file() for path in folder.rglob("*"))
 
 
 def _notebook_messages(student: str, assignment: str, files: list[str]) -> list[str]:

@@ -15,7 +15,10 @@ from pathlib import Path
 
 from nbgrader.utils import parse_utc
 
-from .lms_zip import safe_parts, shown
+from .lms_zip import checkpoint, safe_parts, shown
+
+STAGING = "lms-staging-"  # the staging folders in .maxpool-grader/
+PARTIAL = ".lms-part-"  # a copy into lms-unmatched/ before it gets its name
 
 
 @dataclass
@@ -62,7 +65,10 @@ def place(root: Path, parts: list[str], staged: Path) -> Path:
         if not last:
             where.mkdir(parents=True, exist_ok=True)
     root.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(staged, where)
+    partial = where.parent / f"{PARTIAL}{secrets.token_hex(4)}"  # a killed copy never has a real name
+    shutil.copyfile(staged, partial)
+    checkpoint("unmatched-copy")
+    os.rename(partial, where)
     return where
 
 
@@ -89,8 +95,10 @@ def swap_in(folder: Path, files: dict[str, Path], when: dt.datetime) -> None:
         for name, staged in files.items():
             shutil.copyfile(staged, new / name)
         (new / "timestamp.txt").write_text(when.strftime("%Y-%m-%d %H:%M:%S.%f UTC"))
+        checkpoint("swap")
         if folder.exists() or folder.is_symlink():
             os.rename(folder, old)
+            checkpoint("between-renames")
         try:
             os.rename(new, folder)
         except OSError:
@@ -102,6 +110,30 @@ def swap_in(folder: Path, files: dict[str, Path], when: dt.datetime) -> None:
     if old.is_symlink():
         old.unlink()
     shutil.rmtree(old, ignore_errors=True)
+
+
+def recover(course: Path, submitted: Path, unmatched: Path, staging_parent: Path, assignment: str) -> list[str]:
+    """Finish what a killed collect-lms left (it holds the course's lock, so none runs now):
+    a student's folder that survives only as ``.<assignment>.lms-old-*`` is renamed back, every
+    other ``.lms-new-*``/``.lms-old-*`` folder, staging folder and partial copy is removed.
+    Returns a line for the instructor per student restored."""
+    restored = []
+    for leftover in sorted(staging_parent.glob(f"{STAGING}*")):
+        shutil.rmtree(leftover, ignore_errors=True)
+    for student in sorted(submitted.iterdir()) if submitted.is_dir() else []:
+        folder = student / assignment
+        for old in sorted(student.glob(f".{assignment}.lms-old-*")):
+            if not (folder.exists() or folder.is_symlink()):
+                os.rename(old, folder)
+                restored.append(f"{student.name}: submitted/{student.name}/{assignment} restored as it was before "
+                                "an interrupted collect-lms")
+            else:
+                shutil.rmtree(old, ignore_errors=True)
+        for new in student.glob(f".{assignment}.lms-new-*"):
+            shutil.rmtree(new, ignore_errors=True)
+    for partial in unmatched.rglob(f"{PARTIAL}*") if unmatched.is_dir() else []:
+        partial.unlink(missing_ok=True)
+    return restored
 
 
 def submitted_time(folder: Path) -> dt.datetime | None:
