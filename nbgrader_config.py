@@ -85,7 +85,6 @@ c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.ClearHiddenTests",
     "maxpool_grader.glue.model_answer.ModelAnswer",  # Part A's model answer, in the final feedback only
     "maxpool_grader.glue.feedback_page.FeedbackSummary",  # the summary first, each explanation once
-    "maxpool_grader.glue.feedback.MathToMathML",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
 # The page a student reads top-down: the summary, then the tests by their titles
@@ -97,7 +96,10 @@ c.FeedbackExporter.template_name = "maxpool_feedback"
 # render without a network, and no MathJax from a CDN: the page's own
 # Content-Security-Policy stands in its place (maxpool_grader/glue/templates/classic/):
 # the course's templates first, then nbgrader's own (formgrader's and the feedback's).
+# Markdown is rendered with its formulas held out of it, so that every formula reads as
+# written ($i^*$ once lost its star to emphasis): maxpool_grader/glue/mathml.py.
 from maxpool_grader.glue.inert import TEMPLATE_DIRS  # noqa: E402
 
-c.HTMLExporter.preprocessors = ["maxpool_grader.glue.inert.MakeInert", "maxpool_grader.glue.feedback.MathToMathML"]
+c.HTMLExporter.preprocessors = ["maxpool_grader.glue.inert.MakeInert"]
+c.HTMLExporter.filters = {"markdown2html": "maxpool_grader.glue.mathml.MarkdownToHTML"}
 c.HTMLExporter.extra_template_basedirs = TEMPLATE_DIRS

@@ -12,8 +12,8 @@ import nbformat
 from hostile_pages import PNG_B64, SVG_SCRIPT, html_payloads, js, latex_payloads
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output, new_raw_cell
 
-from maxpool_grader.glue.feedback import latex_to_mathml
 from maxpool_grader.glue.inert import RUBRIC_TAG, clean_html, inert_notebook, markdown_block
+from maxpool_grader.glue.mathml import latex_to_mathml
 
 ACTIVE_TAGS = {"script", "iframe", "object", "embed", "form", "meta", "svg", "base", "link", "style"}
 

@@ -10,7 +10,9 @@
   read their limits from ``sealed_box.SealedBox`` (``c.SealedBox``);
 * ``grades``: hand grades kept for unchanged answers (``KeepHandGrades``), Part A's
   rubric for the person grading (``ShowRubric``); ``notes``: the grader's notes cell;
-* ``feedback``: the model answer and offline math in the student's feedback page.
+* ``model_answer``, ``feedback_page``: the model answer and the student's feedback page;
+  ``mathml``: formulas as MathML, read exactly as written, on every page nbgrader renders;
+  ``inert`` and ``allow_list``: student content shown inert.
 
 * ``patches``: every run-time change of nbgrader's code, each checked against the
   installed versions, applied by ``install()`` (``nbgrader_config.py`` calls it).

@@ -2,10 +2,10 @@
 (docs/security.md#browser): ``clean_html`` is nh3 (the Ammonia sanitizer) keeping text,
 tables, lists, emphasis, code, links to http(s) and mail, images only as ``data:image/...``,
 and MathML; no attributes that run code, style a page or name an element. ``clean_mathml``
-is the same for what latex2mathml makes of a student's LaTeX.
+is the same for what latex2mathml makes of a student's LaTeX (glue/mathml.py).
 
-Its own module, below everything that shows student content: whatever renders a formula or
-a notebook imports it, and it imports none of them.
+Its own module so that both users import it one way: ``mathml`` (formulas) and ``inert``
+(whole notebooks, which also renders markdown with ``mathml``).
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ grading page, the feedback page, the autograded notebook in JupyterLab).
 * ``clean_html`` is the allow-list (glue/allow_list.py: nh3, the Ammonia sanitizer): text,
   tables, lists, emphasis, code, links to http(s) and mail, images only as
   ``data:image/...``, and MathML; no attributes that run code, style a page or name an
-  element.
+  element. Markdown is rendered with its formulas held out of it (glue/mathml.py).
 """
 
 from __future__ import annotations
@@ -26,14 +26,14 @@ import re
 from pathlib import Path
 
 import nbgrader
-from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
 from nbconvert.preprocessors import Preprocessor
 from nbformat import NotebookNode
 from nbformat.v4 import new_markdown_cell
 from traitlets import Bool
 
 from ..names import MODEL_ANSWER_TAG, NOTES_KEY, NOTES_TAG, RESOURCES_KEY, RUBRIC_TAG, SUMMARY_TAG
-from .allow_list import NUMBER, clean_html, clean_mathml  # noqa: F401  (clean_mathml: glue/feedback.py's)
+from .allow_list import NUMBER, clean_html
+from .mathml import MathRenderer, latex_to_mathml, markdown_to_html
 
 IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif")  # shown as they are: the page decodes them as pictures
 _TAG = re.compile(r"[A-Za-z0-9_.-]{1,64}")
@@ -75,7 +75,7 @@ def _is_base64(text: str) -> bool:
         return False
 
 
-class _Renderer(IPythonRenderer):
+class _Renderer(MathRenderer):
     def image(self, text, url, title=None):
         if url.startswith("attachment:"):  # a missing or unsafe one is left out, never an error
             url = self.attachments.get(url[len("attachment:"):], "")
@@ -84,9 +84,7 @@ class _Renderer(IPythonRenderer):
 
 def markdown_block(source: str, attachments: dict | None = None) -> str:
     """Markdown (with LaTeX) as one line of sanitized HTML, which markdown renders as it is."""
-    from .feedback import latex_to_mathml
-    renderer = _Renderer(escape=False, attachments=_image_data(attachments or {}))
-    return _block(MarkdownWithMath(renderer=renderer).render(latex_to_mathml(source)))
+    return _block(markdown_to_html(source, _Renderer, attachments=_image_data(attachments or {})))
 
 
 _PREFIX = f'<div class="{BLOCK_CLASS}">'
@@ -123,12 +121,10 @@ def inert_markdown(cell: NotebookNode) -> None:
 # ------------------------------------------------------------------ outputs
 def _html_of(data: dict) -> str | None:
     """The richest safe HTML of an output's data, from the first type that has one."""
-    from .feedback import latex_to_mathml
     if isinstance(data.get("text/html"), str):
         return clean_html(data["text/html"])
     if isinstance(data.get("text/markdown"), str):
-        return clean_html(MarkdownWithMath(renderer=_Renderer(escape=False)).render(
-            latex_to_mathml(data["text/markdown"])))
+        return clean_html(markdown_to_html(data["text/markdown"], _Renderer))
     if isinstance(data.get("image/svg+xml"), str):  # as a picture: no script, nothing loaded
         svg = base64.b64encode(data["image/svg+xml"].encode()).decode()
         return f'<img src="data:image/svg+xml;base64,{svg}" alt="an SVG picture">'

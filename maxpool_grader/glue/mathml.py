@@ -1,0 +1,198 @@
+"""Formulas as MathML, which browsers render without a network, each read exactly as written.
+
+nbconvert's pages load MathJax from a CDN, so offline (and on many campus networks) formulas
+stayed raw ``$...$``. Here every formula of a markdown text becomes latex2mathml's MathML,
+sanitized (``allow_list.clean_mathml``: a student's ``\\text{<img ...>}`` stays inert).
+
+* What a formula is (``_MATH``): ``$$display$$``, and ``$inline$`` as pandoc reads it: no
+  space just inside the dollars, no digit right after the closing one ("costs $5 and $6" is
+  prose); never in code.
+* Markdown never reads a formula (``markdown_to_html``): each one is held out of the text as
+  an opaque placeholder (letters and digits), nbconvert's Markdown renders the rest, and the
+  MathML goes in afterwards, as JupyterLab holds math out of its Markdown. Converted before
+  Markdown, the MathML's ``*`` and ``_`` were read as emphasis and deleted in pairs:
+  ``$(i^*, j^*)$`` read "(i, j)". Where a placeholder lands decides what it becomes: in text,
+  the MathML; in code, in a tag (a link's address, a picture's alt text, raw HTML's
+  attributes) and in a heading's anchor, the LaTeX as written (a heading's id is nbconvert's,
+  made from the LaTeX: no MathML in an attribute). A formula latex2mathml cannot read stays
+  its LaTeX, as written.
+* ``MarkdownToHTML`` is the pages' ``markdown2html`` filter (``c.HTMLExporter.filters`` in
+  nbgrader_config.py): formgrader's grading page, and the feedback page (its exporter is an
+  HTMLExporter). It renders as the exporter's own filter does (attachments, anchor links,
+  embedded images, lexer options), formulas held out.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import uuid
+from dataclasses import dataclass
+from functools import lru_cache
+
+from jinja2 import pass_context
+from latex2mathml.converter import convert
+from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
+from traitlets.config import LoggingConfigurable
+
+from .allow_list import clean_mathml
+
+# code (left alone), $$display$$, and $inline$ as pandoc reads it: no space just inside the
+# dollars, and no digit right after the closing one ("costs $5 and $6" is not math)
+_MATH = re.compile(r"(?P<code>```.*?```|`[^`\n]*`)"
+                   r"|(?<!\\)\$\$(?P<display>.+?)\$\$"
+                   r"|(?<![\\$])\$(?P<inline>[^\s$](?:[^$]*?[^\s$\\])?)\$(?!\d)", re.S)
+_BLANK_LINE = re.compile(r"\n[ \t]*\n")  # a formula across one is two paragraphs, not math
+_PLACEHOLDER = f"maxpoolmath{uuid.uuid4().hex}n{{}}x"  # letters and digits: no text holds one by chance
+_HELD = re.compile(_PLACEHOLDER.format("([0-9]+)"))
+_MARKUP = re.compile(r"<!--|-->|<[A-Za-z/!?]|[>\"']")  # where a tag, a comment or a quoted value starts or ends
+_CODE_TAG = re.compile(r"<(/?)(pre|code|kbd|samp|script|style|textarea)\b", re.I)  # their text is code
+_ANCHOR = '<a class="anchor-link"'  # nbconvert's anchor, last in a heading
+
+
+@dataclass(frozen=True)
+class Formula:
+    written: str  # as the student wrote it, dollars included
+    latex: str
+    display: bool
+
+
+@lru_cache(maxsize=4096)
+def formula_to_mathml(latex: str, display: bool) -> str | None:
+    """latex2mathml's MathML of one formula, sanitized, on one line; None: it cannot be read."""
+    try:
+        mathml = convert(latex.strip(), display="block" if display else "inline")
+    except Exception:  # noqa: BLE001  anything latex2mathml cannot read stays LaTeX
+        return None
+    return clean_mathml(mathml).replace("\n", " ")  # \text{<img ...>} and \href stay inert
+
+
+def _formulas(text: str, replace) -> str:
+    """``text`` with each formula outside code replaced by ``replace(Formula)``."""
+    def found(match: re.Match) -> str:
+        if match["code"] is not None:
+            return match["code"]
+        display = match["display"] is not None
+        latex = match["display"] if display else match["inline"]
+        if _BLANK_LINE.search(latex) or not latex.strip():
+            return match[0]
+        return replace(Formula(match[0], latex, display))
+    return _MATH.sub(found, text)
+
+
+def latex_to_mathml(text: str) -> str:
+    """``text`` (LaTeX with dollars, no Markdown: a ``text/latex`` output) with each formula
+    as MathML; display math stands apart; a formula that cannot be converted stays as it is."""
+    def replace(formula: Formula) -> str:
+        mathml = formula_to_mathml(formula.latex, formula.display)
+        if mathml is None:
+            return formula.written
+        return f"\n\n{mathml}\n\n" if formula.display else mathml
+    return _formulas(text, replace)
+
+
+class MathRenderer(IPythonRenderer):
+    """nbconvert's renderer, for a text whose formulas are held out: in code, raw HTML's tags
+    and a heading's anchor, a placeholder is the LaTeX as written (module doc)."""
+
+    def __init__(self, formulas: list[Formula] | None = None, **options):
+        super().__init__(**options)
+        self.formulas = [] if formulas is None else formulas  # filled as the text is read
+
+    def written(self, text: str, escape: bool = False) -> str:
+        """``text`` with each placeholder the formula as written (HTML-escaped: ``escape``)."""
+        return _HELD.sub(lambda match: (html.escape if escape else str)(self.formulas[int(match[1])].written), text)
+
+    def codespan(self, text):
+        return super().codespan(self.written(text))
+
+    def block_code(self, code, info=None):
+        return super().block_code(self.written(code), info if info is None else self.written(info))
+
+    def inline_html(self, html_):
+        return super().inline_html(self.written(html_))  # one tag, comment or declaration
+
+    def block_html(self, html_):
+        return super().block_html(_in_tags(html_, self.written))
+
+    def heading(self, text, level, **attrs):
+        """nbconvert's heading, its id and anchor made from the LaTeX as written (as nbconvert
+        and JupyterLab make them), its text keeping the placeholders for the MathML."""
+        held = _anchored(super().heading(text, level, **attrs))
+        anchored = _anchored(super().heading(self.written(text, escape=True), level, **attrs))
+        return "".join(held) if not (held[0] and anchored[0]) else anchored[0] + held[1] + anchored[2]
+
+
+def _anchored(heading: str) -> tuple[str, str, str]:
+    """A heading of nbconvert's (``add_anchor``) as its start tag with the id, its text, and
+    its anchor link; ("", heading, "") if it has none."""
+    opened, anchor = heading.find(">") + 1, heading.rfind(_ANCHOR)
+    if not (heading.startswith("<h") and ' id="' in heading[:opened] and anchor >= opened):
+        return "", heading, ""
+    return heading[:opened], heading[opened:anchor], heading[anchor:]
+
+
+def _in_tags(text: str, inside, outside=lambda part, code: part) -> str:
+    """``text`` (HTML) with ``inside`` applied to each tag and comment (an unclosed one runs
+    to the end) and ``outside(part, in_code)`` to the text between them; ``in_code``: within
+    ``<pre>``, ``<code>`` and the like. One pass, whatever the text holds."""
+    parts, code, at, start, state = [], 0, 0, 0, ""  # state: "" text, "<" tag, "!" comment, a quote
+    for mark in _MARKUP.finditer(text):
+        found = mark[0]
+        if not state and found[0] == "<":
+            parts.append(outside(text[at:mark.start()], code > 0))
+            start, state = mark.start(), "!" if found == "<!--" else "<"
+        elif state == "<" and found in ('"', "'"):
+            state = found
+        elif state in ('"', "'") and found == state:
+            state = "<"
+        elif (state, found) in (("<", ">"), ("!", "-->")):
+            tag, at, state = text[start:mark.end()], mark.end(), ""
+            parts.append(inside(tag))
+            opened = _CODE_TAG.match(tag)
+            if opened and not tag.endswith("/>"):
+                code = max(0, code + (-1 if opened[1] else 1))
+    parts.append(inside(text[start:]) if state else outside(text[at:], code > 0))
+    return "".join(parts)
+
+
+def markdown_to_html(markdown: str, renderer_class: type[MathRenderer] = MathRenderer, **options) -> str:
+    """Markdown (with LaTeX) as HTML, each formula latex2mathml's sanitized MathML where text
+    stands, its LaTeX as written anywhere else (module doc). ``options`` go to the renderer,
+    as nbconvert's ``markdown2html`` gives them (attachments, anchor links, ...)."""
+    formulas: list[Formula] = []
+
+    def hold(formula: Formula) -> str:
+        formulas.append(formula)
+        return _PLACEHOLDER.format(len(formulas) - 1)
+    renderer = renderer_class(formulas=formulas, escape=False, **options)
+    rendered = MarkdownWithMath(renderer=renderer).render(_formulas(markdown, hold))
+    if not formulas:
+        return rendered
+
+    def shown(text: str, in_code: bool) -> str:
+        def one(match: re.Match) -> str:
+            formula = formulas[int(match[1])]
+            mathml = None if in_code else formula_to_mathml(formula.latex, formula.display)
+            return html.escape(formula.written, quote=False) if mathml is None else mathml
+        return _HELD.sub(one, text)
+    return _in_tags(rendered, lambda tag: renderer.written(tag, escape=True), shown)
+
+
+class MarkdownToHTML(LoggingConfigurable):
+    """The ``markdown2html`` filter of nbconvert's HTMLExporter, formulas held out of
+    Markdown (module doc). Configured by name, nbconvert makes one per exporter, its parent,
+    whose settings it reads as the exporter's own filter does."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        pass_context(self)  # Jinja then gives it the template's context: the cell and its attachments
+
+    def __call__(self, context, source: str) -> str:
+        cell, exporter = context.get("cell", {}), self.parent
+        path = context.get("resources", {}).get("metadata", {}).get("path", "")
+        return markdown_to_html(
+            source, attachments=cell.get("attachments", {}), embed_images=getattr(exporter, "embed_images", False),
+            path=path, anchor_link_text=getattr(exporter, "anchor_link_text", "\u00b6"),
+            exclude_anchor_links=getattr(exporter, "exclude_anchor_links", False),
+            **getattr(exporter, "lexer_options", {}))
