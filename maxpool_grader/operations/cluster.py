@@ -28,9 +28,12 @@ Start the scheduler and workers with the course's certificates (cluster_tls.py: 
 the coordinator may reach them), each worker with one thread per process (nbgrader's API
 is not thread-safe)::
 
-    dask scheduler --port 8786 --tls-ca-file ca.pem --tls-cert scheduler.pem --tls-key scheduler-key.pem
-    dask worker tls://HOST:8786 --nworkers <cores> --nthreads 1 \\
+    dask scheduler --port 8786 --dashboard-address 127.0.0.1:8787 \\
+        --tls-ca-file ca.pem --tls-cert scheduler.pem --tls-key scheduler-key.pem
+    dask worker tls://HOST:8786 --nworkers <cores> --nthreads 1 --no-dashboard \\
         --tls-ca-file ca.pem --tls-cert worker.pem --tls-key worker-key.pem
+
+(a worker's own dashboard would listen on every address, whatever its log says).
 """
 
 from __future__ import annotations

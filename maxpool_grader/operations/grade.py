@@ -85,7 +85,8 @@ class GradingRun:
         todo, current = state.students_to_grade(self.course, self.state, grader, self.force, self.assignment)
         if self.state.get("grader") != grader:
             self.state.update(grader=grader, submissions={})
-        say(f"{len(todo)} submission(s) to grade with {self.workers} worker(s), {len(current)} up to date")
+        where = f"on the cluster {self.cluster}" if self.cluster else f"with {self.workers} worker(s)"
+        say(f"{len(todo)} submission(s) to grade {where}, {len(current)} up to date")
 
         def done(item: JobResult) -> None:  # saved before it is shown as done
             if item.success:
