@@ -291,8 +291,8 @@ def test_before_the_deadline_the_blank_notebook_shows_nothing_of_part_a_either_w
     assert sent.status_code == 303, sent.text
     page = _feedback(service, ivan, sent.headers["Location"])
     assert page.url.endswith("/feedback") and "Part B" in page.text, page.text[:2000]
-    fetched = Path(user_account(EVE).pw_dir) / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
-    fetched.write_bytes(blank)  # Eve's fetched copy, as released
+    fetched = fetch_and_fill(EVE, course, "")  # Eve's fetched copy, then as released: untouched
+    fetched.write_bytes(blank)
     submitted = student_nbgrader(EVE, course, "submit", ASSIGNMENT)
     assert submitted.returncode == 0, submitted.stdout + submitted.stderr
     deadline = time.monotonic() + 120
@@ -433,6 +433,12 @@ def test_through_the_exchange_the_policy_decides_what_feedback_shows_before_the_
         while not any(row["student"] == BOB and row["status"] == "graded" for row in running.attempts()):
             assert time.monotonic() < deadline, (running.attempts(), running.output())
             time.sleep(0.3)
+        # the blank notebook on the web page at 'mistakes': Part A not answered, not 0 of 5
+        ivan, xsrf = _session(links(course)["ivan"].replace(service.base, running.base))
+        sent = _upload(running, ivan, xsrf, (ROOT / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").read_bytes())
+        brief = _feedback(running, ivan, sent.headers["Location"]).text
+        assert "Autograded so far: <strong>0 of 15</strong>" in brief and "not answered yet (of 5" in brief, brief
+        assert part_a_answer_in(brief) == []
     finally:
         assert running.stop() == 130
     fetched = student_nbgrader(BOB, course, "fetch_feedback", ASSIGNMENT)

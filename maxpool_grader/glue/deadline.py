@@ -3,7 +3,7 @@
 The deadline is ``c.Serve.deadline`` when the course sets it, else the assignment's due date
 in the gradebook (none: no deadline). ``maxpool-grader serve`` takes submissions until it, and
 the feedback keeps Part A's model answer, figure and rubric for after it
-(``feedback.ModelAnswer``): both ask here, so the two can never disagree.
+(``model_answer.ModelAnswer``): both ask here, so the two can never disagree.
 """
 
 from __future__ import annotations

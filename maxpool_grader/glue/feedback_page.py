@@ -50,7 +50,7 @@ from ..exercise.explain import reason_of, shorten_repeats, split_report
 from ..exercise.part_a import PART_A_POINTS
 from ..names import PART_A_CELL, REPORT_KEY, RESOURCES_KEY, SUMMARY_TAG, grade_id
 from .inert import html_block
-from .model_answer import is_final
+from .model_answer import part_a_pending
 
 PART_A_TITLE = "Part A: your derivation (graded by hand)"
 PART_B_TITLE = "Part B: your max_pool_backward (graded by the tests)"
@@ -183,7 +183,7 @@ class FeedbackSummary(Preprocessor):
         ours = resources.setdefault(RESOURCES_KEY, {})
         ours["titles"] = {**{check_id: check.title for check_id, check in GRADED_CHECKS.items()},
                           PART_A_CELL: PART_A_TITLE}
-        ours["pending"] = _part_a_pending(nb, resources, self.config)
+        ours["pending"] = part_a_pending(nb, resources, self.config)
         ours["header"] = _header(nb, resources)
         summary = new_markdown_cell(html_block(_summary_html(nb, tests, resources)),
                                     metadata={"tags": [SUMMARY_TAG]})
@@ -205,39 +205,6 @@ def _shorten_messages(tests: list) -> None:
         if message != output.get("evalue"):
             output["evalue"] = message
             output["traceback"] = message.split("\n")
-
-
-def _ungraded(resources) -> set[str]:
-    """The grade ids still waiting for a hand grade (Part A), from the gradebook."""
-    found = resources.get("nbgrader", {})
-    try:
-        from nbgrader.api import Gradebook
-        with Gradebook(found["db_url"]) as gradebook:
-            notebook = gradebook.find_submission_notebook(found["notebook"], found["assignment"], found["student"])
-            return {grade.name for grade in notebook.grades if grade.needs_manual_grade}
-    except Exception:  # noqa: BLE001  no gradebook (a page made by hand): the scores speak alone
-        return set()
-
-
-def _part_a_pending(nb, resources, config) -> dict[str, str]:
-    """{PART_A_CELL: what the page says instead of a score} while Part A has no grade of a
-    person: an answer waiting for one, or, before the final feedback, no answer yet (nbgrader
-    scores an unchanged answer 0 at once, which is a grade only once the deadline passed)."""
-    part_a = next((cell for cell in nb.cells if grade_id(cell) == PART_A_CELL), None)
-    if part_a is None:
-        return {}
-    points = _points(_score(part_a)[1])
-    if PART_A_CELL in _ungraded(resources):
-        return {PART_A_CELL: f"not graded yet, of {points}"}
-    if _unanswered(part_a) and not is_final(config, resources):
-        return {PART_A_CELL: f"not answered yet, of {points}"}
-    return {}
-
-
-def _unanswered(cell) -> bool:
-    """nbgrader's own test (``utils.determine_grade``): the answer is the one released."""
-    from nbgrader.utils import compute_checksum
-    return compute_checksum(cell) == cell.metadata.get("nbgrader", {}).get("checksum")
 
 
 def _score(cell) -> tuple[float, float]:

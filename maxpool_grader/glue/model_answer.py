@@ -19,7 +19,7 @@ from nbconvert.preprocessors import Preprocessor
 from nbformat.v4 import new_markdown_cell
 from traitlets import Bool, Enum
 
-from ..exercise.part_a import EXPLANATION, MODEL_ANSWER, RUBRIC, figure_png
+from ..exercise.part_a import EXPLANATION, MODEL_ANSWER, PART_A_POINTS, RUBRIC, figure_png
 from ..names import MODEL_ANSWER_TAG, PART_A_CELL, RESOURCES_KEY, RUBRIC_TAG, grade_id
 from .deadline import deadline
 
@@ -100,3 +100,37 @@ def _note_cell():
     cell = new_markdown_cell(NOT_YET, metadata={"tags": [RUBRIC_TAG]})
     cell.id = RUBRIC_TAG
     return cell
+
+
+# ------------------------------------------------------------------ Part A's score on a page
+def _ungraded(resources) -> set[str]:
+    """The grade ids still waiting for a hand grade (Part A), from the gradebook."""
+    found = resources.get("nbgrader", {})
+    try:
+        from nbgrader.api import Gradebook
+        with Gradebook(found["db_url"]) as gradebook:
+            notebook = gradebook.find_submission_notebook(found["notebook"], found["assignment"], found["student"])
+            return {grade.name for grade in notebook.grades if grade.needs_manual_grade}
+    except Exception:  # noqa: BLE001  no gradebook (a page made by hand): the scores speak alone
+        return set()
+
+
+def part_a_pending(nb, resources, config) -> dict[str, str]:
+    """{PART_A_CELL: what the page says instead of a score} while Part A has no grade of a
+    person: an answer waiting for one, or, before the final feedback, no answer yet (nbgrader
+    scores an unchanged answer 0 at once, which is a grade only once the deadline passed)."""
+    part_a = next((cell for cell in nb.cells if grade_id(cell) == PART_A_CELL), None)
+    if part_a is None:
+        return {}
+    points = f"{float(part_a.metadata.get('nbgrader', {}).get('points') or PART_A_POINTS):g}"
+    if PART_A_CELL in _ungraded(resources):
+        return {PART_A_CELL: f"not graded yet, of {points}"}
+    if _unanswered(part_a) and not is_final(config, resources):
+        return {PART_A_CELL: f"not answered yet, of {points}"}
+    return {}
+
+
+def _unanswered(cell) -> bool:
+    """nbgrader's own test (``utils.determine_grade``): the answer is the one released."""
+    from nbgrader.utils import compute_checksum
+    return compute_checksum(cell) == cell.metadata.get("nbgrader", {}).get("checksum")
