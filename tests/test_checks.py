@@ -11,6 +11,7 @@ import pytest
 from helpers import ROOT, flat
 
 from maxpool_grader import max_pool_backward
+from maxpool_grader.exercise.catalogue import BUGS
 from maxpool_grader.exercise.checks import HIDDEN_CHECKS
 from maxpool_grader.exercise.grading import evaluate, run_check
 from maxpool_grader.exercise.student_call import CheckFailed, call_student
@@ -86,7 +87,11 @@ def test_integer_truncation_is_explained_and_costs_only_the_integer_input_test()
         return dx
     failed = {grade_id: message for grade_id in HIDDEN_CHECKS if (message := evaluate(grade_id, zeros_like))}
     assert list(failed) == ["hidden_forum_integer_input"]
-    assert flat("np.zeros_like(x) makes an integer array") in flat(failed["hidden_forum_integer_input"])
+    message = failed["hidden_forum_integer_input"]
+    assert flat("dx has dtype int64, but for integer x it must be floating point (float64)") in flat(message)
+    assert flat("`np.zeros_like(x)` copies x's dtype; with integer x, adding 0.5 to it stores 0") in flat(message)
+    fact, named = message.split("Likely mistake:", 1)
+    assert "np.zeros" not in fact.split("Your dx:", 1)[1] and "np.zeros(x.shape" in named, "one fix, the mistake's"
 
 
 def test_modifying_x_is_reported():
@@ -167,3 +172,37 @@ def test_code_that_assumes_a_square_plane_is_named():
     exec(SQUARE_PLANE, namespace)
     message = evaluate("hidden_rectangular_leading_axes", namespace["max_pool_backward"])
     assert flat("the plane is assumed square: the output width is taken from its height") in flat(message), message
+
+
+def _student(code: str):
+    namespace = {"np": np}
+    exec(code, namespace)
+    return namespace["max_pool_backward"]
+
+
+def test_the_tie_test_says_which_dx_it_accepts():
+    """It accepts any valid split ([[0.5, 0.5]] passes), so it shows no single expected dx."""
+    message = evaluate("hidden_ties_valid_subgradient", BUGS["ties_all_maxima"].function)
+    assert "Expected dx:" not in message
+    assert flat("Accepted dx: any dx that gives each window's gradient to its tied maxima only, in total "
+                "exactly once; for example:\n    np.array([[1.0, 0.0]])") in flat(message), message
+    assert "Expected dx:" in evaluate("hidden_ties_first_maximum", BUGS["ties_all_maxima"].function)
+
+
+def test_a_mistake_the_student_s_code_rules_out_is_not_named():
+    """One explanation per mistake: where the code shows which of the mistakes that give the
+    same dx was made, only that one is named (no "also comes from" line for the others)."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from corpus import FANCY_INDEX
+    from make_sample_class import TIES_ALL_MAXIMA
+    for grade_id in ("hidden_ties_valid_subgradient", "hidden_ties_first_maximum"):
+        message = evaluate(grade_id, _student(TIES_ALL_MAXIMA), TIES_ALL_MAXIMA)
+        assert flat(f"Likely mistake: {BUGS['ties_all_maxima'].title}.") in flat(message), message
+        assert "also comes from" not in message and BUGS["upsampling_mask"].title not in flat(message)
+        assert "known mistakes give" not in message
+    message = evaluate("hidden_overlapping_windows", _student(FANCY_INDEX), FANCY_INDEX)
+    assert flat(f"Likely mistake: {BUGS['fancy_index_accumulate'].title}.") in flat(message), message
+    assert BUGS["overwrite_overlaps"].title not in flat(message) and "also comes from" not in message
+    # without the code, both look-alikes are named
+    message = evaluate("hidden_overlapping_windows", _student(FANCY_INDEX))
+    assert flat("2 known mistakes give exactly this dx") in flat(message)

@@ -136,6 +136,33 @@ def test_a_repeated_mistake_is_explained_once_and_referred_to_after():
     assert flat(back) in flat(shortened[1])
 
 
+def test_a_test_failed_on_the_same_input_refers_to_the_first_for_it():
+    """ties_all_maxima fails both tie tests on the same smallest input with the same dx: the
+    second report keeps what its test expects and refers to the first for the input, the
+    student's dx and the mistake, instead of repeating them."""
+    import sys
+
+    import numpy as np
+    from helpers import ROOT
+
+    from maxpool_grader.exercise.grading import evaluate
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from make_sample_class import TIES_ALL_MAXIMA
+    namespace = {"np": np}
+    exec(TIES_ALL_MAXIMA, namespace)
+    checks = [HIDDEN_CHECKS["hidden_ties_valid_subgradient"], HIDDEN_CHECKS["hidden_ties_first_maximum"]]
+    reports = [(check.title, evaluate(check.grade_id, namespace["max_pool_backward"], TIES_ALL_MAXIMA))
+               for check in checks]
+    first, second = shorten_repeats(reports)
+    assert first == reports[0][1]
+    code = first.split("try it):\n", 1)[1].split("Accepted dx", 1)[0]
+    assert code.strip() and code not in second and "Your dx:" not in second, second
+    assert flat(f"the same as under \u201c{checks[0].title}\u201d") in flat(second), second
+    assert "Expected dx:\n    np.array([[1.0, 0.0]])" in second  # what this test wants stays
+    assert flat(f"(explained above, under \u201c{checks[0].title}\u201d)") in flat(second)
+    assert len(second) < 0.7 * len(reports[1][1])
+
+
 def test_the_summary_escapes_what_it_takes_from_the_notebook():
     hostile = "Your function is defined as max_pool_backward(<img src=x onerror=alert(1)>): it has no stride."
     checks = list(HIDDEN_CHECKS.values())[:3]

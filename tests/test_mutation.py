@@ -128,9 +128,11 @@ def test_every_failed_cell_names_the_bug_and_its_look_alikes(messages, look_alik
 
 
 def reproducer(message: str) -> tuple[str, str, str | None]:
-    """The pasted code, the printed expected dx and the printed 'your dx' of a message."""
+    """The pasted code, the printed expected dx (or the example of an accepted one) and the
+    printed 'your dx' of a message."""
     found = re.search(r"paste it into a new cell to try it\):\n(?P<code>(?:    .*\n)+?)"
-                      r"Expected dx:\n(?P<expected>(?:    .*\n?)+?)(?=\S)", message)
+                      r"(?:Expected dx:|Accepted dx: [^:]*; for example:)\n(?P<expected>(?:    .*\n?)+?)(?=\S)",
+                      message)
     assert found, f"no reproducer in:\n{message}"
     yours = re.search(r"Your dx:\n((?:    .*\n?)+)", message)
     dedent = lambda text: "\n".join(line[4:] for line in text.rstrip("\n").split("\n"))

@@ -47,6 +47,9 @@ class GradedCheck:
     # inputs are plain in every other way. tests/test_fair_points.py finds the properties
     # each catalogue bug breaks on inputs of its own and bounds the points it loses.
     property: str = ""
+    # For a check that accepts more than one dx: which, in words (the report then shows the
+    # reference's dx as one example instead of "Expected dx").
+    accepts: str = ""
 
 
 def _distinct(shape, seed: int) -> np.ndarray:
@@ -207,7 +210,8 @@ HIDDEN_CHECKS: dict[str, GradedCheck] = {check.grade_id: check for check in [
     GradedCheck("hidden_ties_valid_subgradient", "Windows whose maximum is not unique", 2,
                 "When several elements tie for a window's maximum, the window's gradient must go to "
                 "those maxima only, and in total exactly once.",
-                ties_cases, valid_subgradient, _probes(_default_floor, TIE_PATTERNS), property="tie_subgradient"),
+                ties_cases, valid_subgradient, _probes(_default_floor, TIE_PATTERNS), property="tie_subgradient",
+                accepts="any dx that gives each window's gradient to its tied maxima only, in total exactly once"),
     GradedCheck("hidden_ties_first_maximum", "Ties: PyTorch's convention (the first maximum in row-major order)", 1,
                 "On ties, the whole gradient goes to the first maximum in row-major order within the "
                 "window (PyTorch's convention).",

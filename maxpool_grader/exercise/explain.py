@@ -18,20 +18,22 @@ from .student_call import StudentError
 
 
 def describe_failure(student: Attempt, graded: Attempt, witnesses: list[Attempt],
-                     named: list[str] | None = None, source: str = "") -> str:
+                     named: list[str] | None = None, source: str = "", accepts: str = "") -> str:
     """The reproducer, expected and actual dx, and the likely mistake, for the student.
 
     ``student`` is the smallest attempt that went wrong, ``graded`` the graded one,
     ``witnesses`` further small inputs that went wrong the same way, ``source`` the
-    student's code (it tells apart mistakes that give the same dx).
+    student's code (it tells apart mistakes that give the same dx), ``accepts`` which dx
+    the check accepts when it is not one (``GradedCheck.accepts``).
     """
     case = student.case
     if case.x.size <= SMALL:
         code = "\n".join([f"x = {literal(case.x, 4)}", f"d_output = {literal(case.d_output, 11)}",
                           call_text(case.pool_size, case.stride)])
         expected = max_pool_backward(case.d_output, case.x, case.pool_size, case.stride)
+        label = f"Accepted dx: {accepts}; for example:" if accepts else "Expected dx:"
         parts = ["Smallest input where your function goes wrong (paste it into a new cell "
-                 "to try it):", indented(code), "Expected dx:", indented(literal(expected))]
+                 "to try it):", indented(code), label, indented(literal(expected))]
         if student.dx is not None:
             parts += ["Your dx:", indented(literal(student.dx))]
             if student.inputs_changed[0]:
@@ -58,11 +60,12 @@ def mistakes_text(bugs: list[Bug], certain: bool, source: str = "",
                   named: list[str] | None = None) -> list[str]:
     """The lines that name the catalogue mistakes that give the student's dx.
 
-    One mistake is "likely". Several that give the same dx (look-alikes) are all named:
-    the student's code decides between them where it can (``Bug.in_source``), else each
-    is a "possible" mistake. A mistake whose construct the code does not contain is named
-    last, with a warning that another mistake may give the same dx. The names of the
-    mistakes called likely go to ``named`` (the class report's fingerprints).
+    One mistake is "likely". Several that give the same dx (look-alikes) are all named,
+    each a "possible" mistake, unless the student's code shows which one was made
+    (``Bug.in_source``): then that one alone is named, one explanation per mistake. A
+    mistake whose construct the code does not contain is named only when no other fits,
+    with a warning that the student's may be another mistake with the same effect. The
+    names of the mistakes called likely go to ``named`` (the class report's fingerprints).
     """
     marks = {bug.name: bug.in_source(source) if source else None for bug in bugs}
     fitting = [bug for bug in bugs if marks[bug.name] is not False]
@@ -72,24 +75,16 @@ def mistakes_text(bugs: list[Bug], certain: bool, source: str = "",
     lines = []
     if not certain:
         lines.append("Your dx on this small input is exactly what the following mistake"
-                     f"{'s give' if len(bugs) > 1 else ' gives'}, though on the graded input your dx "
-                     "differs from it too:")
-    elif len(bugs) > 1:
-        lines.append(f"{len(bugs)} known mistakes give exactly this dx, and your code "
-                     + ("shows which one you made:" if likely else "does not show which one you made:"))
-    for bug in likely:
-        lines.append(mistake_text(bug, "Likely" if certain else "Possible"))
-    for bug in fitting:
-        if bug not in likely:
-            if likely:
-                lines.append(f"(The same dx also comes from: {bug.title}; your code does not look like that.)")
-            else:
-                lines.append(mistake_text(bug, "Possible"))
-    for bug in unlike:
-        lines.append(f"(The same dx also comes from: {bug.title}; your code does not do that.)" if likely else
-                     f"(The same dx comes from this mistake: {bug.title}; but your code does not do that, so "
-                     "yours is probably another mistake with the same effect.)")
+                     f"{'s give' if len(likely or fitting or unlike) > 1 else ' gives'}, though on the "
+                     "graded input your dx differs from it too:")
+    elif not likely and len(fitting) > 1:
+        lines.append(f"{len(fitting)} known mistakes give exactly this dx, and your code does not show "
+                     "which one you made:")
+    for bug in likely or fitting:
+        lines.append(mistake_text(bug, "Likely" if likely and certain else "Possible"))
     if not fitting:
+        lines += [f"(The same dx comes from this mistake: {bug.title}; but your code does not do that, so "
+                  "yours is probably another mistake with the same effect.)" for bug in unlike]
         lines.append("Compare your dx with the expected one entry by entry, and check which window each "
                      "entry comes from.")
     if named is not None and certain:
@@ -135,9 +130,9 @@ def explain(check: GradedCheck, function, failed: Attempt, named: list[str] | No
     if isinstance(failed.error, StudentError) and isinstance(failed.error.exception, NotImplementedError):
         return report(check, failed.problem + after)
     if function is None:
-        return report(check, describe_failure(failed, failed, [], named, source) + after)
+        return report(check, describe_failure(failed, failed, [], named, source, check.accepts) + after)
     reproducer, witnesses = smallest_failure(check, function, failed)
-    return report(check, describe_failure(reproducer, failed, witnesses, named, source) + after)
+    return report(check, describe_failure(reproducer, failed, witnesses, named, source, check.accepts) + after)
 
 
 def passed_message(check: GradedCheck) -> str:
@@ -171,16 +166,50 @@ def reason_of(body: str) -> str | None:
     return sentence if len(sentence) <= 300 else sentence[:297] + "..."
 
 
+def _indented_block(lines: list[str], start: int) -> int:
+    """The index after the lines indented by 4 or more from ``start`` on."""
+    while start < len(lines) and lines[start].startswith("    "):
+        start += 1
+    return start
+
+
+def same_input_as_before(body: str, inputs: dict[tuple[str, str], str], title: str) -> str:
+    """``body`` with its smallest input and the student's dx replaced by a reference to the
+    earlier report that showed the same (``inputs``: (code, student's dx) -> its title).
+    What this test expects stays."""
+    lines = body.split("\n")
+    if not lines or lines[0] != REPRODUCER_STARTS[0] + " (paste it into a new cell to try it):":
+        return body
+    code_end = _indented_block(lines, 1)
+    label_end = code_end
+    while label_end < len(lines) and not lines[label_end].startswith("    "):
+        label_end += 1
+    expected_end = _indented_block(lines, label_end)
+    if expected_end >= len(lines) or lines[expected_end] != "Your dx:":
+        return body
+    yours_end = _indented_block(lines, expected_end + 1)
+    key = ("\n".join(lines[1:code_end]), "\n".join(lines[expected_end + 1:yours_end]))
+    if key not in inputs:
+        inputs[key] = title
+        return body
+    reference = wrap_prose(f"{REPRODUCER_STARTS[0]}: the same as under \u201c{inputs[key]}\u201d, and so is your dx.")
+    return "\n".join([reference, *lines[code_end:expected_end], *lines[yours_end:]])
+
+
 def shorten_repeats(reports: list[tuple[str, str]]) -> list[str]:
     """The reports (test title, message) of one notebook, in order, each explanation given
     once: a reason repeated word for word, or a named mistake an earlier report explained,
-    becomes a short line that says under which test it is explained."""
+    becomes a short line that says under which test it is explained; a smallest input with
+    the same dx as an earlier report's is not shown again."""
     reasons: dict[str, str] = {}  # body -> the title of the test that explains it
     mistakes: dict[str, str] = {}  # mistake name -> the title of the test that explains it
+    inputs: dict[tuple[str, str], str] = {}  # (smallest input, student's dx) -> the title that shows it
     shortened = []
     for title, message in reports:
         head, body = split_report(message)
         reason = reason_of(body)
+        if reason is None:
+            body = same_input_as_before(body, inputs, title)
         if reason is not None:
             if body in reasons:
                 body = wrap_prose(f"{reason} (Explained above, under \u201c{reasons[body]}\u201d.)")

@@ -143,15 +143,15 @@ def numerical_gradient(case: Case, step: float = 1e-4) -> np.ndarray:
 
 def leaves_inputs_unmodified(case: Case, dx: np.ndarray, given: Given) -> str | None:
     if not np.array_equal(given.x, case.x):
-        return "Your function changed its input x. Work on a new array (e.g. np.zeros(x.shape)) instead."
+        return "Your function changed its input x. Work on a new array (dx, or a copy of x) instead."
     if not np.array_equal(given.d_output, case.d_output):
         return "Your function changed its input d_output. Leave the inputs as they are."
     return same_as_reference(case, dx)
 
 
 def returns_float_for_integer_input(case: Case, dx: np.ndarray, given: Given | None = None) -> str | None:
+    """What is wrong, in one sentence: the named mistake (catalogue.py) says how to fix it."""
     if dx.dtype.kind != "f":
-        return (f"dx has dtype {dx.dtype}, but a gradient must be floating point: with integer x, "
-                "np.zeros_like(x) makes an integer array that truncates fractional gradients. "
-                "Use np.zeros(x.shape) (float64).")
+        return (f"dx has dtype {dx.dtype}, but for integer x it must be floating point (float64): "
+                "an integer dx cuts off the fractions of d_output.")
     return same_as_reference(case, dx)
