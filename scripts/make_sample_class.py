@@ -39,7 +39,7 @@ def max_pool_backward(d_output, x, pool_size, stride=None):
         sh, sw = ph, pw
     else:
         sh, sw = (stride, stride) if isinstance(stride, int) else stride
-    dx = np.zeros(x.shape, dtype=float)
+    dx = np.zeros(x.shape, dtype=x.dtype if x.dtype.kind == "f" else float)
     flat_x = x.reshape(-1, *x.shape[-2:])
     flat_dx = dx.reshape(-1, *x.shape[-2:])
     flat_d = np.asarray(d_output).reshape(-1, *d_output.shape[-2:])
@@ -72,7 +72,7 @@ def max_pool_backward(d_output, x, pool_size, stride=None):
     rows = np.arange(Ho)[:, None] * sh + k // pw
     cols = np.arange(Wo)[None, :] * sw + k % pw
     planes = int(np.prod(x.shape[:-2]))
-    dx = np.zeros((planes, H * W))
+    dx = np.zeros((planes, H * W), dtype=x.dtype if x.dtype.kind == "f" else float)
     index = (np.arange(planes)[:, None], (rows * W + cols).reshape(planes, -1))
     np.add.at(dx, index, d_output.reshape(planes, -1))
     return dx.reshape(x.shape)
@@ -83,7 +83,7 @@ def max_pool_backward(d_output, x, pool_size, stride=None):
     x = np.asarray(x)
     ph, pw = (pool_size, pool_size) if np.isscalar(pool_size) else pool_size
     sh, sw = (ph, pw) if stride is None else ((stride, stride) if np.isscalar(stride) else stride)
-    dx = np.zeros(x.shape)
+    dx = np.zeros(x.shape, dtype=x.dtype if x.dtype.kind == "f" else float)
     for i in range(d_output.shape[-2]):
         for j in range(d_output.shape[-1]):
             window = x[..., i * sh:i * sh + ph, j * sw:j * sw + pw]

@@ -19,6 +19,7 @@ import nbformat
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 from make_sample_class import LOOP_CORRECT  # noqa: E402
 
+from maxpool_grader.exercise.checks import HIDDEN_CHECKS  # noqa: E402
 from maxpool_grader.isolation.process import Limits  # noqa: E402
 from maxpool_grader.names import ASSIGNMENT, grade_id  # noqa: E402
 
@@ -28,7 +29,7 @@ ZEROS = SIGNATURE + "    return np.zeros(x.shape)\n"
 # Files an attack tries to change; the test checks they are unchanged afterwards.
 # Paths are relative to the submission's working directory, autograded/<student>/<assignment>.
 COURSE_FROM_KERNEL = "../../.."
-PASSED_LAST = "Passed: Inputs left unmodified"  # the last test: every test ran
+PASSED_LAST = f"Passed: {list(HIDDEN_CHECKS.values())[-1].title}"  # the last test: every test ran
 
 
 @dataclass(frozen=True)
@@ -332,7 +333,7 @@ SPLIT_SOLUTION = SIGNATURE + """    ph, pw = to_pair(pool_size)
 """
 
 ROUTE = """def route(d_output, x, ph, pw, sh, sw):
-    dx = np.zeros(x.shape)
+    dx = np.zeros(x.shape, dtype=x.dtype if x.dtype.kind == "f" else float)
     for lead in np.ndindex(x.shape[:-2]):
         for i in range(d_output.shape[-2]):
             for j in range(d_output.shape[-1]):
@@ -346,7 +347,7 @@ PRINTS_EVERY_CALL = LOOP_CORRECT.replace("    return dx\n", "    print('dx =', d
 
 FANCY_INDEX = SIGNATURE + """    ph, pw = (pool_size, pool_size) if np.isscalar(pool_size) else pool_size
     sh, sw = (ph, pw) if stride is None else (stride, stride) if np.isscalar(stride) else stride
-    dx = np.zeros(x.shape)
+    dx = np.zeros(x.shape, dtype=x.dtype if x.dtype.kind == "f" else float)
     out_h, out_w = d_output.shape[-2:]
     for lead in np.ndindex(x.shape[:-2]):
         rows = np.zeros((out_h, out_w), dtype=int)

@@ -174,6 +174,51 @@ def test_code_that_assumes_a_square_plane_is_named():
     assert flat("the plane is assumed square: the output width is taken from its height") in flat(message), message
 
 
+DTYPE_CHECK = "hidden_dtype_of_x"
+
+
+def test_a_float32_accumulator_loses_only_the_dtype_test_and_is_named():
+    """dx made as float32 holds float64 gradients rounded (0.1 becomes 0.10000000149011612);
+    PyTorch returns the gradient in x's dtype. Only the dtype test sees it, and names it."""
+    def float32_dx(d_output, x, pool_size, stride=None):
+        dx = np.zeros(x.shape, dtype=np.float32)
+        dx[...] = max_pool_backward(d_output, x, pool_size, stride)
+        return dx
+    failed = {grade_id: message for grade_id in HIDDEN_CHECKS if (message := evaluate(grade_id, float32_dx))}
+    assert list(failed) == [DTYPE_CHECK]
+    assert HIDDEN_CHECKS[DTYPE_CHECK].points == 1
+    message = failed[DTYPE_CHECK]
+    assert flat(f"Likely mistake: {BUGS['float32_accumulator'].title}.") in flat(message), message
+    assert "dtype=np.float32)" in message.split("Your dx:", 1)[1]  # the student's dx, printed with its dtype
+    assert flat("dx has dtype float32, but x is float64") in flat(message)
+
+
+def test_a_float64_dx_for_float32_x_loses_only_the_dtype_test_and_is_named():
+    def always_float64(d_output, x, pool_size, stride=None):
+        return max_pool_backward(d_output, x, pool_size, stride).astype(np.float64)
+    failed = {grade_id: message for grade_id in HIDDEN_CHECKS if (message := evaluate(grade_id, always_float64))}
+    assert list(failed) == [DTYPE_CHECK]
+    message = failed[DTYPE_CHECK]
+    assert flat("dx has dtype float64, but x is float32") in flat(message)
+    assert flat(f"Likely mistake: {BUGS['dx_always_float64'].title}.") in flat(message), message
+    assert "dtype=np.float32)" in message.split("Expected dx:", 1)[1].split("Your dx:", 1)[0]
+
+
+def test_the_dtype_test_keeps_every_other_input_plain():
+    """Its inputs are plain but for the dtype: positive values 1 apart, a square 2-D plane,
+    a square pool, stride None, the floor grid; float64 x and float32 x."""
+    cases = HIDDEN_CHECKS[DTYPE_CHECK].cases()
+    assert {case.x.dtype for case in cases} == {np.dtype(np.float64), np.dtype(np.float32)}
+    for case in cases:
+        assert case.x.ndim == 2 and case.x.shape[0] == case.x.shape[1] and case.stride is None
+        assert np.isscalar(case.pool_size) and case.x.shape[0] % case.pool_size == 0
+        assert case.d_output.dtype == case.x.dtype and case.x.min() >= 1
+        assert len(np.unique(case.x)) == case.x.size
+    # float64 x has gradients float32 cannot hold: a float32 dx is wrong in its values too
+    wide = next(case for case in cases if case.x.dtype == np.float64)
+    assert not np.array_equal(wide.d_output.astype(np.float32).astype(np.float64), wide.d_output)
+
+
 def _student(code: str):
     namespace = {"np": np}
     exec(code, namespace)

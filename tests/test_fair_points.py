@@ -68,6 +68,10 @@ def _floating_and_right(case, dx, x_after, d_after) -> bool:
     return dx.dtype.kind == "f" and _right(case, dx, x_after, d_after)
 
 
+def _in_x_dtype_and_right(case, dx, x_after, d_after) -> bool:
+    return dx.dtype == case.x.dtype and _right(case, dx, x_after, d_after)
+
+
 def _inputs_unchanged_and_right(case, dx, x_after, d_after) -> bool:
     """As every hidden check does, this one also wants the right dx on its inputs."""
     unchanged = np.array_equal(x_after, case.x) and np.array_equal(d_after, case.d_output)
@@ -94,6 +98,9 @@ def _pattern(name: str, dtype=np.float64, d_output: str = "whole"):
 
 
 DISTINCT, NEGATIVE = _pattern("distinct"), _pattern("negative")
+# float64 x with gradients float32 cannot hold, and float32 x with a float32 d_output
+FLOATING = (_pattern("distinct", d_output="tenths"),
+            lambda config: tuple(array.astype(np.float32) for array in _pattern("distinct", d_output="tenths")(config)))
 TIES = (_pattern("ties"), _pattern("equal"))
 
 PROPERTIES: dict[str, Property] = {
@@ -115,6 +122,7 @@ PROPERTIES: dict[str, Property] = {
                             lambda c: _square(c) and c.stride is None and c.ceil,
                             (DISTINCT, lambda c: (upstream(c), _negative_maximum_first(c)))),
     "inputs_unmodified": Property("x and d_output left unmodified", plain, (DISTINCT,), _inputs_unchanged_and_right),
+    "dtype": Property("floating x: dx in x's dtype (float64, float32)", plain, FLOATING, _in_x_dtype_and_right),
 }
 
 
@@ -197,6 +205,19 @@ def test_the_dtype_slip_from_the_issue_costs_one_point(outcomes):
     test fails (it cost 5 points when the tie tests had integer x)."""
     properties, failed = outcomes["integer_truncation"]
     assert properties == ["integer_input"] and failed == ["hidden_forum_integer_input"]
+
+
+def test_a_float32_accumulator_costs_the_dtype_test_s_point_alone(outcomes):
+    """dx made as float32 rounds float64 gradients: only the dtype test fails (1 point)."""
+    properties, failed = outcomes["float32_accumulator"]
+    assert properties == ["dtype"] and failed == ["hidden_dtype_of_x"] and lost(failed) == 1
+
+
+def test_the_point_of_the_dtype_test_came_from_the_ceil_border_test():
+    """Part B stays at 15: the ceil grid is the one property a visible test grades too (the
+    forum example's clipped border windows), so its hidden test gave the point."""
+    assert HIDDEN_CHECKS["hidden_dtype_of_x"].points == 1 and HIDDEN_CHECKS["hidden_ceil_border_windows"].points == 1
+    assert sum(check.points for check in HIDDEN_CHECKS.values()) == 13
 
 
 def test_docs_state_the_rule():

@@ -98,7 +98,7 @@ def test_check_fix_writes_what_comes_from_the_grader(tmp_path, capsys):
         cells["hidden_gradient_check"].metadata["nbgrader"]["points"] = 5
         del cells["part_a_question"]["attachments"]
         cells["part_a_derivation"].source = "### BEGIN SOLUTION\nsee the lecture\n### END SOLUTION"
-        notebook.cells.remove(cells["hidden_inputs_unmodified_float_result"])
+        notebook.cells.remove(cells["hidden_dtype_of_x"])  # the last: --fix adds a missing cell after the tests
     path = jupyterlab_edit(course, drift)
     assert main(["check", "--course-dir", str(course)]) == 1
     out = capsys.readouterr().out
@@ -106,7 +106,7 @@ def test_check_fix_writes_what_comes_from_the_grader(tmp_path, capsys):
                   "two-line call", "cell hidden_gradient_check (#16): has nbgrader metadata points 5 "
                   "(HIDDEN_CHECKS: 2)", "cell part_a_question (#1): its attachment figure1.png",
                   "cell part_a_derivation (#2): does not hold part_a.py's MODEL_ANSWER",
-                  "cell hidden_inputs_unmodified_float_result: is missing"]:
+                  "cell hidden_dtype_of_x: is missing"]:
         assert named in out
     assert "'maxpool-grader check --fix' fixes 7" in out
     assert notebook_check.check(course, apply_fixes=True, refresh=False) == 0
@@ -140,7 +140,7 @@ def test_each_hidden_check_has_its_own_graded_cell_with_title_and_points():
         assert first_line == f"# Hidden test: {check.title} ({check.points} point{'s' if check.points > 1 else ''})"
         assert body[0] == "### BEGIN HIDDEN TESTS" and body[-1] == "### END HIDDEN TESTS"
         assert len(body) <= 4, "a hidden cell is a short call into maxpool_grader"
-    assert len(HIDDEN_CHECKS) == 8
+    assert len(HIDDEN_CHECKS) == 9
 
 
 def test_points_add_up_to_five_manual_and_fifteen_autograded():

@@ -83,11 +83,14 @@ def test_integer_inputs_never_truncate_the_gradient():
     np.testing.assert_array_equal(dx, [[0, 0, 0], [0, 0.25, 0.25], [0, 0.25, 0.25]])
 
 
-def test_float32_stays_float32_and_mixed_dtypes_promote():
+def test_dx_has_x_s_dtype_when_x_is_floating_and_float64_for_integer_x():
+    """As PyTorch returns the gradient in x's dtype (it casts the upstream gradient to it)."""
     x = np.arange(16, dtype=np.float32).reshape(4, 4)
     assert max_pool_backward(np.ones((2, 2), np.float32), x, 2).dtype == np.float32
-    assert max_pool_backward(np.ones((2, 2), np.float64), x, 2).dtype == np.float64
+    assert max_pool_backward(np.full((2, 2), 0.1), x, 2).dtype == np.float32
+    assert max_pool_backward(np.ones((2, 2), np.float32), x.astype(np.float64), 2).dtype == np.float64
     assert max_pool_backward(np.ones((2, 2), np.int64), x.astype(np.int8), 2).dtype == np.float64
+    assert max_pool_backward(np.full((2, 2), 0.5, np.float32), x.astype(np.int8), 2).dtype == np.float64
 
 
 def test_overlapping_windows_accumulate():

@@ -33,8 +33,11 @@ LEFT_FOR_HIDDEN = {
 
 # The mistakes the issue found passing every visible test and gradient_check: each breaks a
 # stated rule, and must be caught by that rule.
+DTYPE_RULE = "dx has x's dtype when x is floating, float64 for integer x"
 CAUGHT_BY = {
-    "integer_truncation": "dx is floating point, float64 for integer x",
+    "integer_truncation": DTYPE_RULE,
+    "float32_accumulator": DTYPE_RULE,
+    "dx_always_float64": DTYPE_RULE,
     "max_initialised_to_zero": "x may be negative",
     "ties_all_maxima": "ties: the first maximum in row-major order",
     "ties_shared": "ties: the first maximum in row-major order",

@@ -3,7 +3,9 @@
 The steps are the edits made by hand, reading only the feedback, when this was tried
 through the real pipeline (`maxpool-grader grade`), then 2/15 -> 3/15 -> 15/15; since each
 hidden test isolates one property it is 10/15 -> 11/15 -> 15/15. Each step's
-feedback must name what the next step fixes.
+feedback must name what the next step fixes. Since dx must have x's dtype for floating x,
+step 1 creates dx as the integer-input feedback says to (it said `np.zeros(x.shape)`, which
+is float64 for float32 x too).
 """
 
 from __future__ import annotations
@@ -36,13 +38,16 @@ def test_forum_answer_fixed_by_following_the_feedback():
     text = "\n".join(start.values())
     assert flat("it has no stride parameter") in flat(text) and flat("add `stride=None`") in flat(text)
     assert flat("Likely mistake: dx has x's integer dtype") in flat(text) and flat("np.zeros(x.shape)") in flat(text)
+    both = 'np.zeros(x.shape, dtype=x.dtype if x.dtype.kind == "f" else np.float64)'
+    assert flat(both) in flat(text) and "hidden_dtype_of_x" not in start  # zeros_like keeps float32
+    assert both.replace("x.", "input.") in (STEPS / "forum_step1_stride_pairs_floats.py").read_text()
     assert flat("Likely mistake: pool_size given as a pair (ph, pw) is not supported") in flat(text)
 
     step1 = feedback((STEPS / "forum_step1_stride_pairs_floats.py").read_text())
     text = "\n".join(step1.values())
     assert flat("Likely mistake: overlapping windows overwrite each other") in flat(step1["hidden_overlapping_windows"])
     assert flat("Likely mistake: only 2-D inputs supported.") in flat(text)
-    assert "hidden_forum_integer_input" not in step1
+    assert "hidden_forum_integer_input" not in step1 and "hidden_dtype_of_x" not in step1
 
     assert feedback((STEPS / "forum_step2_accumulate_leading_axes.py").read_text()) == {}
 

@@ -29,6 +29,12 @@ def _planes(array: np.ndarray) -> np.ndarray:
     return array.reshape(-1, *array.shape[-2:])
 
 
+def gradient_zeros(x: np.ndarray, shape=None) -> np.ndarray:
+    """A zero dx in x's dtype when x is floating, else float64 (the rule every bug but the
+    dtype bugs keeps, so that each breaks only what it is about)."""
+    return np.zeros(x.shape if shape is None else shape, dtype=x.dtype if x.dtype.kind == "f" else np.float64)
+
+
 def first_maximum(window: np.ndarray) -> np.ndarray:
     """Weights that send the whole gradient to the first maximum (row-major)."""
     weights = np.zeros(window.shape)
@@ -37,7 +43,7 @@ def first_maximum(window: np.ndarray) -> np.ndarray:
 
 
 def _window_loop(d_output, x, pool_size, stride=None, *, weights=first_maximum,
-                 overwrite=False, scale=True, dx_dtype=float, grid=None):
+                 overwrite=False, scale=True, dx_dtype=None, grid=None):
     """Loop over d_output's grid; each window's gradient goes where ``weights`` says.
 
     The keyword arguments are the twists the bugs apply: how a window's gradient is
@@ -46,7 +52,7 @@ def _window_loop(d_output, x, pool_size, stride=None, *, weights=first_maximum,
     """
     x, d_output = np.asarray(x), np.asarray(d_output)
     ph, pw, sh, sw = _pool_and_stride(pool_size, stride)
-    dx = np.zeros(x.shape, dtype=dx_dtype)
+    dx = gradient_zeros(x) if dx_dtype is None else np.zeros(x.shape, dtype=dx_dtype)
     planes_x, planes_dx, planes_d = _planes(x), _planes(dx), _planes(d_output)
     rows, cols = planes_d.shape[1:] if grid is None else grid(x.shape[-2:], ph, pw, sh, sw)
     for n in range(planes_x.shape[0]):
@@ -71,7 +77,7 @@ def fancy_index_accumulate(d_output, x, pool_size, stride=None):
     distinct index, so a maximum shared by several windows keeps only one gradient."""
     x, d_output = np.asarray(x), np.asarray(d_output)
     ph, pw, sh, sw = _pool_and_stride(pool_size, stride)
-    dx = np.zeros(x.shape)
+    dx = gradient_zeros(x)
     planes_x, planes_dx, planes_d = _planes(x), _planes(dx), _planes(d_output)
     rows, cols = planes_d.shape[1:]
     for n in range(planes_x.shape[0]):
@@ -87,6 +93,14 @@ def fancy_index_accumulate(d_output, x, pool_size, stride=None):
 
 def integer_truncation(d_output, x, pool_size, stride=None):
     return _window_loop(d_output, x, pool_size, stride, dx_dtype=np.asarray(x).dtype)
+
+
+def float32_accumulator(d_output, x, pool_size, stride=None):
+    return _window_loop(d_output, x, pool_size, stride, dx_dtype=np.float32)
+
+
+def dx_always_float64(d_output, x, pool_size, stride=None):
+    return _window_loop(d_output, x, pool_size, stride, dx_dtype=np.float64)
 
 
 def all_tied_maxima(window):
@@ -208,7 +222,7 @@ def pool_size_int_only(d_output, x, pool_size, stride=None):
     x, d_output = np.asarray(x), np.asarray(d_output)
     pool_height, pool_width = pool_size, pool_size  # a pair (ph, pw) breaks the slices below
     step_h, step_w = (pool_height, pool_width) if stride is None else _pair(stride)
-    dx = np.zeros(x.shape)
+    dx = gradient_zeros(x)
     for lead in np.ndindex(x.shape[:-2]):
         for i in range(d_output.shape[-2]):
             for j in range(d_output.shape[-1]):
@@ -226,7 +240,7 @@ def only_two_dimensional(d_output, x, pool_size, stride=None):
 def one_argmax_across_leading_axes(d_output, x, pool_size, stride=None):
     x, d_output = np.asarray(x), np.asarray(d_output)
     ph, pw, sh, sw = _pool_and_stride(pool_size, stride)
-    dx = np.zeros(x.shape)
+    dx = gradient_zeros(x)
     for i in range(d_output.shape[-2]):
         for j in range(d_output.shape[-1]):
             window = x[..., i * sh:i * sh + ph, j * sw:j * sw + pw]
@@ -238,7 +252,7 @@ def one_argmax_across_leading_axes(d_output, x, pool_size, stride=None):
 
 def global_argmax(d_output, x, pool_size, stride=None):
     x, d_output = np.asarray(x), np.asarray(d_output)
-    dx = np.zeros(x.shape)
+    dx = gradient_zeros(x)
     planes_dx, planes_d, planes_x = _planes(dx), _planes(d_output), _planes(x)
     for n in range(planes_x.shape[0]):
         where = np.unravel_index(np.argmax(planes_x[n]), planes_x[n].shape)
@@ -253,7 +267,7 @@ def upsampling_mask(d_output, x, pool_size, stride=None):
     out = _planes(x)[:, :rows * ph, :cols * pw].reshape(-1, rows, ph, cols, pw).max(axis=(2, 4))
     up_max = out.repeat(ph, axis=1).repeat(pw, axis=2)
     up_d = _planes(d_output).repeat(ph, axis=1).repeat(pw, axis=2)
-    dx = np.zeros(x.shape)
+    dx = gradient_zeros(x)
     planes_dx = _planes(dx)
     region = _planes(x)[:, :rows * ph, :cols * pw]
     planes_dx[:, :rows * ph, :cols * pw] = (region == up_max) * up_d

@@ -38,6 +38,10 @@ class Control:
     function: Backward
 
 
+# How to create dx so that it follows Part B's dtype rule (the dtype mistakes' fix).
+DX_IN_X_DTYPE = '`dx = np.zeros(x.shape, dtype=x.dtype if x.dtype.kind == "f" else np.float64)`'
+
+
 BUGS: dict[str, Bug] = {bug.name: bug for bug in [
     Bug("overwrite_overlaps", "overlapping windows overwrite each other (`=` instead of `+=`)",
         "When stride < pool_size, one element can be the maximum of several windows. Your code "
@@ -49,8 +53,18 @@ BUGS: dict[str, Bug] = {bug.name: bug for bug in [
         "one of the two gradients is kept. Accumulate with `np.add.at(dx, (rows, cols), d)`, or add "
         "window by window in a loop.", bugs.fancy_index_accumulate, adds_into_dx),
     Bug("integer_truncation", "dx has x's integer dtype, so fractions are truncated",
-        "`np.zeros_like(x)` copies x's dtype; with integer x, adding 0.5 to it stores 0. "
-        "Create dx as floats: `dx = np.zeros(x.shape)`.", bugs.integer_truncation),
+        "`np.zeros_like(x)` copies x's dtype; with integer x, adding 0.5 to it stores 0. For integer x "
+        "create dx as float64, `np.zeros(x.shape)`; for floating x keep x's dtype. Both at once: "
+        f"{DX_IN_X_DTYPE}.", bugs.integer_truncation),
+    Bug("float32_accumulator", "dx is float32, so the float64 gradient is rounded",
+        "Your dx is float32 (e.g. `np.zeros(x.shape, dtype=np.float32)`): for float64 x every gradient "
+        "is rounded to about 7 significant digits (0.1 becomes 0.10000000149011612). dx must have x's "
+        f"dtype, as PyTorch's gradient does (float64 for integer x): create it with {DX_IN_X_DTYPE}.",
+        bugs.float32_accumulator),
+    Bug("dx_always_float64", "dx is float64 whatever x's dtype, so float32 x gets a float64 gradient",
+        "`np.zeros(x.shape)` (or `dtype=float`) makes a float64 dx whatever x is; for float32 x, dx "
+        "must be float32, as PyTorch's gradient is (float64 is right for integer x). Create dx with "
+        f"{DX_IN_X_DTYPE}.", bugs.dx_always_float64),
     Bug("ties_all_maxima", "every tied maximum receives the full gradient",
         "A mask like `window == window.max()` is true at every tied maximum, so a window with two "
         "equal maxima passes back its gradient twice. The forward pass picked one element; send the "

@@ -23,6 +23,7 @@ from .rules import (
     Case,
     Given,
     finite_differences,
+    has_x_dtype,
     leaves_inputs_unmodified,
     numerical_gradient,
     returns_float_for_integer_input,
@@ -168,9 +169,21 @@ def unmodified_cases() -> list[Case]:
     ]
 
 
+def dtype_cases() -> list[Case]:
+    """Float64 x with gradients float32 cannot hold (0.1 is not a float32), then float32 x
+    with a float32 d_output: dx must have x's dtype."""
+    return [
+        _case(_distinct((4, 4), 70), 2, d_output=np.array([[0.1, -0.3], [0.7, 1.9]])),
+        _case(_distinct((4, 4), 71).astype(np.float32), 2, d_output=np.array([[1.5, -0.5], [2.0, 0.25]], np.float32)),
+    ]
+
+
 def _probes(where: Callable[[ProbeConfig], bool], patterns=("distinct", "negative"),
-            dtype=np.float64, d_output="whole", limit: int = 300) -> Callable[[], list[Case]]:
-    """Probe inputs from the small configurations ``where`` accepts, smallest first."""
+            dtype=np.float64, d_output="whole", limit: int = 300,
+            dtypes: tuple = ()) -> Callable[[], list[Case]]:
+    """Probe inputs from the small configurations ``where`` accepts, smallest first
+    (``dtypes``: for each configuration, x and d_output in each of these (dtype, d_output
+    kind) pairs, instead of ``dtype`` and ``d_output``)."""
     @functools.lru_cache(maxsize=1)
     def build() -> tuple[Case, ...]:
         cases: list[Case] = []
@@ -178,10 +191,16 @@ def _probes(where: Callable[[ProbeConfig], bool], patterns=("distinct", "negativ
             if len(cases) >= limit:
                 break
             if where(config):
-                cases += [Case(_frozen(upstream(config, d_output)), _frozen(values(config, pattern, dtype)),
-                               config.pool_size, config.stride_argument) for pattern in patterns]
+                for kind, upstream_kind in dtypes or ((None, d_output),):
+                    cases += [Case(_frozen(_as(upstream(config, upstream_kind), kind)),
+                                   _frozen(values(config, pattern, kind or dtype)),
+                                   config.pool_size, config.stride_argument) for pattern in patterns]
         return tuple(cases)
     return build
+
+
+def _as(array: np.ndarray, dtype) -> np.ndarray:
+    return array if dtype is None else array.astype(dtype)
 
 
 def _frozen(array: np.ndarray) -> np.ndarray:
@@ -227,7 +246,7 @@ HIDDEN_CHECKS: dict[str, GradedCheck] = {check.grade_id: check for check in [
                 "the fractions exactly.",
                 integer_input_cases, returns_float_for_integer_input,
                 _probes(_default_floor, dtype=np.int64, d_output="halves"), property="integer_input"),
-    GradedCheck("hidden_ceil_border_windows", "Border windows of a ceil-mode grid", 2,
+    GradedCheck("hidden_ceil_border_windows", "Border windows of a ceil-mode grid", 1,
                 "When d_output's grid includes windows that run past x's border, those clipped windows "
                 "must pass their gradient back too.",
                 ceil_border_cases, same_as_reference, _probes(lambda c: c.ceil), property="ceil_border"),
@@ -235,6 +254,12 @@ HIDDEN_CHECKS: dict[str, GradedCheck] = {check.grade_id: check for check in [
                 "x and d_output must be unchanged after the call.",
                 unmodified_cases, leaves_inputs_unmodified,
                 _probes(lambda c: True), property="inputs_unmodified"),
+    GradedCheck("hidden_dtype_of_x", "dx in x's dtype for float64 and float32 x", 1,
+                "For floating x, dx must have x's dtype, as PyTorch's gradient does: a float32 dx rounds the "
+                "gradient of float64 x.",
+                dtype_cases, has_x_dtype,
+                _probes(_default_floor, ("distinct",), dtypes=((np.float64, "tenths"), (np.float32, "whole"))),
+                property="dtype"),
 ]}
 
 

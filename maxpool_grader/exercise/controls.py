@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .bugs import _pool_and_stride, _window_loop
+from .bugs import _pool_and_stride, _window_loop, gradient_zeros
 
 
 def loop_with_argmax(d_output, x, pool_size, stride=None):
@@ -25,7 +25,7 @@ def vectorized_sliding_windows(d_output, x, pool_size, stride=None):
     k = view.reshape(*view.shape[:-2], -1).argmax(axis=-1)
     r = np.arange(rows)[:, None] * sh + k // pw
     c = np.arange(cols)[None, :] * sw + k % pw
-    dx = np.zeros((*x.shape[:-2], height, width))
+    dx = gradient_zeros(x, (*x.shape[:-2], height, width))
     lead = np.indices(x.shape[:-2] + (rows, cols))[:-2]
     np.add.at(dx, (*lead, r, c), d_output)
     return dx[..., :x.shape[-2], :x.shape[-1]]
@@ -35,7 +35,7 @@ def pure_python_scan(d_output, x, pool_size, stride=None):
     x, d_output = np.asarray(x), np.asarray(d_output)
     ph, pw, sh, sw = _pool_and_stride(pool_size, stride)
     height, width = x.shape[-2:]
-    dx = np.zeros(x.shape)
+    dx = gradient_zeros(x)
     for lead in np.ndindex(x.shape[:-2]):
         plane = x[lead].tolist()
         for i in range(d_output.shape[-2]):

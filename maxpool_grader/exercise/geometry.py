@@ -81,9 +81,10 @@ def output_sizes(size: int, pool: int, stride: int) -> tuple[int, ...]:
                          ceil_output_size(size, pool, stride)}))
 
 
-def gradient_dtype(x_dtype, d_output_dtype) -> np.dtype:
-    """dx's dtype: floating, and able to hold d_output's values (ints give float64)."""
-    dtype = np.result_type(x_dtype, d_output_dtype)
+def gradient_dtype(x_dtype) -> np.dtype:
+    """dx's dtype: x's dtype when x is floating, float64 for integer x, whatever d_output's
+    dtype (PyTorch returns the gradient in x's dtype: it casts the upstream gradient to it)."""
+    dtype = np.dtype(x_dtype)
     return dtype if dtype.kind == "f" else np.dtype(np.float64)
 
 

@@ -8,7 +8,8 @@ Semantics (shared with ``torch.nn.functional.max_pool2d``, padding 0, dilation 1
 * backward sends each window's upstream gradient to one position: the first
   maximum in row-major order within the window, or, if the window holds NaN, the
   last NaN (PyTorch updates its running arg-max on ``val > max or isnan(val)``);
-* contributions of overlapping windows add up; dx is floating (ints give float64).
+* contributions of overlapping windows add up; dx has x's dtype when x is floating,
+  float64 for integer x (PyTorch casts the upstream gradient to x's dtype).
 
 Both functions are vectorised: no Python loop over windows or batch elements.
 """
@@ -93,13 +94,13 @@ def max_pool_backward(d_output, x, pool_size, stride=None):
         stride: int or (sh, sw); None means stride = pool_size.
 
     Returns:
-        dx: array of x's shape and a floating dtype that holds d_output's values. Each
+        dx: array of x's shape and dtype when x is floating (float64 for integer x). Each
         window's d_output value is added at the window's first maximum.
     """
     x = as_real_array("x", x)
     d_output = as_real_array("d_output", d_output)
     geometry = backward_geometry(d_output.shape, x.shape, pool_size, stride)
-    dtype = gradient_dtype(x.dtype, d_output.dtype)
+    dtype = gradient_dtype(x.dtype)
     planes = int(np.prod(geometry.leading, dtype=np.int64))
     height, width = geometry.in_shape
     targets = argmax_positions(x, geometry).reshape(planes, -1)

@@ -119,11 +119,14 @@ def values(config: ProbeConfig, pattern: str, dtype=np.float64) -> np.ndarray:
 
 
 def upstream(config: ProbeConfig, kind: str = "whole") -> np.ndarray:
-    """d_output for a probe: 1, 2, 3, ... in row-major order (``halves``: 0.5, 1.5, ...)."""
+    """d_output for a probe: 1, 2, 3, ... in row-major order (``halves``: 0.5, 1.5, ...;
+    ``tenths``: 0.1, 0.2, ..., which float32 cannot hold exactly)."""
     shape = config.lead + config.out_shape
     array = np.arange(1, int(np.prod(shape)) + 1, dtype=np.float64).reshape(shape)
     if kind == "halves":
         return array - 0.5
+    if kind == "tenths":
+        return array / 10
     if kind == "int64":
         return array.astype(np.int64)
     return array

@@ -1,6 +1,7 @@
 """What a right dx is: the inputs of a test (``Case``), the arrays the student's function
 was given (``Given``), and the rules a dx must satisfy (the reference's gradient, a valid
-subgradient at ties, finite differences, inputs left alone, a floating result for integer x). Each
+subgradient at ties, finite differences, inputs left alone, a floating result for integer x,
+x's dtype for floating x). Each
 rule returns None for a right dx, else a sentence for the student."""
 
 from __future__ import annotations
@@ -154,4 +155,12 @@ def returns_float_for_integer_input(case: Case, dx: np.ndarray, given: Given | N
     if dx.dtype.kind != "f":
         return (f"dx has dtype {dx.dtype}, but for integer x it must be floating point (float64): "
                 "an integer dx cuts off the fractions of d_output.")
+    return same_as_reference(case, dx)
+
+
+def has_x_dtype(case: Case, dx: np.ndarray, given: Given | None = None) -> str | None:
+    """Floating x: dx in x's dtype, as PyTorch returns the gradient (the named mistake says
+    how to fix it)."""
+    if dx.dtype != case.x.dtype:
+        return f"dx has dtype {dx.dtype}, but x is {case.x.dtype}: dx must have x's dtype."
     return same_as_reference(case, dx)

@@ -112,6 +112,7 @@ def _same_outcome(student: Attempt, dx, error: BaseException | None, given: Give
     dx = np.asarray(dx)
     return (dx.shape == student.dx.shape and dx.dtype.kind in "biuf"
             and (dx.dtype.kind == "f") == (student.dx.dtype.kind == "f")
+            and (dx.dtype.kind != "f" or dx.dtype == student.dx.dtype)  # float32 is not float64
             and np.array_equal(dx.astype(np.float64), student.dx.astype(np.float64), equal_nan=True))
 
 

@@ -5,7 +5,7 @@ def max_pool_backward(d_output, input, pool_size, stride=None):
     """
     Perform back-propagation through a max-pooling layer.
     """
-    d_input = np.zeros(input.shape)
+    d_input = np.zeros(input.shape, dtype=input.dtype if input.dtype.kind == "f" else np.float64)
     input_height, input_width = input.shape
     pool_height, pool_width = (pool_size, pool_size) if np.isscalar(pool_size) else pool_size
     if stride is None:
