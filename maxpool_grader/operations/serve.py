@@ -38,8 +38,9 @@ from .course import course_path, notebook_path, say
 from .jobs import JobResult
 from .serve_exchange import ExchangeWay, exchange_inbound
 from .serve_grading import RemoteGrading, ready, serve_job, start_worker
-from .serve_policy import INSTRUCTOR, SERVE_DIR, Policy, Serve, load_settings, service_secret, token_for
+from .serve_policy import NOT_ON_ROSTER, SERVE_DIR, Policy, Serve, load_settings
 from .serve_queue import Attempt, Queue
+from .serve_tokens import INSTRUCTOR, Credentials, token_for
 
 
 class Service(Policy, ExchangeWay):
@@ -53,7 +54,7 @@ class Service(Policy, ExchangeWay):
         self.remote_futures: dict[int, object] = {}  # attempt id -> its Dask future
         self.assignment = assignment
         self.queue = Queue(course / SERVE_DIR)
-        self.secret = service_secret(course)
+        self.credentials = Credentials(course / SERVE_DIR)  # read again when tokens revokes or rotates
         self.exchange_inbound = exchange_inbound(course) if exchange else None
         self.executor: ProcessPoolExecutor | None = None
         self.in_flight: dict[int, str] = {}  # attempt id -> student
@@ -61,6 +62,10 @@ class Service(Policy, ExchangeWay):
         self.stopping = False
         self.first_seen: dict[str, float] = {}
         self.events: list[str] = []  # what the instructor should know (a forged submission, a failure)
+
+    @property
+    def secret(self) -> bytes:
+        return self.credentials.secret
 
     def poke(self) -> None:
         if self.wake is not None:
@@ -94,6 +99,9 @@ class Service(Policy, ExchangeWay):
                 pass
 
     def _start(self, attempt: Attempt) -> None:
+        if not self.is_student(attempt.student):  # taken off the roster while it waited
+            self.queue.finish(attempt.id, "refused", NOT_ON_ROSTER)
+            return
         self.queue.start(attempt.id)
         self._stage(attempt)
         self.in_flight[attempt.id] = attempt.student
@@ -168,6 +176,8 @@ class Service(Policy, ExchangeWay):
                 from .serve_pages import brief_page
                 self._release_page(secret.read_text().strip(),
                                    brief_page(attempt.assignment, result, self.feedback_level()))
+            if attempt.way == "exchange":
+                self._release_under_its_name(attempt.id)
             say(f"serve: graded {attempt.student} (attempt {attempt.id}): {result['score']:g} of "
                 f"{result['max_score']:g} in {result.get('seconds', 0):.1f} s")
         else:
@@ -298,7 +308,7 @@ def _start_web(service: Service, *, address: str, port: int, base_url: str, cert
     sockets = tornado.netutil.bind_sockets(port, address=address)
     server.add_sockets(sockets)
     bound = sockets[0].getsockname()[1]
-    link = f"{base_url.rstrip('/')}/instructor/login/{token_for(service.secret, INSTRUCTOR)}"
+    link = f"{base_url.rstrip('/')}/instructor/login/{token_for(service.credentials.secret, INSTRUCTOR)}"
     (service.course / SERVE_DIR / "instructor-link").write_text(link.replace("{port}", str(bound)) + "\n")
     say(f"serve: web page on {'https' if certfile else 'http'}://{address}:{bound}/ "
         f"(instructor's view: .maxpool-grader/serve/instructor-link)")

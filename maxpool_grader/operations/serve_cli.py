@@ -34,10 +34,15 @@ def add_parsers(commands, cluster_options) -> tuple[argparse.ArgumentParser, arg
     serving.add_argument("--no-exchange", action="store_true", help="do not watch nbgrader's exchange")
     cluster_options(serving)
     tokens = commands.add_parser("tokens", help="write tokens.csv: each roster student's personal link to the serve "
-                                                "page, for the LMS to mail (delete .maxpool-grader/serve/secret to "
-                                                "make all links invalid)")
+                                                "page, for the LMS to mail; --revoke or --rotate ends links and "
+                                                "sessions, also while serve runs")
     tokens.add_argument("--base-url", required=True, help="the page's public address, e.g. https://grader.example.edu/")
     tokens.add_argument("--out", type=Path, default=Path("tokens.csv"), help="the CSV to write (default %(default)s)")
+    tokens.add_argument("--revoke", metavar="ID", action="append", default=[],
+                        help="end this student's link and session (a running serve sees it at once); the new link "
+                             "is in the CSV. Repeat it for more students")
+    tokens.add_argument("--rotate", action="store_true",
+                        help="a new secret: every link and session so far ends, the instructor's link too")
     return serving, tokens
 
 
@@ -83,10 +88,18 @@ def tokens_command(args, db_url: str) -> int:
     from nbgrader.api import Gradebook
 
     from .lms_export import cell
-    from .serve_policy import STUDENT_ID, service_secret, token_for
+    from .serve_policy import SERVE_DIR, STUDENT_ID
+    from .serve_tokens import Credentials, revoke, rotate_secret, token_for
     if (args.course_dir / "roster.csv").is_file():
         import_roster(args.course_dir / "roster.csv", db_url)
-    secret = service_secret(args.course_dir)
+    folder = args.course_dir / SERVE_DIR
+    if args.rotate:
+        rotate_secret(folder)
+        print("A new secret: every link and session given out so far has ended (a running serve sees it at once)")
+    for student in args.revoke:
+        print(f"{student}: link and session ended (generation {revoke(folder, student)}); the new link is in the CSV")
+    credentials = Credentials(folder)
+    _instructor_link(folder, credentials)
     base = args.base_url.rstrip("/") + "/"
     with Gradebook(db_url) as gradebook:
         students = [(s.id, s.first_name, s.last_name, s.email) for s in gradebook.students]
@@ -98,8 +111,8 @@ def tokens_command(args, db_url: str) -> int:
         writer.writerow(["student_id", "first_name", "last_name", "email", "link"])
         for student, first, last, email in sorted(students):
             if student not in skipped:
-                writer.writerow([cell(student), cell(first), cell(last), cell(email),
-                                 f"{base}login/{token_for(secret, student)}"])
+                token = token_for(credentials.secret, student, credentials.generation(student))
+                writer.writerow([cell(student), cell(first), cell(last), cell(email), f"{base}login/{token}"])
     print(f"{len(students) - len(skipped)} personal links written to {out} (readable by you only: each link lets "
           "its holder submit as that student)")
     if skipped:
@@ -109,3 +122,12 @@ def tokens_command(args, db_url: str) -> int:
         print("The gradebook has no students: import the roster first (maxpool-grader roster roster.csv)")
         return 1
     return 0
+
+
+def _instructor_link(folder: Path, credentials) -> None:
+    """serve writes the instructor's link when it starts; after a rotation, the new one."""
+    from .serve_tokens import INSTRUCTOR, token_for
+    path = folder / "instructor-link"
+    if path.is_file():
+        address = path.read_text().strip().rsplit("/instructor/login/", 1)[0]
+        path.write_text(f"{address}/instructor/login/{token_for(credentials.secret, INSTRUCTOR)}\n")

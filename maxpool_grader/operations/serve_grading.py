@@ -54,9 +54,9 @@ def serve_job(student: str, assignment: str, release: bool, remote: dict | None 
     started = time.monotonic()
     course = Path(api.coursedir.root)
     if remote is None:
-        result = api.autograde(assignment, student, force=True, create=True)
+        result = api.autograde(assignment, student, force=True, create=False)  # the roster decides, never us
         if not result["success"] and "database is locked" in (result.get("log") or ""):
-            result = api.autograde(assignment, student, force=True, create=True)
+            result = api.autograde(assignment, student, force=True, create=False)
         if not result["success"]:
             return {"success": False, "log": parallel.failure_log(result, 4000)}
         import_failed = parallel.kernel_import_failed(result)

@@ -6,13 +6,8 @@ at all. A refusal is ``Refused``: the message for the student and the HTTP statu
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import hmac
 import json
-import os
 import re
-import secrets
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -22,11 +17,15 @@ from traitlets.config import Configurable
 
 from ..glue.deadline import deadline as course_deadline
 from ..names import SOLUTION_CELL
+from .roster import read_roster
+from .serve_tokens import INSTRUCTOR, service_secret, token_for, who_has  # noqa: F401  (the web way's)
 
 FEEDBACK_LEVELS = ("scores", "mistakes", "everything")
 STUDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,63}")  # what the service accepts as a student id
 SERVE_DIR = Path(".maxpool-grader") / "serve"
 DEADLINE_FRESH = 5.0  # seconds a due date read from the gradebook is used before it is read again
+NOT_ON_ROSTER = ("You are not on this course's roster (any more), so the service takes no submission from you. "
+                 "If that is a mistake, ask your instructor.")
 
 
 class Serve(Configurable):
@@ -46,6 +45,10 @@ class Serve(Configurable):
         "empty: the assignment's due date in the gradebook (none: no deadline).")).tag(config=True, unit="")
     max_upload = Int(2048, help="The largest notebook the service takes, upload or exchange.").tag(
         config=True, unit="KiB")
+    max_cells = Int(300, help=(
+        "The most cells a notebook the service takes may have (the assignment has about 20): one of "
+        "thousands of cells would hold a grading worker for a minute. More is refused at once, with the "
+        "reason.")).tag(config=True, unit="cells")
     poll_interval = Float(1.0, help="How often the exchange's inbound folder is looked at.").tag(config=True, unit="s")
     hub_instructors = List(Unicode(), default_value=[], help=(
         "With 'serve --hub-login': the JupyterHub users who, signed in, see the instructor's live view "
@@ -56,43 +59,6 @@ def load_settings(course: Path) -> Serve:
     from traitlets.config.loader import PyFileConfigLoader
     config = PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
     return Serve(config=config)
-
-
-# ------------------------------------------------------------------------------ tokens
-
-def service_secret(course: Path) -> bytes:
-    """The key the students' links and the cookies are signed with (made once, owner-only):
-    delete the file to make every link given out so far invalid."""
-    folder = course / SERVE_DIR
-    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-    path = folder / "secret"
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        return bytes.fromhex(path.read_text().strip())
-    with os.fdopen(fd, "w") as handle:
-        handle.write(secrets.token_hex(32))
-    return bytes.fromhex(path.read_text().strip())
-
-
-def token_for(secret: bytes, who: str) -> str:
-    """A personal token: the id it is for, and a signature only the service can make."""
-    signature = hmac.new(secret, b"maxpool-serve\0" + who.encode(), hashlib.sha256).hexdigest()[:40]
-    return base64.urlsafe_b64encode(who.encode()).decode().rstrip("=") + "." + signature
-
-
-def who_has(secret: bytes, token: str) -> str | None:
-    """The id a token was made for, or None when it is not one of ours."""
-    encoded, _, signature = token.partition(".")
-    try:
-        who = base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4)).decode()
-    except (ValueError, UnicodeDecodeError):
-        return None
-    return who if hmac.compare_digest(token_for(secret, who), token) else None
-
-
-INSTRUCTOR = "\0instructor"  # the instructor's token is made for this id (no student can have it)
-
 
 
 class Refused(Exception):
@@ -123,10 +89,11 @@ class Policy:
         return deadline is None or (time.time() if now is None else now) <= deadline.timestamp()
 
     def is_student(self, name: str) -> bool:
-        """Whether ``name`` is a student of the gradebook (the roster): a JupyterHub user who
-        is not gets no page of the service."""
+        """Whether ``name`` is on the roster now: a student of the gradebook and, when the course
+        has a roster.csv, of that file too (removing a row ends their access within a request).
+        Asked at every sign-in, page, upload and exchange submission."""
         from nbgrader.api import Gradebook, MissingEntry
-        if not STUDENT_ID.fullmatch(name):
+        if not STUDENT_ID.fullmatch(name) or name not in self._roster_file():
             return False
         with Gradebook(self.db_url) as gradebook:
             try:
@@ -134,6 +101,23 @@ class Policy:
             except MissingEntry:
                 return False
         return True
+
+    def _roster_file(self):
+        """The ids of roster.csv, read again when it changes (everyone, when there is none)."""
+        path = self.course / "roster.csv"
+        try:
+            found = path.stat()
+        except OSError:
+            return _EVERYONE
+        stamp = found.st_mtime_ns, found.st_size, found.st_ino
+        cached = getattr(self, "_roster_read", None)
+        if cached is None or cached[0] != stamp:
+            try:
+                ids = frozenset(row["id"] for row in read_roster(path))
+            except Exception:  # noqa: BLE001  a roster being written, or broken: nobody until it reads
+                ids = frozenset()
+            cached = self._roster_read = (stamp, ids)
+        return cached[1]
 
     def feedback_level(self) -> str:
         return self.settings.before_deadline if self.open_now() else "everything"
@@ -154,12 +138,20 @@ class Policy:
                               f"possible at {_when(possible)} (in {_minutes(possible - now)}). This upload was not "
                               "kept.", 429)
 
+    def too_large(self, size: int) -> Refused:
+        return Refused(f"The file is too large ({size // 1024} KiB; the limit is {self.settings.max_upload} KiB). "
+                       "Clear your outputs (Kernel > Restart Kernel and Clear Outputs of All Cells) and upload it "
+                       "again.", 413)
+
+    def refuse(self, student: str, refusal: Refused, way: str = "web") -> Refused:
+        """Record a refusal for the instructor's view; returns it, to be raised."""
+        self.queue.add(student, self.assignment, way, None, status="refused", message=str(refusal))
+        return refusal
+
     def check_notebook(self, content: bytes) -> None:
         """Refuse what is not this assignment's notebook, or too large."""
         if len(content) > self.settings.max_upload * 1024:
-            raise Refused(f"The file is too large ({len(content) // 1024} KiB; the limit is "
-                          f"{self.settings.max_upload} KiB). Clear your outputs (Kernel > Restart Kernel and "
-                          "Clear Outputs of All Cells) and upload it again.", 413)
+            raise self.too_large(len(content))
         try:
             notebook = json.loads(content.decode("utf-8"))
             cells = notebook["cells"]
@@ -169,6 +161,10 @@ class Policy:
         except (UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError):
             raise Refused("This is not a Jupyter notebook (.ipynb): upload the notebook file of the assignment, "
                           f"{self.assignment}.ipynb.", 400) from None
+        if len(cells) > self.settings.max_cells:
+            raise Refused(f"Your notebook has {len(cells)} cells; the service takes at most {self.settings.max_cells} "
+                          "(the assignment has about 20). Delete the cells you added for trying things out, "
+                          "or merge them, and upload it again.", 413)
         if SOLUTION_CELL not in ids:
             raise Refused(f"This notebook is not the {self.assignment} assignment (its cell "
                           f"'{SOLUTION_CELL}' is missing): upload {self.assignment}.ipynb as you fetched it, "
@@ -177,14 +173,23 @@ class Policy:
     def submit(self, student: str, content: bytes, way: str = "web") -> int:
         """Check and queue an upload; a refused one is recorded (for the instructor) and raised."""
         try:
+            if not self.is_student(student):
+                raise Refused(NOT_ON_ROSTER, 403)
             self.check_notebook(content)
             self.admit(student)
         except Refused as refusal:
-            self.queue.add(student, self.assignment, way, None, status="refused", message=str(refusal))
-            raise
+            raise self.refuse(student, refusal, way) from None
         attempt_id = self.queue.add(student, self.assignment, way, content)
         self.poke()
         return attempt_id
+
+
+class _Everyone:
+    def __contains__(self, name) -> bool:
+        return True
+
+
+_EVERYONE = _Everyone()
 
 
 def _when(moment: float) -> str:

@@ -15,16 +15,21 @@ and the most common mistakes, refreshed every few seconds.
 from __future__ import annotations
 
 import html
+import re
 import time
 from urllib.parse import urlparse
 
+import tornado.httputil
 import tornado.web
 
 from .serve import Service
 from .serve_pages import LEVEL_TEXT, STYLE, brief, instructor_view, status_text
-from .serve_policy import INSTRUCTOR, Refused, _when, who_has
+from .serve_policy import INSTRUCTOR, NOT_ON_ROSTER, Refused, _when
 
 STUDENT_COOKIE, INSTRUCTOR_COOKIE = "maxpool_student", "maxpool_instructor"
+DROPPED_AT_MOST = 1 << 30  # an upload body read (and dropped past the limit) up to this; more ends the connection
+FORM_SLACK = 64 * 1024  # the multipart form around the notebook
+XSRF_FIELD = re.compile(rb'name="_xsrf"\r\n\r\n([^\r\n]{1,200})\r\n')
 PAGE_POLICY = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; form-action 'self'; "
                "frame-ancestors 'none'; base-uri 'none'")
 FEEDBACK_POLICY = ("default-src 'none'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; "
@@ -42,13 +47,27 @@ class _Handler(tornado.web.RequestHandler):
         self.set_header("Cache-Control", "no-store")
         self.set_header("X-Frame-Options", "DENY")
 
-    def get_current_user(self) -> str | None:
+    def prepare(self):
+        """The links and sessions as they are now: ``tokens --revoke``/``--rotate`` while the
+        service runs take effect at the next request (serve_tokens.py)."""
+        if self.service.credentials.refresh():  # a new secret: every session cookie so far ends
+            self.application.settings["cookie_secret"] = self.service.credentials.secret.hex()
+
+    def session_holder(self) -> str | None:
+        """Whose valid session this request carries, on the roster or not."""
         value = self.get_signed_cookie(STUDENT_COOKIE, max_age_days=120)
-        return value.decode() if value else None
+        return self.service.credentials.session_holder(value.decode()) if value else None
+
+    def get_current_user(self) -> str | None:
+        """The signed-in student, while they are on the roster (asked at every request)."""
+        who = self.session_holder()
+        return who if who is not None and self.service.is_student(who) else None
 
     def signed_in(self, why: str) -> str | None:
         """The signed-in student; None, with a page that says ``why``, for anyone else."""
-        if self.current_user is None and not self.to_hub_sign_in():
+        if self.current_user is None and self.session_holder() is not None:
+            self.page("Not on the roster", f"<p>{html.escape(NOT_ON_ROSTER)}</p>", status=403)
+        elif self.current_user is None and not self.to_hub_sign_in():
             self.page("Please open your personal link", f"<p>{html.escape(why)}</p>", status=403)
         return self.current_user
 
@@ -77,6 +96,8 @@ class _Handler(tornado.web.RequestHandler):
                   status=status_code)
 
     def login(self, cookie: str, value: str) -> None:
+        if cookie == STUDENT_COOKIE:  # the session of the student's generation (serve_tokens.py)
+            value = self.service.credentials.session(value)
         self.set_signed_cookie(cookie, value, httponly=True, samesite="Lax", secure=self.application.settings["secure"],
                                path=self.prefix, expires_days=None)
 
@@ -120,11 +141,13 @@ class StudentLogin(_Handler):
 
 
     def get(self, token: str):
-        student = who_has(self.service.secret, token)
+        student = self.service.credentials.holder(token)
         if student is None or student == INSTRUCTOR:
             return self.page("This link is not valid", "<p>Open the personal link your instructor sent you. "
                                                        "If it does not work either, ask them for a new one.</p>",
                              status=403)
+        if not self.service.is_student(student):
+            return self.page("Not on the roster", f"<p>{html.escape(NOT_ON_ROSTER)}</p>", status=403)
         self.clear_cookie(INSTRUCTOR_COOKIE, path=self.prefix)
         self.login(STUDENT_COOKIE, student)
         self.redirect(self.url("/"), status=303)
@@ -132,7 +155,7 @@ class StudentLogin(_Handler):
 
 class InstructorLogin(_Handler):
     def get(self, token: str):
-        if who_has(self.service.secret, token) != INSTRUCTOR:
+        if self.service.credentials.holder(token) != INSTRUCTOR:
             return self.page("This link is not valid", "<p>The instructor's link is in "
                                                        ".maxpool-grader/serve/instructor-link.</p>", status=403)
         self.login(INSTRUCTOR_COOKIE, "yes")
@@ -146,13 +169,41 @@ class Home(_Handler):
             self.page(f"{self.service.assignment}: submit for feedback", self._home(student))
 
 
+@tornado.web.stream_request_body
 class Upload(_Handler):
+    """The upload, read as it arrives: a body past the service's limit is counted and dropped,
+    so a file of any size up to ``DROPPED_AT_MOST`` gets the service's own "too large" page,
+    never tornado's bare 400. The CSRF check waits for the form's fields in the body."""
+
+    def prepare(self):
+        super().prepare()
+        self.request.connection.set_max_body_size(DROPPED_AT_MOST)
+        self.kept, self.size = [], 0
+
+    def check_xsrf_cookie(self):
+        """Checked in ``post``, once the body (which holds the form's token) has arrived."""
+
+    def data_received(self, chunk: bytes) -> None:
+        self.size += len(chunk)
+        if self.size <= self.service.settings.max_upload * 1024 + FORM_SLACK:
+            self.kept.append(chunk)
+
     def post(self):
+        if self.size <= self.service.settings.max_upload * 1024 + FORM_SLACK:
+            tornado.httputil.parse_body_arguments(self.request.headers.get("Content-Type", ""), b"".join(self.kept),
+                                                  self.request.body_arguments, self.request.files, self.request.headers)
+        elif found := XSRF_FIELD.search(b"".join(self.kept)[:FORM_SLACK]):  # the form's first field, kept
+            self.request.body_arguments["_xsrf"] = [found[1]]
+        for name, values in self.request.body_arguments.items():
+            self.request.arguments.setdefault(name, []).extend(values)
+        super().check_xsrf_cookie()
         student = self.signed_in("Your session has ended: open your personal link again, then upload.")
         if student is None:
             return
         files = self.request.files.get("notebook") or []
         try:
+            if self.size > self.service.settings.max_upload * 1024 + FORM_SLACK:
+                raise self.service.refuse(student, self.service.too_large(self.size))
             if not files:
                 raise Refused("Choose your notebook file first.", 400)
             attempt_id = self.service.submit(student, files[0]["body"])
@@ -245,5 +296,6 @@ def make_app(service: Service, *, base_url: str, secure_cookies: bool, hub_auth=
 
 class _NotFound(_Handler):
     def prepare(self):
+        super().prepare()
         self.page("Not found", "<p>There is no such page.</p>", status=404)
 
