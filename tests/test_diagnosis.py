@@ -76,3 +76,19 @@ def test_a_function_without_stride_is_told_its_signature():
     assert not accepts_stride(forum) and accepts_stride(lambda d, x, p, stride=None: x)
     message = evaluate("hidden_overlapping_windows", forum)
     assert flat("max_pool_backward(d_output, input, pool_size): it has no stride parameter") in flat(message)
+    assert flat("start window (k, l) at row k * stride_h and column l * stride_w") in flat(message)
+
+
+def test_every_message_calls_a_window_by_its_output_position_k_l_as_part_a_does():
+    """Part A: (i, j) is an input position, (k, l) an output one. No message a student reads
+    calls a window (i, j) or slices it with i*sh."""
+    import re
+
+    from maxpool_grader.exercise.catalogue import BUGS
+    from maxpool_grader.exercise.checks import GRADED_CHECKS
+    from maxpool_grader.exercise.diagnosis import missing_stride_message
+    texts = ([bug.title + " " + bug.explanation for bug in BUGS.values()]
+             + [check.title + " " + check.what + " " + check.accepts for check in GRADED_CHECKS.values()]
+             + [missing_stride_message(lambda d_output, x, pool_size: x)])
+    for text in texts:
+        assert not re.search(r"\(i, j\)|\bi ?\* ?s|\bj ?\* ?s|, i, j\]", text), text

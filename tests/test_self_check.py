@@ -16,7 +16,7 @@ import re
 import nbformat
 import numpy as np
 import pytest
-from helpers import RELEASE_NOTEBOOK, ROOT
+from helpers import RELEASE_NOTEBOOK, ROOT, flat
 
 from maxpool_grader.exercise.catalogue import BUGS, CONTROLS
 from maxpool_grader.exercise.checks import HIDDEN_CHECKS, VISIBLE_CHECKS
@@ -153,6 +153,14 @@ def test_the_prose_states_negative_x_the_forum_example_and_part_b_points():
                      if cell.cell_type == "markdown")
     assert "`x` may be negative" in text
     assert "forum example" in text and "course forum" in text
+    # the forum example is named where it is tested, and no test title leaves it unexplained
+    assert VISIBLE_CHECKS["visible_forum_example"].title.lower().startswith("the forum example")
+    assert not any("forum" in check.title.lower() for check in HIDDEN_CHECKS.values())
+    part_b = text.split("## Part B", 1)[1]
+    assert "`dx` has `x`'s shape, and `x`'s dtype when `x` is floating (float64 for integer `x`)" in flat(part_b)
+    # as in Part A, (i, j) is an input position and (k, l) an output one: windows are (k, l)
+    assert "window $(k, l)$ covers rows `k*sh … k*sh+ph-1`" in part_b and "(i, j)" not in part_b
+    assert "Restart & Run All" not in part_b
     points = sum(c.points for c in HIDDEN_CHECKS.values()) + sum(c.points for c in VISIBLE_CHECKS.values())
     assert f"## Part B: implement `max_pool_backward` ({points} points)" in text
 

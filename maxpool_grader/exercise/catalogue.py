@@ -80,33 +80,33 @@ BUGS: dict[str, Bug] = {bug.name: bug for bug in [
         bugs.ties_last_maximum),
     Bug("stride_ignored", "stride ignored: windows always step by the pool size",
         "Your windows start at `i * pool_size`, so a stride different from the pool size is "
-        "ignored. Window (i, j) starts at row `i * stride_h` and column `j * stride_w`.",
+        "ignored. Window (k, l) starts at row `k * stride_h` and column `l * stride_w`.",
         bugs.stride_ignored),
     Bug("stride_none_means_one", "stride=None treated as stride 1",
         "`stride=None` means windows step by the pool size (non-overlapping windows), as in "
         "PyTorch. Start with `if stride is None: stride = pool_size`.", bugs.stride_none_means_one),
     Bug("window_from_stride", "window size taken from the stride",
         "Your windows are `stride` elements wide, not `pool_size`. A window covers rows "
-        "`i*sh : i*sh + ph` and columns `j*sw : j*sw + pw`.", bugs.window_from_stride),
+        "`k*sh : k*sh + ph` and columns `l*sw : l*sw + pw`.", bugs.window_from_stride),
     Bug("pool_transposed", "pool height and width swapped",
         "pool_size=(ph, pw) means ph rows and pw columns. Your windows are pw rows by ph columns; "
         "unpack it as `ph, pw = pool_size`.", bugs.pool_transposed),
     Bug("border_windows_dropped", "border windows of d_output's grid are skipped",
         "Your loop computes the number of windows from x with a floor, so when d_output has an "
         "extra row or column of windows that run past x's border (ceil mode), their gradient is "
-        "lost. Loop over d_output's shape: `for i in range(d_output.shape[-2])`, and let slicing "
+        "lost. Loop over d_output's shape: `for k in range(d_output.shape[-2])`, and let slicing "
         "clip the window at the border.", bugs.border_windows_dropped),
     Bug("square_plane_assumed", "the plane is assumed square: the output width is taken from its height",
         "Your loops take the number of output columns from the number of rows (code written for "
         "square images), which is right only when H_out equals W_out. Take each from its own axis: "
         "`H_out, W_out = d_output.shape[-2:]`, and loop `for j in range(W_out)`.", bugs.square_plane_assumed),
     Bug("window_one_short", "windows one row and one column too small (off by one)",
-        "A window covers rows `i*sh` up to and including `i*sh + ph - 1`; the slice is "
-        "`i*sh : i*sh + ph` (the end is exclusive). Your slice stops one element early, so a "
+        "Window (k, l) covers rows `k*sh` up to and including `k*sh + ph - 1`; the slice is "
+        "`k*sh : k*sh + ph` (the end is exclusive). Your slice stops one element early, so a "
         "maximum in a window's last row or column is missed.", bugs.window_one_short),
     Bug("not_scaled_by_d_output", "the gradient is not multiplied by d_output",
         "Your dx holds 1 at each window's maximum. The chain rule multiplies by the upstream "
-        "gradient: the maximum receives `d_output[..., i, j]`, not 1.", bugs.not_scaled_by_d_output),
+        "gradient: the maximum receives `d_output[..., k, l]`, not 1.", bugs.not_scaled_by_d_output),
     Bug("average_pool_routing", "the gradient is spread over the whole window (average pooling)",
         "Dividing a window's gradient by its size is the backward pass of AVERAGE pooling. Max "
         "pooling's output depends only on the maximum, so only that element gets the gradient.",
@@ -143,7 +143,7 @@ BUGS: dict[str, Bug] = {bug.name: bug for bug in [
         "over the last two axes only.", bugs.one_argmax_across_leading_axes),
     Bug("global_argmax", "one arg-max for the whole plane instead of one per window",
         "Your code finds the maximum of the whole input once and sends every window's gradient there. "
-        "Each window (i, j) has its own maximum: take the arg-max of `x[..., rows, cols]` for every "
+        "Each window (k, l) has its own maximum: take the arg-max of `x[..., rows, cols]` for every "
         "window.", bugs.global_argmax),
     Bug("upsampling_mask", "upsampling trick: non-overlapping windows that tile x exactly, and every tie",
         "`x == out.repeat(ph, 0).repeat(pw, 1)` builds the mask for windows that do not overlap and "

@@ -241,7 +241,7 @@ HIDDEN_CHECKS: dict[str, GradedCheck] = {check.grade_id: check for check in [
                 "central finite differences of sum(d_output * max_pool_forward(x)).",
                 gradient_check_cases, finite_differences, _probes(_default_floor, ("negative",)),
                 property="negative"),
-    GradedCheck("hidden_forum_integer_input", "Integer x and fractional d_output (the forum's mistake)", 1,
+    GradedCheck("hidden_forum_integer_input", "Integer x and fractional d_output: dx keeps the fractions", 1,
                 "For integer x and a fractional d_output, dx must be a floating-point array that holds "
                 "the fractions exactly.",
                 integer_input_cases, returns_float_for_integer_input,
@@ -290,7 +290,8 @@ VISIBLE_CHECKS: dict[str, GradedCheck] = {check.grade_id: check for check in [
     GradedCheck("visible_2x2_stride_2", "2x2 windows, stride 2", 1,
                 "dx for the visible test's 4x4 input, pool 2, stride 2.",
                 visible_2x2_cases, same_as_reference, _probes(_default_floor), hidden=False),
-    GradedCheck("visible_forum_example", "A 3x3 integer input with pool 2, clipped border windows", 1,
+    GradedCheck("visible_forum_example",
+                "The forum example: a 3x3 integer input with pool 2, clipped border windows", 1,
                 "dx for the visible test's 3x3 integer input with pool 2 and a 2x2 d_output (a ceil-mode grid).",
                 visible_forum_cases, same_as_reference, _probes(lambda c: c.ceil), hidden=False),
 ]}

@@ -215,4 +215,4 @@ def missing_stride_message(function) -> str:
             f"cannot call it with a stride. Without a stride it cannot pool overlapping windows "
             f"(stride < pool_size) or windows spaced apart (stride > pool_size). The assignment's "
             f"signature is {SIGNATURE}: add `stride=None`, use `stride = pool_size` when it is "
-            f"None, and start window (i, j) at row i * stride_h and column j * stride_w.")
+            f"None, and start window (k, l) at row k * stride_h and column l * stride_w.")

@@ -1,8 +1,8 @@
 """Window geometry of 2-D max pooling: the one place that knows the output-grid rule.
 
 Every other module (the reference, the hidden checks, the test-case builders) asks
-this module for shapes, so the rule "window (i, j) covers rows i*sh .. i*sh+ph-1 and
-columns j*sw .. j*sw+pw-1, clipped at the border of x, and every window starts inside
+this module for shapes, so the rule "window (k, l) covers rows k*sh .. k*sh+ph-1 and
+columns l*sw .. l*sw+pw-1, clipped at the border of x, and every window starts inside
 x" is written down exactly once.
 """
 

@@ -2,7 +2,7 @@
 
 Semantics (shared with ``torch.nn.functional.max_pool2d``, padding 0, dilation 1):
 
-* window (i, j) covers rows i*sh .. i*sh+ph-1 and columns j*sw .. j*sw+pw-1 of x,
+* window (k, l) covers rows k*sh .. k*sh+ph-1 and columns l*sw .. l*sw+pw-1 of x,
   clipped at x's border; every window starts inside x (see ``geometry``);
 * the forward value is the window's maximum; a NaN in the window makes it NaN;
 * backward sends each window's upstream gradient to one position: the first

@@ -75,24 +75,30 @@ def valid_subgradient(case: Case, dx: np.ndarray, given: Given | None = None) ->
     (ph, pw), (sh, sw) = geometry.pool, geometry.stride
     covered = np.zeros(case.x.shape, dtype=bool)
     for index in np.ndindex(case.d_output.shape):
-        *lead, i, j = index
-        rows, cols = slice(i * sh, i * sh + ph), slice(j * sw, j * sw + pw)
+        *lead, k, l = index  # noqa: E741  Part A's (k, l): an output position
+        rows, cols = slice(k * sh, k * sh + ph), slice(l * sw, l * sw + pw)
         window_x, window_dx = case.x[(*lead, rows, cols)], dx[(*lead, rows, cols)]
         covered[(*lead, rows, cols)] = True
         upstream = case.d_output[index]
         if not np.isclose(window_dx.sum(), upstream, rtol=1e-9, atol=1e-12):
-            return (f"The window at output position {index} passes back {upstream:g} in total, "
+            return (f"Window {_window(index)} passes back {upstream:g} in total, "
                     f"but your dx holds {window_dx.sum():g} in that window:\n"
                     f"window of x:\n{indented(_show(window_x))}\nyour dx there:\n{indented(_show(window_dx))}")
         weights = window_dx / upstream
         off_max = (window_x != maxima[index]) & ~np.isclose(window_dx, 0, atol=1e-12)
         if off_max.any() or (weights < -1e-9).any() or (weights > 1 + 1e-9).any():
-            return (f"In the window at output position {index}, gradient must go only to the "
+            return (f"In window {_window(index)}, gradient must go only to the "
                     f"window's maxima (value {maxima[index]}), split with non-negative weights:\n"
                     f"window of x:\n{indented(_show(window_x))}\nyour dx there:\n{indented(_show(window_dx))}")
     if not np.allclose(dx[~covered], 0):
         return "dx is non-zero at positions that no pooling window covers."
     return None
+
+
+def _window(index: tuple) -> str:
+    """An output position as Part B names it: (k, l), and its plane when x has leading axes."""
+    where = f"(k, l) = {tuple(int(i) for i in index[-2:])}"
+    return where + (f" of plane {tuple(int(i) for i in index[:-2])}" if len(index) > 2 else "")
 
 
 def finite_differences(case: Case, dx: np.ndarray, given: Given | None = None,
