@@ -46,6 +46,9 @@ CAUGHT_BY = {
 }
 
 
+VARIANTS = {**{n: b.function for n, b in BUGS.items()}, **{n: c.function for n, c in CONTROLS.items()}}
+
+
 def release_cells() -> dict[str, nbformat.NotebookNode]:
     notebook = nbformat.read(RELEASE_NOTEBOOK, as_version=4)
     return {grade_id(cell): cell for cell in notebook.cells if grade_id(cell)}
@@ -93,14 +96,88 @@ def test_correct_controls_pass_every_rule(verdicts):
         assert all(reason is None for reason in verdicts[name].values()), (name, verdicts[name])
 
 
-def test_check_rules_prints_one_line_per_rule(tools):
+def _printed(tools, function) -> str:
     buffer = io.StringIO()
     with contextlib.redirect_stdout(buffer):
-        tools["check_rules"](BUGS["ties_shared"].function)
-    lines = buffer.getvalue().splitlines()
+        tools["check_rules"](function)
+    return buffer.getvalue()
+
+
+def test_check_rules_prints_one_line_per_rule(tools):
+    lines = [line for line in _printed(tools, BUGS["ties_shared"].function).splitlines()
+             if not line.startswith(" ")]  # a failed rule's input is indented under it
     assert len(lines) == len(tools["_RULES"]) == 10
     assert sum(line.startswith("FAIL") for line in lines) == 1
     assert all(line.startswith(("ok  ", "FAIL")) for line in lines)
+
+
+def _pasted(printed: str, rules) -> dict[str, str]:
+    """Each failed rule's code to paste, as check_rules printed it under the rule."""
+    found, rule = {}, None
+    for line in printed.splitlines():
+        if line.startswith("FAIL"):
+            (rule,) = [name for name in rules if line[6:].startswith(name + ": ")]
+            found[rule] = ""
+        elif line.startswith("        ") and rule is not None:
+            found[rule] += line[8:] + "\n"
+        elif not line.startswith(" "):
+            rule = None
+    return found
+
+
+def test_a_failed_rule_prints_its_input_as_code_that_reproduces_it(tools):
+    """The input a failed rule used, as code a student pastes into a new cell (x = np.array(...),
+    d_output = ..., the calls): it reproduces what the rule saw, without reading the tools."""
+    for name in BUGS:
+        for rule, code in _pasted(_printed(tools, BUGS[name].function), tools["_RULES"]).items():
+            assert "x = np.array(" in code and "d_output = np.array(" in code, (name, rule, code)
+            assert "max_pool_backward(d_output" in code and "tools" not in code, (name, rule, code)
+            namespace = {"np": np, "max_pool_backward": BUGS[name].function}
+            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()), \
+                    np.errstate(all="ignore"):
+                try:
+                    exec(code, namespace)
+                except Exception:  # noqa: BLE001  the rule said the function raised: so does the paste
+                    assert "raised" in _printed(tools, BUGS[name].function).split(rule, 1)[1].splitlines()[0]
+    # what the rule compares shows in the pasted calls
+    def pasted(name, rule):
+        namespace = {"np": np, "max_pool_backward": VARIANTS[name]}
+        return _pasted(_printed(tools, VARIANTS[name]), tools["_RULES"])[rule], namespace
+
+    code, namespace = pasted("ties_shared", "ties: the first maximum in row-major order")
+    exec(code, namespace)
+    assert not np.allclose(namespace["dx"], namespace["dx_2"])
+    for name in ("float32_accumulator", "dx_always_float64", "integer_truncation"):
+        code, namespace = pasted(name, DTYPE_RULE)
+        exec(code, namespace)  # one call: the one whose dx has the wrong dtype
+        x = namespace["x"]
+        assert "dx_2" not in namespace and namespace["dx"].dtype != (x.dtype if x.dtype.kind == "f" else np.float64)
+    code, namespace = pasted("modifies_x_in_place", "x and d_output are left unchanged")
+    before, call = code.rstrip("\n").rsplit("\n", 1)
+    exec(before, namespace)
+    x_before = namespace["x"].copy()
+    exec(call, namespace)
+    assert not np.array_equal(namespace["x"], x_before)
+    assert _pasted(_printed(tools, VARIANTS["loop_with_argmax"]), tools["_RULES"]) == {}
+
+
+def test_numerical_gradient_warns_on_a_tied_window(tools):
+    """Finite differences are not a gradient where a window's maximum is tied: a window of three
+    equal values gets 0.5 at each, 1.5 in total, neither the convention nor a valid split."""
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer):
+        tied = np.array([[5.0, 1.0, 1.0, 3.0, 3.0, 3.0]])
+        numeric = tools["numerical_gradient"](np.array([[1.0, 1.0]]), tied, (1, 3))
+    assert numeric.sum() == pytest.approx(2.5)  # 1 for the first window, 1.5 for the tied one
+    said = " ".join(buffer.getvalue().split())
+    assert "window (k, l) = (0, 1) of x has a tied maximum" in said and "not a gradient" in said, said
+    assert "(0, 0)" not in said
+    for check in VISIBLE_CHECKS.values():  # the visible tests' inputs have no tie: no warning there
+        (case,) = check.cases()
+        buffer = io.StringIO()
+        with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer):
+            tools["numerical_gradient"](case.d_output, case.x, case.pool_size)
+        assert buffer.getvalue() == ""
 
 
 def test_docs_table_lists_exactly_the_mistakes_left_for_the_hidden_tests():
