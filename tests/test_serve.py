@@ -223,7 +223,7 @@ def _feedback(service: Running, session: requests.Session, location: str, timeou
     deadline = time.monotonic() + timeout
     while True:
         page = session.get(service.base.rstrip("/") + location, timeout=30)
-        if 'http-equiv="refresh"' not in page.text:
+        if 'id="progress"' not in page.text:  # no longer the page that waits (serve's poll.js keeps it current)
             return page
         assert time.monotonic() < deadline, page.text
         time.sleep(0.2)

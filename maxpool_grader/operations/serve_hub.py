@@ -14,11 +14,11 @@ the exchange cannot tell the students apart by the owner of their files.
 
 from __future__ import annotations
 
-import html
 import os
 from urllib.parse import urlparse
 
 from jupyterhub.services.auth import HubOAuth, HubOAuthCallbackHandler, HubOAuthenticated, UserNotAllowed
+from markupsafe import Markup
 from tornado.httputil import url_concat
 
 from .serve_web import INSTRUCTOR_COOKIE, STUDENT_COOKIE, _Handler, page_prefix
@@ -90,26 +90,25 @@ class HubSignedIn(_HubHandler):
     async def get(self):
         model = await self.hub_auth.get_user(self, sync=False)
         if model is None:  # no Hub token came back (a cookie the browser refused, say): no loop of redirects
-            return self.page("The sign-in did not finish", f'<p>JupyterHub did not say who you are. <a href="'
-                                                           f'{self.url("/hub/login")}">Sign in again</a>; if it keeps '
-                                                           "happening, tell your instructor.</p>", status=403)
+            return self.message("The sign-in did not finish", Markup(
+                'JupyterHub did not say who you are. <a href="{}">Sign in again</a>; if it keeps happening, tell '
+                "your instructor.").format(self.url("/hub/login")), status=403)
         self.hub_auth.clear_cookie(self)  # from here on, the service's own session cookie
         try:
             model = self.check_hub_user(model)
         except UserNotAllowed:
             model = None
         if model is None or model.get("kind", "user") != "user":
-            return self.page("Not allowed", "<p>Your JupyterHub account may not use this service. Ask your "
-                                            "instructor.</p>", status=403)
+            return self.message("Not allowed", "Your JupyterHub account may not use this service. Ask your "
+                                               "instructor.", status=403)
         name = model["name"]
         if name in self.service.settings.hub_instructors:
             self.login(INSTRUCTOR_COOKIE, "yes")
             return self.redirect(self.url("/instructor"), status=303)
         if not self.service.is_student(name):
-            return self.page("Not a student of this course", f"<p>You are signed in to JupyterHub as <strong>"
-                                                             f"{html.escape(name)}</strong>, who is not on the roster "
-                                                             f"of {html.escape(self.service.assignment)}. Ask your "
-                                                             "instructor to add you.</p>", status=403)
+            return self.message("Not a student of this course", Markup(
+                "You are signed in to JupyterHub as <strong>{}</strong>, who is not on the roster of {}. Ask your "
+                "instructor to add you.").format(name, self.service.assignment), status=403)
         self.clear_cookie(INSTRUCTOR_COOKIE, path=self.prefix)
         self.login(STUDENT_COOKIE, name)
         self.redirect(self.url("/"), status=303)

@@ -5,33 +5,43 @@ roster): it sets a signed, HttpOnly session cookie and leads to the upload form.
 alone decides who the student is, never a name inside the upload. Uploads are checked
 (size, a notebook, this assignment), then the policy (deadline, attempts), and refused at
 once with the reason, or queued; the attempt's page shows the queue position, then the
-feedback. The form carries tornado's CSRF token; every page forbids scripts (the service's
-own pages need none), and the feedback page, made from a student's notebook, is served
+feedback. The form carries tornado's CSRF token; every page forbids scripts but the service's
+own poll.js (by its hash, on the pages that keep themselves up to date: a waiting attempt
+and the live view), and the feedback page, made from a student's notebook, is served
 sandboxed as well as inert (glue/inert.py). The instructor's view (``/instructor``, from the
 link ``serve`` writes) shows the queue, attempts per student, each test's pass rate so far
-and the most common mistakes, refreshed every few seconds.
+and the most common mistakes; its counts update every few seconds. The pages are Jinja
+templates (templates/serve/, serve_pages.py).
 """
 
 from __future__ import annotations
 
-import html
+import json
 import re
-import time
 from urllib.parse import urlparse
 
 import tornado.httputil
 import tornado.web
+from markupsafe import Markup
 
 from .serve import Service
-from .serve_pages import LEVEL_TEXT, STYLE, brief, instructor_view, status_text
-from .serve_policy import INSTRUCTOR, NOT_ON_ROSTER, Refused, _when
+from .serve_pages import (
+    PAGE_POLICY,
+    POLL_POLICY,
+    attempt_progress,
+    brief,
+    home_view,
+    instructor_view,
+    queue_summary,
+    render,
+    status_text,
+)
+from .serve_policy import INSTRUCTOR, NOT_ON_ROSTER, Refused
 
 STUDENT_COOKIE, INSTRUCTOR_COOKIE = "maxpool_student", "maxpool_instructor"
 DROPPED_AT_MOST = 1 << 30  # an upload body read (and dropped past the limit) up to this; more ends the connection
 FORM_SLACK = 64 * 1024  # the multipart form around the notebook
 XSRF_FIELD = re.compile(rb'name="_xsrf"\r\n\r\n([^\r\n]{1,200})\r\n')
-PAGE_POLICY = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; form-action 'self'; "
-               "frame-ancestors 'none'; base-uri 'none'")
 FEEDBACK_POLICY = ("default-src 'none'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; "
                    "frame-ancestors 'none'; base-uri 'none'; form-action 'none'; sandbox")
 class _Handler(tornado.web.RequestHandler):
@@ -66,9 +76,9 @@ class _Handler(tornado.web.RequestHandler):
     def signed_in(self, why: str) -> str | None:
         """The signed-in student; None, with a page that says ``why``, for anyone else."""
         if self.current_user is None and self.session_holder() is not None:
-            self.page("Not on the roster", f"<p>{html.escape(NOT_ON_ROSTER)}</p>", status=403)
+            self.message("Not on the roster", NOT_ON_ROSTER, status=403)
         elif self.current_user is None and not self.to_hub_sign_in():
-            self.page("Please open your personal link", f"<p>{html.escape(why)}</p>", status=403)
+            self.message("Please open your personal link", why, status=403)
         return self.current_user
 
     def to_hub_sign_in(self) -> bool:
@@ -84,16 +94,22 @@ class _Handler(tornado.web.RequestHandler):
     def url(self, path: str) -> str:
         return self.prefix + path.lstrip("/")
 
-    def page(self, title: str, body: str, *, status: int = 200, refresh: int | None = None) -> None:
+    def page(self, template: str, *, status: int = 200, script: bool = False, **context) -> None:
+        """A page of templates/serve (serve_pages.render); ``script``: with poll.js, which
+        keeps it up to date, and the policy that lets that script run."""
         self.set_status(status)
-        meta = f'<meta http-equiv="refresh" content="{refresh}">' if refresh else ""
-        self.finish(f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-                    f"{meta}<style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>{body}</body></html>")
+        if script:
+            self.set_header("Content-Security-Policy", POLL_POLICY)
+        self.finish(render(template, script=script, **context))
+
+    def message(self, title: str, *paragraphs, status: int = 200, link: tuple[str, str] | None = None) -> None:
+        """A page that says one thing: ``paragraphs`` are text (escaped) or Markup."""
+        self.page("message.html.j2", title=title, paragraphs=paragraphs, link=link, status=status)
 
     def write_error(self, status_code: int, **kwargs) -> None:
-        self.page("Something went wrong", f"<p>The service could not answer this request (HTTP {status_code}). "
-                                          "Go back and try again; if it keeps happening, tell your instructor.</p>",
-                  status=status_code)
+        self.message("Something went wrong", f"The service could not answer this request (HTTP {status_code}). "
+                                             "Go back and try again; if it keeps happening, tell your instructor.",
+                     status=status_code)
 
     def login(self, cookie: str, value: str) -> None:
         if cookie == STUDENT_COOKIE:  # the session of the student's generation (serve_tokens.py)
@@ -101,39 +117,11 @@ class _Handler(tornado.web.RequestHandler):
         self.set_signed_cookie(cookie, value, httponly=True, samesite="Lax", secure=self.application.settings["secure"],
                                path=self.prefix, expires_days=None)
 
-    def _home(self, student: str, refusal: str = "") -> str:
-        service, settings = self.service, self.service.settings
-        deadline = service.deadline()
-        now = time.time()
-        attempts = service.queue.of_student(student)
-        hour = len(service.queue.counted_since(student, now - 3600))
-        day = len(service.queue.counted_since(student, now - 86400))
-        parts = [f"<p>Signed in as <strong>{html.escape(student)}</strong>.</p>"]
-        if refusal:
-            parts.append(f'<p class="refused" role="alert"><strong>Not accepted.</strong> {html.escape(refusal)}</p>')
-        parts.append("<ul>")
-        parts.append(f"<li>Deadline: {html.escape(_when(deadline.timestamp())) if deadline else 'none'}"
-                     f"{' (passed)' if deadline and now > deadline.timestamp() else ''}.</li>")
-        parts.append(f"<li>Attempts: {hour} of {settings.attempts_per_hour} used in the last hour, {day} of "
-                     f"{settings.attempts_per_day} in the last 24 hours.</li>")
-        parts.append(f"<li>Before the deadline your feedback shows {LEVEL_TEXT[settings.before_deadline]}; after it, "
-                     "everything. Part A is graded by a person after the deadline.</li></ul>")
+    def home(self, student: str, refusal: str = "", status: int = 200) -> None:
+        """The student's page: the policy, the upload form, their attempts (and why an upload was refused)."""
         self.xsrf_token  # noqa: B018  the CSRF cookie, for a form opened before the deadline too
-        if not service.open_now():
-            parts.append("<p><strong>The deadline has passed: no more submissions are taken.</strong> Your last "
-                         "on-time submission is the one that counts.</p>")
-        else:
-            parts.append(f'<form method="post" action="{self.url("/upload")}" enctype="multipart/form-data">'
-                         f"{self.xsrf_form_html()}<label>Your notebook ({html.escape(service.assignment)}.ipynb): "
-                         '<input type="file" name="notebook" accept=".ipynb" required></label> '
-                         '<button type="submit">Submit for grading</button></form>')
-        if attempts:
-            rows = "".join(f"<tr><td><a href=\"{self.url(f'/attempt/{a.id}')}\">{a.id}</a></td>"
-                           f"<td>{html.escape(_when(a.received))}</td><td>{html.escape(status_text(a))}</td></tr>"
-                           for a in attempts)
-            parts.append(f"<h2>Your attempts</h2><table><tr><th>Attempt</th><th>Received</th><th>Result</th></tr>"
-                         f"{rows}</table>")
-        return "".join(parts)
+        self.page("home.html.j2", status=status, refusal=refusal, xsrf=Markup(self.xsrf_form_html()),
+                  **home_view(self.service, student, self.url))
 
 
 class StudentLogin(_Handler):
@@ -143,11 +131,11 @@ class StudentLogin(_Handler):
     def get(self, token: str):
         student = self.service.credentials.holder(token)
         if student is None or student == INSTRUCTOR:
-            return self.page("This link is not valid", "<p>Open the personal link your instructor sent you. "
-                                                       "If it does not work either, ask them for a new one.</p>",
-                             status=403)
+            return self.message("This link is not valid", "Open the personal link your instructor sent you. "
+                                                          "If it does not work either, ask them for a new one.",
+                                status=403)
         if not self.service.is_student(student):
-            return self.page("Not on the roster", f"<p>{html.escape(NOT_ON_ROSTER)}</p>", status=403)
+            return self.message("Not on the roster", NOT_ON_ROSTER, status=403)
         self.clear_cookie(INSTRUCTOR_COOKIE, path=self.prefix)
         self.login(STUDENT_COOKIE, student)
         self.redirect(self.url("/"), status=303)
@@ -156,8 +144,8 @@ class StudentLogin(_Handler):
 class InstructorLogin(_Handler):
     def get(self, token: str):
         if self.service.credentials.holder(token) != INSTRUCTOR:
-            return self.page("This link is not valid", "<p>The instructor's link is in "
-                                                       ".maxpool-grader/serve/instructor-link.</p>", status=403)
+            return self.message("This link is not valid", "The instructor's link is in "
+                                                          ".maxpool-grader/serve/instructor-link.", status=403)
         self.login(INSTRUCTOR_COOKIE, "yes")
         self.redirect(self.url("/instructor"), status=303)
 
@@ -166,7 +154,7 @@ class Home(_Handler):
     def get(self):
         student = self.signed_in("This page is reached through the personal link your instructor sent you.")
         if student is not None:
-            self.page(f"{self.service.assignment}: submit for feedback", self._home(student))
+            self.home(student)
 
 
 @tornado.web.stream_request_body
@@ -208,8 +196,7 @@ class Upload(_Handler):
                 raise Refused("Choose your notebook file first.", 400)
             attempt_id = self.service.submit(student, files[0]["body"])
         except Refused as refusal:
-            return self.page(f"{self.service.assignment}: submit for feedback",
-                             self._home(student, str(refusal)), status=refusal.status)
+            return self.home(student, str(refusal), status=refusal.status)
         self.redirect(self.url(f"/attempt/{attempt_id}"), status=303)
 
 
@@ -218,22 +205,20 @@ class AttemptPage(_Handler):
         attempt = self._own(int(number))
         if attempt is None:
             return
-        title = f"Attempt {attempt.id}"
-        back = f'<p><a href="{self.url("/")}">Back to your attempts</a></p>'
-        if attempt.status == "queued":
-            ahead = self.service.queue.position(attempt.id)
-            return self.page(title, f"<p role='status'>Waiting to be graded: {ahead} submission"
-                                    f"{'s' if ahead != 1 else ''} ahead of yours. This page refreshes by itself."
-                                    f"</p>{back}", refresh=1)
-        if attempt.status == "grading":
-            return self.page(title, f"<p role='status'>Being graded now. This page refreshes by itself.</p>{back}",
-                             refresh=1)
+        title, back = f"Attempt {attempt.id}", self.url("/")
+        if attempt.status in ("queued", "grading"):
+            return self.page("waiting.html.j2", script=True, title=title, progress=self.progress(attempt)["text"],
+                             status_url=self.url(f"/attempt/{attempt.id}/status"), every=1000, number=attempt.id,
+                             here=self.url(f"/attempt/{attempt.id}"), back=back)
         if attempt.status != "graded":
-            return self.page(title, f"<p>{html.escape(status_text(attempt))}</p>{back}")
+            return self.message(title, status_text(attempt), link=(back, "Back to your attempts"))
         level = self.service.feedback_level()
         if level == "everything" and self.service.queue.feedback_path(attempt.id).exists():
             return self.redirect(self.url(f"/attempt/{attempt.id}/feedback"), status=303)
-        self.page(title, brief(attempt.result, level) + back)
+        self.page("result.html.j2", title=title, brief=brief(attempt.result, level), back=back)
+
+    def progress(self, attempt) -> dict:
+        return attempt_progress(self.service, attempt, self.url(f"/attempt/{attempt.id}"))
 
     def _own(self, attempt_id: int):
         """The attempt, when it is the signed-in student's (else a 404 page, for the attempts
@@ -241,7 +226,7 @@ class AttemptPage(_Handler):
         student = self.current_user
         attempt = self.service.queue.get(attempt_id)
         if student is None or attempt is None or attempt.student != student:
-            self.page("Not found", "<p>There is no such attempt of yours.</p>", status=404)
+            self.message("Not found", "There is no such attempt of yours.", status=404)
             return None
         return attempt
 
@@ -259,14 +244,36 @@ class FeedbackPage(AttemptPage):
         self.finish(path.read_bytes())
 
 
+class AttemptStatus(AttemptPage):
+    """The waiting page's question (poll.js): the attempt's status, as JSON."""
+
+    def get(self, number: str):
+        attempt = self._own(int(number))
+        if attempt is not None:
+            self.set_header("Content-Type", "application/json")
+            self.finish(json.dumps(self.progress(attempt)))
+
+
 class InstructorView(_Handler):
     def get(self):
         if not self.is_instructor():
             if self.to_hub_sign_in():  # c.Serve.hub_instructors sign in there
                 return
-            return self.page("Instructors only", "<p>Open the instructor's link (in "
-                                                 ".maxpool-grader/serve/instructor-link).</p>", status=403)
-        self.page(f"{self.service.assignment}: live", instructor_view(self.service), refresh=5)
+            return self.message("Instructors only", "Open the instructor's link (in "
+                                                    ".maxpool-grader/serve/instructor-link).", status=403)
+        self.page("instructor.html.j2", script=True, title=f"{self.service.assignment}: live", every=5000,
+                  status_url=self.url("/instructor/status"), here=self.url("/instructor"),
+                  **instructor_view(self.service))
+
+
+class InstructorStatus(_Handler):
+    """The live view's question (poll.js): the counts of its first line, as JSON."""
+
+    def get(self):
+        if not self.is_instructor():
+            return self.message("Instructors only", "Open the instructor's link.", status=403)
+        self.set_header("Content-Type", "application/json")
+        self.finish(json.dumps({"text": queue_summary(self.service), "done": False}))
 
 
 def page_prefix(base_url: str) -> str:
@@ -282,7 +289,8 @@ def make_app(service: Service, *, base_url: str, secure_cookies: bool, hub_auth=
     arguments = {"service": service, "prefix": prefix}
     routes = [(r"login/([A-Za-z0-9_.=-]+)", StudentLogin), (r"instructor/login/([A-Za-z0-9_.=-]+)", InstructorLogin),
               (r"", Home), (r"upload", Upload), (r"attempt/([0-9]{1,12})", AttemptPage),
-              (r"attempt/([0-9]{1,12})/feedback", FeedbackPage), (r"instructor", InstructorView)]
+              (r"attempt/([0-9]{1,12})/feedback", FeedbackPage), (r"attempt/([0-9]{1,12})/status", AttemptStatus),
+              (r"instructor", InstructorView), (r"instructor/status", InstructorStatus)]
     if hub_auth is not None:
         from .serve_hub import ROUTES
         routes += ROUTES
@@ -297,5 +305,5 @@ def make_app(service: Service, *, base_url: str, secure_cookies: bool, hub_auth=
 class _NotFound(_Handler):
     def prepare(self):
         super().prepare()
-        self.page("Not found", "<p>There is no such page.</p>", status=404)
+        self.message("Not found", "There is no such page.", status=404)
 
