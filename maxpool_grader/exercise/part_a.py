@@ -86,19 +86,37 @@ X = np.array([[1, 3, 2, 1],
               [2, 6, 3, 0]])
 D_OUTPUT = np.array([[0.1, 0.2],
                      [0.3, 0.4]])
-WINDOW_COLOURS = ["#8ecae6", "#ffb703", "#90be6d", "#f4a6c6"]
+# Each window is told apart three ways, so that none depends on colour (WCAG 1.4.1) and the
+# figure reads in greyscale: its colour, its hatch pattern (the same in the output cell it
+# makes), and a thick border around it. tests/test_figures.py renders both figures in greyscale.
+WINDOW_COLOURS = ["#9ecae1", "#fdae6b", "#a1d99b", "#d4b9da"]
+WINDOW_HATCHES = ["////", "....", "\\\\\\\\", "++"]
+WINDOW_EDGES = ["#08519c", "#a63603", "#006d2c", "#7a0177"]  # the hatch, darker than its window
+DPI = 80
 
 
-def _grid(ax, values, colours, title, highlight=None, fmt="{}"):
+def _grid(ax, values, window_of, title, highlight=None, fmt="{}"):
+    """One grid of numbers, each cell in its window's colour and hatch (``window_of(r, c)``),
+    each window framed; a maximum (``highlight``) framed inside its cell, in bold."""
     import matplotlib.pyplot as plt
     rows, cols = values.shape
     for r in range(rows):
         for c in range(cols):
+            window, y = window_of(r, c), rows - 1 - r
+            ax.add_patch(plt.Rectangle((c, y), 1, 1, facecolor=WINDOW_COLOURS[window], edgecolor=WINDOW_EDGES[window],
+                                       hatch=WINDOW_HATCHES[window], linewidth=0))
             bold = highlight is not None and highlight[r, c]
-            ax.add_patch(plt.Rectangle((c, rows - 1 - r), 1, 1, facecolor=colours[r][c],
-                                       edgecolor="black", linewidth=2.5 if bold else 0.8))
-            ax.text(c + 0.5, rows - 0.5 - r, fmt.format(values[r, c]), ha="center", va="center",
-                    fontsize=13, fontweight="bold" if bold else "normal")
+            if bold:
+                ax.add_patch(plt.Rectangle((c + 0.1, y + 0.1), 0.8, 0.8, fill=False, edgecolor="black", linewidth=2.5))
+            ax.text(c + 0.5, y + 0.5, fmt.format(values[r, c]), ha="center", va="center", fontsize=13,
+                    fontweight="bold" if bold else "normal",
+                    bbox={"boxstyle": "round,pad=0.2", "facecolor": "white", "edgecolor": "none"})
+            ax.add_patch(plt.Rectangle((c, y), 1, 1, fill=False, edgecolor="#555555", linewidth=0.6))
+            for dr, dc, line in ((-1, 0, ([c, c + 1], [y + 1, y + 1])), (1, 0, ([c, c + 1], [y, y])),
+                                 (0, -1, ([c, c], [y, y + 1])), (0, 1, ([c + 1, c + 1], [y, y + 1]))):
+                inside = 0 <= r + dr < rows and 0 <= c + dc < cols  # a window's own border, each side once:
+                if not inside or (dr + dc < 0 and window_of(r + dr, c + dc) != window):  # inner ones from below
+                    ax.plot(*line, color="black", linewidth=3, solid_capstyle="projecting")
     ax.set_xlim(-0.1, cols + 0.1)
     ax.set_ylim(-0.1, rows + 0.1)
     ax.set_aspect("equal")
@@ -106,22 +124,19 @@ def _grid(ax, values, colours, title, highlight=None, fmt="{}"):
     ax.set_title(title, fontsize=12)
 
 
-@functools.lru_cache(maxsize=2)  # drawn once per process: matplotlib takes most of a second
-def figure_png(backward: bool = False) -> bytes:
-    """Figure 1 as PNG bytes: the forward pass (the notebook's), or with ``backward`` Figure 2:
-    the same example's forward and backward passes (the feedback's)."""
+def _figure(backward: bool = False):
+    """Figure 1 (or with ``backward`` Figure 2) as a matplotlib figure, before it is saved."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     window_of = lambda r, c: 2 * (r // 2) + c // 2  # noqa: E731
-    in_colours = [[WINDOW_COLOURS[window_of(r, c)] for c in range(4)] for r in range(4)]
-    out_colours = [[WINDOW_COLOURS[2 * r + c] for c in range(2)] for r in range(2)]
+    own = lambda r, c: 2 * r + c  # noqa: E731  an output cell is its window's
     output = X.reshape(2, 2, 2, 2).max(axis=(1, 3))
     if not backward:
-        fig, axes = plt.subplots(1, 2, figsize=(6.4, 3.8), gridspec_kw={"width_ratios": [4, 2]})
-        _grid(axes[0], X, in_colours, r"input $x_{ij}$")
-        _grid(axes[1], output, out_colours, r"output $f_{kl}$")
+        fig, axes = plt.subplots(1, 2, figsize=(6.4, 3.8), dpi=DPI, gridspec_kw={"width_ratios": [4, 2]})
+        _grid(axes[0], X, window_of, r"input $x_{ij}$")
+        _grid(axes[1], output, own, r"output $f_{kl}$")
         fig.suptitle("Figure 1: 2x2 max pooling, stride 2. Each output $f_{kl}$ is the\n"
                      r"maximum of its receptive field $\Omega(k, l)$ (same colour).", fontsize=11)
     else:
@@ -133,17 +148,26 @@ def figure_png(backward: bool = False) -> bytes:
                 i, j = np.unravel_index(np.argmax(window), window.shape)
                 is_max[2 * r + i, 2 * c + j] = True
                 dx[2 * r + i, 2 * c + j] = D_OUTPUT[r, c]
-        fig, axes = plt.subplots(1, 4, figsize=(12, 3.8), gridspec_kw={"width_ratios": [4, 2, 2, 4]})
-        _grid(axes[0], X, in_colours, r"forward: input $x_{ij}$", is_max)
-        _grid(axes[1], output, out_colours, r"output $f_{kl}$")
-        _grid(axes[2], D_OUTPUT, out_colours, r"backward: $\partial L/\partial f_{kl}$")
-        _grid(axes[3], dx, in_colours, r"$\partial L/\partial x_{ij}$", is_max, fmt="{:g}")
+        fig, axes = plt.subplots(1, 4, figsize=(12, 3.8), dpi=DPI, gridspec_kw={"width_ratios": [4, 2, 2, 4]})
+        _grid(axes[0], X, window_of, r"forward: input $x_{ij}$", is_max)
+        _grid(axes[1], output, own, r"output $f_{kl}$")
+        _grid(axes[2], D_OUTPUT, own, r"backward: $\partial L/\partial f_{kl}$")
+        _grid(axes[3], dx, window_of, r"$\partial L/\partial x_{ij}$", is_max, fmt="{:g}")
         fig.suptitle("Figure 2: Figure 1's example, forward and backward. Each output is the maximum of its\n"
                      "window (bold). "
                      "Backward, each window's gradient goes to that maximum; every other input gets 0.",
                      fontsize=11)
     fig.tight_layout()
+    return fig
+
+
+@functools.lru_cache(maxsize=2)  # drawn once per process: matplotlib takes most of a second
+def figure_png(backward: bool = False) -> bytes:
+    """Figure 1 as PNG bytes: the forward pass (the notebook's), or with ``backward`` Figure 2:
+    the same example's forward and backward passes (the feedback's)."""
+    import matplotlib.pyplot as plt
+    fig = _figure(backward)
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=80, metadata={"Software": None})
+    fig.savefig(buffer, format="png", dpi=DPI, metadata={"Software": None})
     plt.close(fig)
     return buffer.getvalue()
