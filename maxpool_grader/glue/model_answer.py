@@ -24,6 +24,12 @@ from ..names import MODEL_ANSWER_TAG, PART_A_CELL, RESOURCES_KEY, RUBRIC_TAG, gr
 from .deadline import deadline
 
 RUBRIC_HEADING = "**How your Part A answer is graded**"
+# What Figure 2 shows, for whoever does not see it (a screen reader reads the alt text)
+FIGURE_2_ALT = ("Figure 2: Figure 1's example, forward and backward. Forward: the maximum of each 2x2 window "
+                "(framed, in bold: 4, 2, 6 and 8) is its output, 4 and 2 in the top row, 6 and 8 below. Backward: "
+                "each window's upstream gradient goes to that maximum, 0.1 to the 4 in row 2, column 1, 0.2 to the "
+                "2 in row 1, column 3, 0.3 to the 6 in row 4, column 2, and 0.4 to the 8 in row 3, column 4; every "
+                "other input gets 0.")
 NOT_YET = ("**Part A is graded by a person after the deadline.** The model answer, how Part A is "
            "graded and Figure 2 come with your final feedback. Until the deadline your answer is "
            "yours to change.")
@@ -87,8 +93,8 @@ class ModelAnswer(Preprocessor):
 
 def _model_answer_cell():
     cell = new_markdown_cell(
-        "### Part A: the model answer\n\n" + MODEL_ANSWER + "\n\n![Figure 2: Figure 1's example, forward "
-        "and backward]" "(attachment:figure1-backward.png)\n\n" + EXPLANATION,
+        "### Part A: the model answer\n\n" + MODEL_ANSWER + f"\n\n![{FIGURE_2_ALT}](attachment:figure1-backward.png)"
+        "\n\n" + EXPLANATION,
         metadata={"tags": [MODEL_ANSWER_TAG]})
     cell.id = MODEL_ANSWER_TAG
     cell.attachments = {"figure1-backward.png": {"image/png": base64.b64encode(figure_png(backward=True)).decode()}}
