@@ -158,3 +158,20 @@ def test_the_graded_notebooks_open_inert_in_jupyterlab(hostile_class, browser):
     session.close()
     changed = {path for path, digest in course_digest(course).items() if before.get(path) != digest}
     assert [path for path in changed if ".ipynb_checkpoints" not in path] == []  # JupyterLab's own may appear
+
+
+def test_every_hostile_feedback_page_meets_wcag_aa(hostile_class, browser):
+    """Inert is not enough: each hostile notebook's feedback page (scripts, raw HTML, SVG,
+    widget state, hostile metadata, a page that tries to go elsewhere) still passes axe-core's
+    WCAG 2.1 AA rules (tests/a11y.py), as a decent one does."""
+    from a11y import axe_violations, describe
+    course, _ = hostile_class
+    found = {}
+    for student in KINDS:
+        page = offline_page(browser)
+        page.goto((course / "feedback" / student / ASSIGNMENT / f"{ASSIGNMENT}.html").as_uri())
+        page.wait_for_load_state("load")
+        found[student] = axe_violations(page)
+        page.close()
+    assert not any(found.values()), "\n".join(f"{student}:\n{describe(violations)}"
+                                              for student, violations in found.items() if violations)

@@ -111,3 +111,28 @@ def test_a_feedback_page_renders_formulas_offline_with_the_model_answer(served, 
     assert page.get_by_text("receives the sum of their gradients", exact=False).first.is_visible()
     _check_figures_fit(page)
     page.close()
+
+
+def test_the_feedback_pages_the_report_and_the_rubric_panel_pass_axe(served, browser, tmp_path):
+    """WCAG 2.1 AA (axe-core, tests/a11y.py) on what the course adds to nbgrader: the feedback
+    page of a correct student and of a failing one (final: with the model answer and Figure 2),
+    the class report, and the rubric panel on formgrader's grading page (formgrader's own page
+    around it is nbgrader's). The feedback page reflows at 320 CSS px."""
+    from a11y import assert_accessible, reflow_problems
+    course, server, _ = served
+    page = offline_page(browser)
+    for student in (STUDENT, "ties_split"):  # 15 of 15; 14 of 15
+        page.goto((course / "feedback" / student / ASSIGNMENT / f"{ASSIGNMENT}.html").as_uri())
+        assert_accessible(page, f"{student}'s feedback page")
+    page.set_viewport_size({"width": 320, "height": 640})
+    assert reflow_problems(page) == {}
+    page.screenshot(path=tmp_path / "feedback-320px.png")
+    print(f"the feedback page at 320 CSS px: {tmp_path / 'feedback-320px.png'}")
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.goto((course / "report" / "index.html").as_uri())
+    assert_accessible(page, "the class report")
+    page.goto(f"{server.base}/formgrader/submissions/{_submission(server)['id']}/?token={server.token}")
+    page.wait_for_load_state("networkidle")
+    rubric = page.locator(".cell", has_text="For the grader: Part A's rubric").last
+    assert_accessible(page, "the rubric panel in formgrader", context=rubric.element_handle())
+    page.close()

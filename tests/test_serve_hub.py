@@ -3,7 +3,8 @@ service behind the Hub's proxy: students sign in with their Hub accounts (OAuth,
 Chromium, offline), upload and read their feedback; the Hub identity decides who they are
 (a classmate's attempt is not found, a name in the upload decides nothing); a Hub user off
 the roster, and one the Hub does not let reach the service, get nothing; the instructor
-named in ``c.Serve.hub_instructors`` gets the live view."""
+named in ``c.Serve.hub_instructors`` gets the live view. Each page of the service met on the way
+meets WCAG 2.1 AA (axe-core, tests/a11y.py)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from pathlib import Path
 import nbformat
 import pytest
 import requests
+from a11y import assert_accessible
 from helpers import ASSIGNMENT, BIN, copy_course, free_port
 from test_serve import notebook_of
 
@@ -121,6 +123,7 @@ def test_a_student_signs_in_with_the_hub_and_reads_their_feedback_and_only_their
     alice, page = sign_in(browser, hub, "hubalice")
     assert page.url == f"{hub.base}/services/maxpool/", page.url  # back at the service, signed in
     assert "Signed in as hubalice" in page.inner_text("body")
+    assert_accessible(page, "the home page after the Hub's sign-in")
     assert not [cookie for cookie in alice.cookies() if cookie["name"] == "service-maxpool"]  # the Hub's token not kept
     notebook = tmp_path / f"{ASSIGNMENT}.ipynb"
     claimed = nbformat.reads(notebook_of(LOOP_CORRECT).decode(), as_version=4)
@@ -143,16 +146,22 @@ def test_a_student_signs_in_with_the_hub_and_reads_their_feedback_and_only_their
 def test_the_hub_decides_who_may_come_in_and_the_instructor_sees_the_live_view(hub, browser):
     outsider, page = sign_in(browser, hub, "outsider")  # a Hub user with access, not on the roster
     assert "not on the roster" in page.inner_text("body")
+    assert_accessible(page, "the page of a Hub user not on the roster")
     assert not [cookie for cookie in outsider.cookies() if cookie["name"] == "maxpool_student"]  # no session
     marked, page = sign_in(browser, hub, HOSTILE_NAME)  # a name made of markup: shown as text, never run
     assert page.url.endswith("/services/maxpool/hub/signed-in"), page.url
     assert HOSTILE_NAME in page.inner_text("body") and page.locator("img").count() == 0
     assert page.evaluate("() => window.__pwned || null") is None
+    assert_accessible(page, "the page of a Hub user named in markup")
     nosy, page = sign_in(browser, hub, "nosy")  # a Hub user the Hub does not let reach the service
     assert "Signed in as" not in page.inner_text("body") and "/services/maxpool/" not in page.url
     teacher, page = sign_in(browser, hub, "teacher")
     page.wait_for_url(re.compile(r".*/services/maxpool/instructor$"))
     assert page.locator("h1").inner_text() == f"{ASSIGNMENT}: live" and "Each test so far" in page.inner_text("body")
+    assert_accessible(page, "the live view after the Hub's sign-in")
+    page.goto(f"{hub.base}/services/maxpool/hub/signed-in")  # the instructor's session, but no Hub token
+    assert "did not finish" in page.inner_text("body")
+    assert_accessible(page, "the page of a sign-in that did not finish")
     unfinished = requests.get(f"{hub.base}/services/maxpool/hub/signed-in", allow_redirects=False, timeout=30)
     assert unfinished.status_code == 403 and "did not finish" in unfinished.text  # no Hub token: no session
     anonymous = requests.get(f"{hub.base}/services/maxpool/instructor", allow_redirects=False, timeout=30)

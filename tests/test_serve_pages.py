@@ -1,0 +1,54 @@
+"""The pages of ``maxpool-grader serve`` as templates (operations/serve_pages.py): one layout
+for all, every text from a student escaped, and one script of the service's own, allowed by
+its hash and by nothing else. The pages in a browser: tests/test_accessibility.py."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+
+from bs4 import BeautifulSoup
+from markupsafe import Markup
+
+from maxpool_grader.operations import serve_pages
+from maxpool_grader.operations.serve_pages import PAGE_POLICY, POLL_POLICY, POLL_SCRIPT, brief_page, render
+
+HOSTILE = "<img src=x onerror=alert(1)>"
+
+
+def _pages() -> dict[str, str]:
+    link = ("/", "Back")
+    return {
+        "message": render("message.html.j2", title=HOSTILE, paragraphs=[HOSTILE, Markup("<b>{}</b>").format(HOSTILE)],
+                          link=link),
+        "home": render("home.html.j2", title="t", student=HOSTILE, refusal=HOSTILE, assignment="a", open=True,
+                       action="/upload", xsrf=Markup('<input type="hidden" name="_xsrf" value="x">'), level="l",
+                       deadline="none", hour=0, per_hour=3, day=0, per_day=10,
+                       attempts=[{"id": 1, "url": "/attempt/1", "received": "now", "status": HOSTILE}]),
+        "waiting": render("waiting.html.j2", script=True, title="Attempt 1", progress=HOSTILE, status_url="/s",
+                          every=1000, number=1, here="/attempt/1", back="/"),
+        "brief": brief_page("a", {"tests": [{"title": HOSTILE, "manual": False, "score": 0, "points": 2,
+                                             "mistakes": [HOSTILE]}]}, "mistakes"),
+    }
+
+
+def test_every_page_has_one_layout_and_escapes_what_it_is_given():
+    for name, page in _pages().items():
+        soup = BeautifulSoup(page, "html.parser")
+        assert soup.html["lang"] == "en" and len(soup.find_all("main")) == 1, name
+        assert len(soup.find_all("h1")) == 1 and soup.find("meta", attrs={"name": "viewport"}), name
+        assert soup.find("img") is None and HOSTILE not in page, name  # shown as text, never as markup
+        assert 'http-equiv="refresh"' not in page, name
+
+
+def test_only_the_services_own_script_runs_and_only_where_a_page_updates_itself():
+    pages = _pages()
+    scripts = {name: [tag.string for tag in BeautifulSoup(page, "html.parser").find_all("script")]
+               for name, page in pages.items()}
+    assert scripts == {"message": [], "home": [], "waiting": [str(POLL_SCRIPT)], "brief": []}
+    digest = base64.b64encode(hashlib.sha256(str(POLL_SCRIPT).encode()).digest()).decode()
+    assert re.findall(r"script-src ([^;]+)", POLL_POLICY) == [f"'sha256-{digest}'"]  # that script, nothing else
+    assert "script-src" not in PAGE_POLICY and PAGE_POLICY.startswith("default-src 'none'")
+    assert "connect-src 'self'" in POLL_POLICY and "unsafe" not in POLL_POLICY.split("style-src 'unsafe-inline'")[1]
+    assert serve_pages.LEVEL_TEXT.keys() == {"scores", "mistakes", "everything"}
