@@ -10,6 +10,8 @@ import os
 from pathlib import Path
 
 from nbformat.v4 import new_markdown_cell
+from nbgrader import utils
+from nbgrader.api import Gradebook
 from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import NbGraderPreprocessor, SaveAutoGrades
 
@@ -45,7 +47,8 @@ class KeepHandGrades(SaveAutoGrades):
     keeps its grade when its source is the one that was autograded last time: a digest
     per cell is kept in ``.maxpool-grader/answers/<assignment>/<student>.json`` in the
     course directory. When the answer changed, it goes back to "needs manual grade" and
-    a note says why (the class report lists it).
+    a note says why (the class report lists it). The notebook's grades are committed
+    once, together (nbgrader committed each cell's: a dozen fsyncs of the gradebook).
     """
 
     def preprocess(self, nb, resources):
@@ -57,7 +60,14 @@ class KeepHandGrades(SaveAutoGrades):
         except (OSError, ValueError, AttributeError):
             self._before = {}
         self._now, self._changed = {}, []
-        nb, resources = super().preprocess(nb, resources)
+        # nbgrader's SaveAutoGrades.preprocess, with one commit for the whole notebook instead of
+        # one per cell (each an fsync of the gradebook): the grades stored are the same
+        self.notebook_id, self.assignment_id = found["notebook"], found["assignment"]
+        self.student_id, self.db_url = found["student"], found["db_url"]
+        self.gradebook = Gradebook(self.db_url)
+        with self.gradebook:
+            nb, resources = NbGraderPreprocessor.preprocess(self, nb, resources)
+            self.gradebook.db.commit()
         for changed in self._changed:
             add_note(nb, f"Your answer in '{changed}' changed since it was graded by hand; it will be "
                          "graded again.")
@@ -65,18 +75,27 @@ class KeepHandGrades(SaveAutoGrades):
         return nb, resources
 
     def _add_score(self, cell, resources):
-        super()._add_score(cell, resources)
+        """nbgrader's SaveAutoGrades._add_score (its rule, without its commit), then a hand grade
+        of an unchanged answer kept."""
         cell_id = cell.metadata["nbgrader"]["grade_id"]
+        grade = self.gradebook.find_grade(cell_id, self.notebook_id, self.assignment_id, self.student_id)
+        grade.auto_score, _ = utils.determine_grade(cell, self.log)
+        grade.needs_manual_grade = grade.manual_score is not None or grade.auto_score is None
         digest = hashlib.sha256(cell.source.encode()).hexdigest()
         self._now[cell_id] = digest
-        grade = self.gradebook.find_grade(cell_id, self.notebook_id, self.assignment_id, self.student_id)
         if grade.auto_score is not None or grade.manual_score is None:
             return  # an autograded cell, or not graded by hand yet: nbgrader's rule
         if self._before.get(cell_id) == digest:
             grade.needs_manual_grade = False
-            self.gradebook.db.commit()
         else:
             self._changed.append(cell_id)
+
+    def _add_comment(self, cell, resources):
+        """nbgrader's SaveAutoGrades._add_comment, without its commit."""
+        comment = self.gradebook.find_comment(cell.metadata["nbgrader"]["grade_id"], self.notebook_id,
+                                              self.assignment_id, self.student_id)
+        unchanged = cell.metadata.nbgrader.get("checksum", None) == utils.compute_checksum(cell)
+        comment.auto_comment = "No response." if unchanged and not utils.is_task(cell) else None
 
     def _save(self, notebook: str) -> None:
         try:

@@ -1,11 +1,11 @@
-"""Two costs nbgrader 0.9.6 pays again for every submission although nothing changed.
+"""Costs nbgrader 0.9.6 pays again for every submission although nothing changed.
 
 Grading one submission opens nbgrader's ``Gradebook`` about ten times (the converter, then
-each preprocessor that records something), and checks the nbgrader metadata of every
-cell twice. Together they were about a fifth of a grading worker's CPU time per
-submission. ``nbgrader_config.py`` installs both remedies, so plain ``nbgrader autograde``
-and ``maxpool-grader grade`` get them alike; what is stored and what is checked does not
-change.
+each preprocessor that records something), each time with a new database engine that
+compiles every query again and with the database's tables listed and checked, and checks
+the nbgrader metadata of every cell twice. ``nbgrader_config.py`` installs the remedies, so
+plain ``nbgrader autograde`` and ``maxpool-grader grade`` get them alike; what is stored and
+what is checked does not change.
 """
 
 from __future__ import annotations
@@ -21,28 +21,91 @@ from sqlalchemy import create_engine
 def reuse_database_engines() -> None:
     """Each ``Gradebook`` made a new SQLAlchemy engine, and an engine keeps the compiled
     form of every query it ran: a new one compiles each of nbgrader's queries again. Here
-    ``Gradebook`` gets one engine per database and process (``Gradebook.close`` still
-    closes its connections: disposing of an engine's pool leaves the engine usable). A
-    forked process makes its own; an in-memory SQLite database, which lives in its
-    connection, is never shared."""
+    ``Gradebook`` gets one engine per database (``Gradebook.close`` still closes its
+    connections: disposing of an engine's pool leaves the engine usable). A process forked
+    from one that made it (a grading worker) keeps the engine and what it compiled, with a
+    pool of its own (SQLAlchemy's recipe: ``dispose(close=False)``; ``close_pooled_connections``
+    before forking leaves nothing to inherit). An in-memory SQLite database, which lives in
+    its connection, is never shared."""
     from nbgrader import api
     if getattr(api.create_engine, "_reused", False):
         return
-    engines: dict[tuple, object] = {}
-    lock = threading.Lock()
 
     def one_engine(url, **options):
         text = str(url)
         if text.startswith("sqlite") and (text.rstrip("/") in ("sqlite:", "sqlite+pysqlite:") or ":memory:" in text):
             return create_engine(url, **options)
-        key = (os.getpid(), text, json.dumps(options, sort_keys=True, default=repr))
-        with lock:
-            if key not in engines:
-                engines[key] = create_engine(url, **options)
-            return engines[key]
+        key = (text, json.dumps(options, sort_keys=True, default=repr))
+        with _ENGINES_LOCK:
+            found = _ENGINES.get(key)
+            if found is None:
+                found = _ENGINES[key] = [create_engine(url, **options), os.getpid()]
+            elif found[1] != os.getpid():  # made by the process this one was forked from
+                _INHERITED.append(found[0].pool)  # its connections are the parent's: never closed here
+                found[0].dispose(close=False)
+                found[1] = os.getpid()
+            return found[0]
 
     one_engine._reused = True
     api.create_engine = one_engine
+
+
+_ENGINES: dict[tuple, list] = {}  # (URL, options) -> [engine, the pid whose pool it holds]
+_ENGINES_LOCK = threading.Lock()
+_INHERITED: list = []  # pools a forked process took over with an engine: kept, never used or closed
+
+
+def close_pooled_connections() -> None:
+    """Close this process's pooled gradebook connections (the engines stay, with what they
+    compiled), so that a process forked now inherits no open database connection."""
+    with _ENGINES_LOCK:
+        for engine, pid in _ENGINES.values():
+            if pid == os.getpid():
+                engine.dispose()
+
+
+def open_gradebooks_quickly() -> None:
+    """``Gradebook()`` lists the database's tables, creates the missing ones and checks the
+    course row, about ten queries, each of the ten times grading one submission opens it.
+    Once that was done for a database (and course) in this process, or in the process it
+    was forked from, a ``Gradebook`` of the same database only connects: nothing else can
+    remove a table or the course row while nbgrader runs. An SQLite file is known by its
+    device and inode too, so a gradebook deleted and made again is set up again; an
+    in-memory one always is."""
+    from nbgrader import api
+    if getattr(api.Gradebook.__init__, "_quick", False):
+        return
+    original = api.Gradebook.__init__
+    ready: set[tuple] = set()
+
+    def quick_init(self, db_url, course_id="default_course", authenticator=None):
+        key = _database_key(str(db_url), course_id)
+        if key is None or key not in ready:
+            original(self, db_url, course_id, authenticator)
+            if key is not None:
+                ready.add(key)
+            return
+        self.engine = api.create_engine(db_url, echo=False, future=True)
+        self.db = api.scoped_session(api.sessionmaker(autoflush=True, bind=self.engine, future=True))
+        self.course_id = course_id
+        self.authenticator = authenticator
+
+    quick_init._quick = True
+    api.Gradebook.__init__ = quick_init
+
+
+def _database_key(url: str, course_id: str) -> tuple | None:
+    """What tells one database from another; None for one that must always be set up."""
+    if not url.startswith("sqlite"):
+        return (url, course_id)
+    path = url.split(":///", 1)[1] if ":///" in url else ""
+    if not path or ":memory:" in url or path.startswith("file:"):
+        return None
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    return (url, course_id, found.st_dev, found.st_ino) if found.st_size else None  # empty: a new one
 
 
 def check_metadata_quickly() -> None:

@@ -60,6 +60,11 @@ def _reuse_database_engines() -> None:
     reuse_database_engines()
 
 
+def _open_gradebooks_quickly() -> None:
+    from .nbgrader_costs import open_gradebooks_quickly
+    open_gradebooks_quickly()
+
+
 PATCHES: tuple[Patch, ...] = (
     Patch("grade_folders_without_notebooks", "nbgrader.converters.Autograde.init_notebooks",
           "a submission folder without the notebook (or with it renamed) gets a 0 and the reason, "
@@ -82,6 +87,15 @@ PATCHES: tuple[Patch, ...] = (
           "one SQLAlchemy engine per gradebook and process, not one per Gradebook object",
           (NBGRADER, ("sqlalchemy", ">=2,<3")), "none filed: found here by profiling a grading worker",
           _reuse_database_engines),
+    Patch("open_gradebooks_quickly", "nbgrader.api.Gradebook.__init__",
+          "a Gradebook of a database this process (or its parent) set up already only connects: no listing "
+          "and creating of tables, no course check, each of the ten times a submission opens one",
+          (NBGRADER, ("sqlalchemy", ">=2,<3")), "none filed: found here by profiling a grading worker",
+          _open_gradebooks_quickly),
+    Patch("KeepHandGrades.preprocess", "nbgrader.preprocessors.SaveAutoGrades.preprocess",
+          "overridden in KeepHandGrades with nbgrader's own rules for a grade and a comment (_add_score, "
+          "_add_comment) copied, committed once per notebook instead of once per cell",
+          (NBGRADER,), "none filed: found here by profiling a grading worker", None),
     Patch("SafeExecute._update_display_id", "nbclient.NotebookClient._update_display_id",
           "overridden (a private method) in SafeExecute: display updates would rewrite outputs of earlier "
           "cells past the output cap",
