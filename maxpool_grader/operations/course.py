@@ -4,6 +4,7 @@ nbgrader run in it."""
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import subprocess
 import sys
@@ -61,6 +62,50 @@ def start_nbgrader(course: Path, *args: str):
 
 _NBGRADER_MAIN = ("import sys, maxpool_grader; from nbgrader.apps.nbgraderapp import main; "
                   "sys.argv[0] = 'nbgrader'; sys.exit(main())")
+
+
+def course_config(course: Path, db_url: str):
+    """The course's nbgrader_config.py, as the grading workers load it, rooted in ``course``
+    with ``db_url`` as its gradebook."""
+    from traitlets.config.loader import PyFileConfigLoader
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
+    config.CourseDirectory.root = str(course)
+    config.CourseDirectory.db_url = db_url
+    return config
+
+
+def nbgrader_api(course: Path, db_url: str, warm_start: bool = False):
+    """nbgrader's API on the course (its config as ``course_config`` loads it, warm start of
+    kernels and verdict processes on with ``warm_start``), for nbgrader's commands run in
+    this process; this interpreter's bin/ first on PATH (nbgrader runs ``alembic`` when it
+    creates a gradebook)."""
+    from nbgrader.apps import NbGraderAPI
+    from nbgrader.coursedir import CourseDirectory
+    if os.environ.get("PATH", "").split(os.pathsep)[0] != str(Path(sys.executable).parent):
+        os.environ["PATH"] = nbgrader_environment()["PATH"]
+    config = course_config(course, db_url)
+    if warm_start:
+        config.SealedBox.warm_start = True
+    return NbGraderAPI(CourseDirectory(config=config), config=config)
+
+
+def export_grades(course: Path, db_url: str, destination: Path) -> dict:
+    """What ``nbgrader export --to destination`` does, in this process: the course's export
+    plugin (``c.ExportApp.plugin_class``) writes the gradebook's grades. The result is
+    nbgrader's API's: ``success``, ``log``, ``error``."""
+    from nbgrader.apps.exportapp import ExportApp
+    from nbgrader.coursedir import CourseDirectory
+    from nbgrader.utils import capture_log
+    config = course_config(course, db_url)
+    config.ExportPlugin.to = str(destination)
+    app = ExportApp(config=config)
+    app.coursedir = CourseDirectory(config=config)
+    app.log = logging.getLogger("maxpool_grader.nbgrader_export")  # its lines kept in the result, not printed
+    app.log.propagate = False
+    app.log.setLevel(logging.INFO)
+    result = capture_log(app)
+    say((result.get("log") or "").rstrip(), level=2)
+    return result
 
 
 def configured_db_url(course: Path) -> str:

@@ -10,13 +10,14 @@ import signal
 import sys
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..isolation import box, cgroups
 from ..names import ASSIGNMENT
 from . import parallel, report, similarity, state
-from .course import configured_db_url, course_path, notebook_path, run_nbgrader, say, start_nbgrader
+from .course import configured_db_url, course_path, export_grades, nbgrader_api, notebook_path, say
 from .jobs import JobResult
 from .roster import RosterError, import_roster
 from .table import format_table, score_table
@@ -45,9 +46,25 @@ class GradingRun:
     state: dict = field(default_factory=dict)
     timings: dict = field(default_factory=dict)
 
-    @property
-    def db_option(self) -> str:
-        return f"--CourseDirectory.db_url={self.db_url}"
+    @contextmanager
+    def step(self, name: str):
+        """Time a step of the run, wall and this process's CPU, the steps inside it left out
+        (last_run.json; the benchmarks read it)."""
+        steps = self.timings.setdefault("steps", {})
+        inner = lambda key: sum(step[key] for step in steps.values())  # noqa: E731
+        before = {key: inner(key) for key in ("seconds", "cpu_seconds")}
+        wall, cpu = time.monotonic(), time.process_time()
+        try:
+            yield
+        finally:
+            steps[name] = {"seconds": time.monotonic() - wall - (inner("seconds") - before["seconds"]),
+                           "cpu_seconds": time.process_time() - cpu - (inner("cpu_seconds") - before["cpu_seconds"])}
+
+    def count_job_cpu(self, *batches: parallel.BatchResult) -> None:
+        """The CPU time the workers spent in each kind of job (their processes' threads)."""
+        for label, batch in zip(("autograde", "feedback"), batches):
+            self.timings[f"{label}_jobs_cpu_seconds"] = [item.cpu_seconds for item in batch.finished
+                                                         if item.cpu_seconds is not None]
 
     def release(self) -> None:
         """Regenerate release/ when the source folder or the gradebook changed."""
@@ -59,9 +76,13 @@ class GradingRun:
                 and released.exists():
             say("release is current (source notebook unchanged)")
             return
-        result = run_nbgrader(self.course, "generate_assignment", self.assignment, "--force", self.db_option)
-        if result.returncode != 0:
-            raise Broke(1, result.stdout[-4000:])
+        # nbgrader generate_assignment --force, in this process: no second nbgrader to start, and
+        # what it imports is imported once for the workers, which are forked from this process
+        say(f"$ nbgrader generate_assignment {self.assignment} --force (in this process)")
+        result = nbgrader_api(self.course, self.db_url).generate_assignment(self.assignment, force=True, create=True)
+        say((result.get("log") or "").rstrip(), level=2)
+        if not result["success"]:
+            raise Broke(1, (result.get("log") or "")[-4000:] + str(result.get("error") or ""))
         self.state = {"source": digest, "db_url": self.db_url}
         state.save_state(self.course, self.state)
 
@@ -94,8 +115,12 @@ class GradingRun:
                     self.course, item.student, self.assignment)
                 state.save_state(self.course, self.state)
 
+        feedback_due = self._feedback_due(current)
+        if not self.cluster and (todo or feedback_due):
+            with self.step("warm-up"):  # once here, not in every worker forked from this process
+                parallel.warm_up(self.course, self.db_url, self.assignment)
         started = time.monotonic()
-        batch = self._run_batch(todo, done, self._feedback_due(current))
+        batch = self._run_batch(todo, done, feedback_due)
         # until the last submission was graded (the feedback made between submissions included)
         autograded = batch.last_seconds if batch.last_seconds is not None else time.monotonic() - started
         self.timings.update(autograde_seconds=autograded, graded=len(batch.finished))
@@ -152,16 +177,14 @@ class GradingRun:
         return parallel.run_batch(self.course, self.db_url, students, self.workers, parallel.feedback_job,
                                   "feedback", None, self.assignment)
 
-    def export(self):
-        """Start nbgrader's export; the function it returns waits for it: True when it worked."""
-        running = start_nbgrader(self.course, "export", "--to", str(self.course / "grades.csv"), self.db_option)
-
-        def exported() -> bool:
-            result = running()
-            if result.returncode != 0:
-                print(result.stdout[-4000:], file=sys.stderr)
-            return result.returncode == 0
-        return exported
+    def export(self) -> bool:
+        """grades.csv, as ``nbgrader export`` writes it with the course's plugin, from this
+        process (no second nbgrader to start); True when it worked."""
+        say("$ nbgrader export (in this process)", level=2)
+        result = export_grades(self.course, self.db_url, self.course / "grades.csv")
+        if not result["success"]:
+            print((result.get("log") or "")[-4000:] + str(result.get("error") or ""), file=sys.stderr)
+        return bool(result["success"])
 
     def summary(self, report_path: Path) -> None:
         cells, scores = score_table(self.db_url, self.assignment)
@@ -190,17 +213,23 @@ def grade(course: Path, *, workers: int | None = None, force: bool = False, db_u
     course = course.resolve()
     run = GradingRun(course, db_url or configured_db_url(course), workers or os.cpu_count() or 1, force, cluster,
                      similarity_threshold, assignment, security)
+    run.timings["start_cpu_seconds"] = time.process_time()  # Python's start and the imports
     started = time.monotonic()
     try:
-        run.release()
-        run.prepare()
-        batch, current = run.autograde()
-        feedback = run.feedback(batch, current)
+        with run.step("release"):
+            run.release()
+        with run.step("prepare"):
+            run.prepare()
+        with run.step("autograde"):
+            batch, current = run.autograde()
+            feedback = run.feedback(batch, current)
+        run.count_job_cpu(batch, feedback)
         if feedback.interrupted:
             raise KeyboardInterrupt
-        exporting = run.export()  # grades.csv and the report are written side by side: both only read
-        paths = report.write_report(course, run.db_url, assignment, similarity_threshold)
-        exported = exporting()
+        with run.step("export"):
+            exported = run.export()
+        with run.step("report"):
+            paths = report.write_report(course, run.db_url, assignment, similarity_threshold)
     except Broke as broke:
         print(str(broke), file=sys.stderr)
         return broke.status

@@ -27,9 +27,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..glue.nbgrader_costs import close_pooled_connections
 from ..isolation.zygote import die_with_parent
-from ..names import ASSIGNMENT, KERNEL_IMPORT_FAILED
-from .course import quiet
+from ..names import ASSIGNMENT, KERNEL_IMPORT_FAILED, RESOURCES_KEY
+from .course import nbgrader_api, quiet, say
 from .jobs import JobResult
 
 _API = None
@@ -42,25 +43,44 @@ def _start_worker(course: str, db_url: str, parent: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # blocked while the parent forked it
     os.chdir(course)
-    from nbgrader.apps import NbGraderAPI
-    from nbgrader.coursedir import CourseDirectory
-    from traitlets.config.loader import PyFileConfigLoader
-    bin_dir = str(Path(sys.executable).parent)  # nbgrader runs alembic from PATH
-    os.environ["PATH"] = os.pathsep.join([bin_dir, os.environ.get("PATH", "")])
-    config = PyFileConfigLoader("nbgrader_config.py", path=course).load_config()
-    config.CourseDirectory.root = course
-    config.CourseDirectory.db_url = db_url
     # one worker grades many notebooks: fork kernels and verdict processes warm (zygote.py)
-    config.SealedBox.warm_start = True
-    _API = NbGraderAPI(CourseDirectory(config=config), config=config)
+    _API = nbgrader_api(Path(course), db_url, warm_start=True)
+
+
+def warm_up(course: Path, db_url: str, assignment: str = ASSIGNMENT) -> None:
+    """What every worker's first feedback page would do once for itself (imports, nbconvert's
+    templates compiled, the code cells every page shares highlighted, Part A's figure drawn),
+    done once here before the workers are forked from this process. What it leaves are
+    caches of pure functions of their inputs: every page is the same byte for byte."""
+    import nbformat
+    from nbgrader.converters import GenerateFeedback
+
+    from ..exercise.part_a import figure_png
+    from .course import notebook_path
+    figure_png(backward=True)
+    api = nbgrader_api(course, db_url)
+    release = notebook_path(course, "release", ".", assignment)
+    converter = GenerateFeedback(coursedir=api.coursedir, parent=api)
+    exporter = converter.exporter_class(parent=converter, config=converter.config)
+    try:  # the release as a page, with a score of 0 where GetGrades and the summary would put one
+        nb = nbformat.read(release, as_version=4)
+        nb.metadata["language_info"] = {"name": "python", "pygments_lexer": "ipython3"}  # as the kernel says
+        for cell in nb.cells:
+            if "nbgrader" in cell.metadata:
+                cell.metadata.nbgrader.update(score=0, points=cell.metadata.nbgrader.get("points", 0), comment=None)
+        exporter.from_notebook_node(nb, {RESOURCES_KEY: {"titles": {}, "pending": {}, "header": ""}, "nbgrader": {
+            "notebook": assignment, "score": 0, "max_score": 0, "late_penalty": 0}})
+    except Exception as problem:  # noqa: BLE001  only a cost: each worker warms up by itself then
+        say(f"warm-up of the feedback pages skipped ({type(problem).__name__}: {problem})", level=2)
 
 
 def autograde_job(student: str, assignment: str) -> JobResult:
-    started = time.monotonic()
+    started, cpu = time.monotonic(), time.process_time()
     result = _API.autograde(assignment, student, force=True, create=True)
     if not result["success"] and "database is locked" in (result.get("log") or ""):
         result = _API.autograde(assignment, student, force=True, create=True)  # one retry
     return JobResult(student, bool(result["success"]), seconds=time.monotonic() - started,
+                     cpu_seconds=time.process_time() - cpu,
                      import_failed=kernel_import_failed(result), log=failure_log(result, 4000))
 
 
@@ -75,8 +95,10 @@ def kernel_import_failed(result: dict) -> bool:
 
 
 def feedback_job(student: str, assignment: str) -> JobResult:
+    cpu = time.process_time()
     result = _API.generate_feedback(assignment, student, force=True)
-    return JobResult(student, bool(result["success"]), log=failure_log(result, 2000))
+    return JobResult(student, bool(result["success"]), cpu_seconds=time.process_time() - cpu,
+                     log=failure_log(result, 2000))
 
 
 class Progress:
@@ -158,6 +180,7 @@ def run_batch(course: Path, db_url: str, students: list[str], workers: int, job,
     finished are run again once on a new pool. Ctrl-C stops the workers at once and
     returns what finished (``interrupted``, for ``then`` too)."""
     jobs = _Jobs(students, job, label, on_done, then, then_also)
+    close_pooled_connections()  # the workers are forked from this process: no connection to inherit
     try:
         for _ in range(2):  # a pool that breaks is made again once
             if not jobs.queue:
