@@ -124,6 +124,15 @@ def test_the_feedback_pages_the_report_and_the_rubric_panel_pass_axe(served, bro
     for student in (STUDENT, "ties_split"):  # 15 of 15; 14 of 15
         page.goto((course / "feedback" / student / ASSIGNMENT / f"{ASSIGNMENT}.html").as_uri())
         assert_accessible(page, f"{student}'s feedback page")
+    # every formula is MathML a screen reader reads (its content in the accessibility tree), no
+    # picture of text; every picture has a text alternative, none of them LaTeX
+    formulas = page.locator("math")
+    unread = [index for index in range(formulas.count())
+              if not formulas.nth(index).aria_snapshot().removeprefix("- math").strip(" :")]
+    assert formulas.count() >= 10 and unread == []
+    pictures = page.eval_on_selector_all("img", "images => images.map(image => image.alt)")
+    assert len(pictures) == 2 and all(len(alt) >= len("Figure 1") and "\\" not in alt and "$" not in alt
+                                      for alt in pictures), pictures
     page.set_viewport_size({"width": 320, "height": 640})
     assert reflow_problems(page) == {}
     page.screenshot(path=tmp_path / "feedback-320px.png")
