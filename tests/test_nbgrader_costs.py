@@ -43,7 +43,7 @@ def test_gradebooks_of_one_database_share_an_engine_and_see_each_other_s_writes(
 
 
 @pytest.mark.integration
-def test_in_memory_gradebooks_and_forked_processes_never_share_an_engine(tmp_path, alembic_on_path):
+def test_in_memory_gradebooks_never_share_an_engine_nor_forked_processes_a_connection(tmp_path, alembic_on_path):
     reuse_database_engines()
     with Gradebook("sqlite:///:memory:") as one, Gradebook("sqlite:///:memory:") as two:
         one.add_student("ada")
@@ -51,20 +51,22 @@ def test_in_memory_gradebooks_and_forked_processes_never_share_an_engine(tmp_pat
     url = f"sqlite:///{tmp_path / 'gradebook.db'}"
     with Gradebook(url) as parent:
         parent_engine = parent.engine
+    parent_pool = parent_engine.pool  # as the fork leaves it
     read, write = os.pipe()
     pid = os.fork()
-    if pid == 0:  # the child: a new engine of its own, on the same database
+    if pid == 0:  # the child: the engine (what it compiled), with a pool of its own
         try:
             with Gradebook(url) as child:
                 child.add_student("from_the_child")
-                os.write(write, json.dumps(child.engine is not parent_engine).encode())
+                found = [child.engine is parent_engine, child.engine.pool is not parent_pool]
+                os.write(write, json.dumps(found).encode())
         finally:
             os._exit(0)
     os.close(write)
-    own_engine = json.loads(os.read(read, 100))
+    kept_engine, own_pool = json.loads(os.read(read, 100))
     os.close(read)
     os.waitpid(pid, 0)
-    assert own_engine is True
+    assert kept_engine is True and own_pool is True
     with Gradebook(url) as parent:
         assert parent.engine is parent_engine and parent.find_student("from_the_child")
 
@@ -102,3 +104,23 @@ def test_nbgrader_s_metadata_check_still_refuses_a_corrupted_notebook():
     graded.metadata.nbgrader["points"] = "two"
     with pytest.raises(ValidationError, match="metadata may be corrupted"):
         CheckCellMetadata().preprocess(notebook, {})
+
+
+@pytest.mark.integration
+def test_a_gradebook_set_up_once_only_connects_and_one_made_again_is_set_up_again(tmp_path, alembic_on_path):
+    from sqlalchemy import event
+
+    from maxpool_grader.glue.nbgrader_costs import open_gradebooks_quickly
+    reuse_database_engines()
+    open_gradebooks_quickly()
+    path = tmp_path / "gradebook.db"
+    with Gradebook(f"sqlite:///{path}") as first:
+        first.add_student("ada")
+        statements: list[str] = []
+        event.listen(first.engine, "before_cursor_execute", lambda *args: statements.append(args[2]))
+    with Gradebook(f"sqlite:///{path}") as again:  # set up already: no table listed, none created
+        assert [student.id for student in again.students] == ["ada"]
+    assert not any("sqlite_master" in sql or "CREATE" in sql or "PRAGMA" in sql for sql in statements)
+    path.unlink()
+    with Gradebook(f"sqlite:///{path}") as remade:  # a new file: its tables are made again
+        assert remade.students == []

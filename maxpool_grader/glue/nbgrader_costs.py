@@ -82,6 +82,7 @@ def open_gradebooks_quickly() -> None:
         key = _database_key(str(db_url), course_id)
         if key is None or key not in ready:
             original(self, db_url, course_id, authenticator)
+            key = _database_key(str(db_url), course_id)  # a new SQLite file exists now
             if key is not None:
                 ready.add(key)
             return
