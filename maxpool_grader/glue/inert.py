@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import html
+import json
 import re
 from pathlib import Path
 
@@ -84,7 +86,12 @@ class _Renderer(MathRenderer):
 
 def markdown_block(source: str, attachments: dict | None = None) -> str:
     """Markdown (with LaTeX) as one line of sanitized HTML, which markdown renders as it is."""
-    return _block(markdown_to_html(source, _Renderer, attachments=_image_data(attachments or {})))
+    return _markdown_block(source, json.dumps(attachments or {}, sort_keys=True))
+
+
+@functools.lru_cache(maxsize=512)  # the assignment's own cells are the same in every notebook of a class
+def _markdown_block(source: str, attachments: str) -> str:
+    return _block(markdown_to_html(source, _Renderer, attachments=_image_data(json.loads(attachments))))
 
 
 _PREFIX = f'<div class="{BLOCK_CLASS}">'
@@ -95,6 +102,7 @@ def html_block(rendered: str) -> str:
     return _block(rendered)
 
 
+@functools.lru_cache(maxsize=512)  # a pure function of its text: cleaned again at every export
 def _block(rendered: str) -> str:
     # one line: an HTML block ends at a blank line; no "$": no later pass reads it as math
     flat = clean_html(rendered).replace("\r", "").replace("\n", "&#10;").replace("$", "&#36;")
