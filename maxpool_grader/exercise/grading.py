@@ -4,6 +4,7 @@ calls (through maxpool_grader.checks), ``evaluate`` what it and the tests use.""
 from __future__ import annotations
 
 import inspect
+from typing import Callable
 
 from ..names import FUNCTION
 from .checks import GRADED_CHECKS, HIDDEN_CHECKS
@@ -13,9 +14,9 @@ from .search import graded_failure
 from .student_call import CheckFailed, show_captured
 
 
-def evaluate(grade_id: str, student_function, source: str = "") -> str | None:
+def evaluate(grade_id: str, student_function, source: str | Callable[[], str] = "") -> str | None:
     """Run one check; return None when it passes, else the message for the student
-    (``source``: the student's code, see ``explain``)."""
+    (``source``: the student's code, see ``explain``, or what gives it when a test fails)."""
     check = GRADED_CHECKS[grade_id]
     if not callable(student_function):
         return report(check, f"max_pool_backward is not a function (it is "
@@ -29,7 +30,7 @@ def evaluate(grade_id: str, student_function, source: str = "") -> str | None:
         return None
     if isinstance(failed, str):
         return report(check, failed)
-    return explain(check, student_function, failed, source=source)
+    return explain(check, student_function, failed, source=source() if callable(source) else source)
 
 
 def run_check(grade_id: str, namespace) -> None:
@@ -44,11 +45,16 @@ def run_check(grade_id: str, namespace) -> None:
         function = namespace[FUNCTION]
     else:
         function = namespace
-    try:  # the function's own code (the notebook's other cells hold the provided helpers too)
-        source = inspect.getsource(function)
-    except (TypeError, OSError):
-        source = ""
-    problem = evaluate(grade_id, function, source)
+    problem = evaluate(grade_id, function, lambda: _source_of(function))
     if problem:
         raise CheckFailed(problem)
     print(passed_message(HIDDEN_CHECKS[grade_id]))
+
+
+def _source_of(function) -> str:
+    """The function's own code (the notebook's other cells hold the provided helpers too),
+    read only for a failed test's explanation."""
+    try:
+        return inspect.getsource(function)
+    except (TypeError, OSError):
+        return ""
