@@ -204,14 +204,26 @@ def _kernel_zygote() -> Zygote:
     """This process's kernel zygote, started on first use (again if it died)."""
     global _the_kernel_zygote
     if _the_kernel_zygote is None or not _the_kernel_zygote.alive():
-        # started in an empty private directory (python -m puts it first on sys.path), with
-        # the sandboxed kernels' environment (ipykernel reads some of it when imported)
-        directory = private_directory("zygote-")
-        _the_kernel_zygote = Zygote(
-            [PYTHON, "-m", "maxpool_grader.isolation.kernel_zygote"], cwd=str(directory),
-            env=dict(environment(home=str(directory), JPY_PARENT_PID="1"), TMPDIR=str(directory),
-                     **kernel_search_path(os.environ.get("PYTHONPATH", ""))))
+        _the_kernel_zygote = start_kernel_zygote()
     return _the_kernel_zygote
+
+
+def start_kernel_zygote() -> Zygote:
+    """A new kernel zygote: started in an empty private directory (python -m puts it first
+    on sys.path), with the sandboxed kernels' environment (ipykernel reads some of it when
+    imported)."""
+    directory = private_directory("zygote-")
+    return Zygote([PYTHON, "-m", "maxpool_grader.isolation.kernel_zygote"], cwd=str(directory),
+                  env=dict(environment(home=str(directory), JPY_PARENT_PID="1"), TMPDIR=str(directory),
+                           **kernel_search_path(os.environ.get("PYTHONPATH", ""))))
+
+
+def adopt_kernel_zygote(zygote: Zygote) -> None:
+    """Fork this process's kernels from ``zygote``, started by the process this one was
+    forked from (Zygote.adopt)."""
+    global _the_kernel_zygote
+    zygote.adopt()
+    _the_kernel_zygote = zygote
 
 
 def kernel_manager(mode: str, memory_bytes: int, log: logging.Logger, box: Box | None = None,

@@ -80,18 +80,31 @@ _the_verdict_zygote: zygote.Zygote | None = None
 
 
 def _verdict_zygote() -> zygote.Zygote:
-    """This process's verdict zygote (started on first use, again if it died): untrusted.py
-    with NumPy imported, run like the cold verdict process (``python -I``, a private copy
-    of the script, no grader package on its path, the sandbox's clean environment)."""
+    """This process's verdict zygote (started on first use, again if it died)."""
     global _the_verdict_zygote
     if _the_verdict_zygote is None or not _the_verdict_zygote.alive():
-        directory = box.private_directory("zygote-")
-        for module in (untrusted, zygote):
-            shutil.copyfile(module.__file__, directory / Path(module.__file__).name)
-        _the_verdict_zygote = zygote.Zygote(
-            [filesystem.PYTHON, "-I", str(directory / "untrusted.py"), "--zygote"],
-            env=dict(filesystem.environment(home=str(directory)), TMPDIR=str(directory)), cwd=str(directory))
+        _the_verdict_zygote = start_verdict_zygote()
     return _the_verdict_zygote
+
+
+def start_verdict_zygote() -> zygote.Zygote:
+    """A new verdict zygote: untrusted.py with NumPy imported, run like the cold verdict
+    process (``python -I``, a private copy of the script, no grader package on its path,
+    the sandbox's clean environment)."""
+    directory = box.private_directory("zygote-")
+    for module in (untrusted, zygote):
+        shutil.copyfile(module.__file__, directory / Path(module.__file__).name)
+    return zygote.Zygote([filesystem.PYTHON, "-I", str(directory / "untrusted.py"), "--zygote"],
+                         env=dict(filesystem.environment(home=str(directory)), TMPDIR=str(directory)),
+                         cwd=str(directory))
+
+
+def adopt_verdict_zygote(found: zygote.Zygote) -> None:
+    """Fork this process's verdict processes from ``found``, started by the process this one
+    was forked from (Zygote.adopt)."""
+    global _the_verdict_zygote
+    found.adopt()
+    _the_verdict_zygote = found
 
 
 class SolutionProcess:

@@ -11,6 +11,7 @@ student reads the same message whichever side found the mistake.
 from __future__ import annotations
 
 import enum
+import functools
 import logging
 import time
 from dataclasses import dataclass, field, replace
@@ -187,6 +188,7 @@ def verdict_of(check: GradedCheck, session: _Session) -> Verdict:
     return Verdict(check.grade_id, False, message, VerdictKind.WRONG.value, tuple(named))
 
 
+@functools.lru_cache(maxsize=256)  # the assignment's own cells are the same in every notebook: read once
 def as_python(source: str) -> str:
     """The cell as the kernel runs it: IPython syntax (``%magic``, ``!command``) turned into
     ``get_ipython()`` calls, line for line. Source that IPython cannot transform is kept."""

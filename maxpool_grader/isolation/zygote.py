@@ -15,7 +15,9 @@ ends the child with everything it started (its PID namespace).
 
 This file imports only the standard library: the verdict's zygote runs it next to
 ``untrusted.py``, outside the grader package (student code there must not find the
-grader in ``sys.modules``).
+grader in ``sys.modules``). It runs past 300 lines because both ends of the protocol
+live in it, so that the two can never disagree. ``maxpool-grader grade`` starts its
+workers' zygotes itself, while it prepares the run, and each worker adopts its own.
 
     zygote process:   serve(socket, run, directory)      (loops until the socket closes)
     grading worker:   Zygote(argv, env).spawn(bwrap argv, request, fds) -> Popen (the sandbox)
@@ -23,6 +25,7 @@ grader in ``sys.modules``).
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import fcntl
 import json
@@ -35,6 +38,7 @@ import socket
 import subprocess
 import threading
 import traceback
+from pathlib import Path
 
 # The holder: says it is ready, then waits for the child's exit status on its stdin.
 HOLDER = ["sh", "-c", 'echo ready; read -r code; exit "${code:-1}"']
@@ -245,9 +249,23 @@ class Zygote:
         self.sock = ours
         self.file = ours.makefile("rb")
         self._lock = threading.Lock()  # one request at a time on the socket
+        self._adopted = False
 
     def alive(self) -> bool:
-        return self.process.poll() is None
+        if not self._adopted:
+            return self.process.poll() is None
+        with contextlib.suppress(OSError, IndexError):  # not our child: its state, as the system shows it
+            return Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] not in "ZX"
+        return False
+
+    def adopt(self) -> None:
+        """Use it from a process forked from its starter (a grading worker): the zygote serves
+        whoever holds the socket, and ends when the last holder lets go (``let_go``)."""
+        self._adopted = True
+
+    def let_go(self) -> None:
+        self.file.close()
+        self.sock.close()
 
     def spawn(self, sandbox: list[str], request: dict, fds: tuple[int, ...] = (),
               bwrap_fds: tuple[int, ...] = ()) -> subprocess.Popen:

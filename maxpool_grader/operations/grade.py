@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..isolation import box, cgroups
 from ..names import ASSIGNMENT
-from . import parallel, report, similarity, state
+from . import parallel, report, similarity, state, warm
 from .course import configured_db_url, course_path, export_grades, nbgrader_api, notebook_path, say
 from .jobs import JobResult
 from .roster import RosterError, import_roster
@@ -43,6 +43,7 @@ class GradingRun:
     similarity_threshold: float = similarity.THRESHOLD
     assignment: str = ASSIGNMENT
     security: object = None  # the coordinator's distributed.security.Security for a tls:// cluster
+    reading: report.Reading | None = None  # the report's reading of the graded notebooks, as they are graded
     state: dict = field(default_factory=dict)
     timings: dict = field(default_factory=dict)
 
@@ -109,18 +110,25 @@ class GradingRun:
         where = f"on the cluster {self.cluster}" if self.cluster else f"with {self.workers} worker(s)"
         say(f"{len(todo)} submission(s) to grade {where}, {len(current)} up to date")
 
+        self.reading = report.Reading(self.course, self.assignment)
+
         def done(item: JobResult) -> None:  # saved before it is shown as done
             if item.success:
                 self.state["submissions"][item.student] = state.submission_digest(
                     self.course, item.student, self.assignment)
                 state.save_state(self.course, self.state)
+                # the report reads the graded notebooks meanwhile, in a thread: started only now,
+                # after the workers were forked (those graded earlier with the first)
+                for student in ([] if self.reading.asked else current) + [item.student]:
+                    self.reading.add(student)
 
-        feedback_due = self._feedback_due(current)
+        feedback_due, zygotes = self._feedback_due(current), []
         if not self.cluster and (todo or feedback_due):
             with self.step("warm-up"):  # once here, not in every worker forked from this process
-                parallel.warm_up(self.course, self.db_url, self.assignment)
+                zygotes = warm.start_zygotes(self.course, self.db_url, min(self.workers, len(todo)))
+                warm.warm_up(self.course, self.db_url, self.assignment)
         started = time.monotonic()
-        batch = self._run_batch(todo, done, feedback_due)
+        batch = self._run_batch(todo, done, feedback_due, zygotes)
         # until the last submission was graded (the feedback made between submissions included)
         autograded = batch.last_seconds if batch.last_seconds is not None else time.monotonic() - started
         self.timings.update(autograde_seconds=autograded, graded=len(batch.finished))
@@ -142,13 +150,13 @@ class GradingRun:
                              "Run the command again to grade the rest.")
         return batch, current
 
-    def _run_batch(self, todo: list[str], done, feedback_due: list[str]) -> parallel.BatchResult:
+    def _run_batch(self, todo: list[str], done, feedback_due: list[str], zygotes=()) -> parallel.BatchResult:
         """The local pool makes each student's feedback right after their grading, on the same
         workers (parallel.py); a cluster only grades, and ``feedback`` follows."""
         if not self.cluster:
             return parallel.run_batch(self.course, self.db_url, todo, self.workers, parallel.autograde_job,
                                       "autograde", done, self.assignment, then=(parallel.feedback_job, "feedback"),
-                                      then_also=feedback_due)
+                                      then_also=feedback_due, zygotes=zygotes, before_fork=self.reading.drain)
         from . import cluster
         try:
             return cluster.run_batch(self.course, self.db_url, todo, self.cluster, done, self.assignment,
@@ -229,13 +237,16 @@ def grade(course: Path, *, workers: int | None = None, force: bool = False, db_u
         with run.step("export"):
             exported = run.export()
         with run.step("report"):
-            paths = report.write_report(course, run.db_url, assignment, similarity_threshold)
+            paths = report.write_report(course, run.db_url, assignment, similarity_threshold, run.reading)
     except Broke as broke:
         print(str(broke), file=sys.stderr)
         return broke.status
     except KeyboardInterrupt:
         print("\nInterrupted. Run the command again to finish: what was graded is kept.", file=sys.stderr)
         return 130
+    finally:
+        if run.reading is not None:
+            run.reading.drain(cancel=True)
     run.timings["total_seconds"] = time.monotonic() - started
     state.save_timings(course, run.timings)
     run.summary(paths["html"])

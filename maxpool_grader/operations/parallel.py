@@ -16,6 +16,7 @@ reads the gradebook, so the grades are the same.
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import signal
 import sys
@@ -29,9 +30,10 @@ from pathlib import Path
 
 from ..glue.nbgrader_costs import close_pooled_connections
 from ..isolation.zygote import die_with_parent
-from ..names import ASSIGNMENT, KERNEL_IMPORT_FAILED, RESOURCES_KEY
-from .course import nbgrader_api, quiet, say
+from ..names import ASSIGNMENT, KERNEL_IMPORT_FAILED
+from .course import nbgrader_api, quiet
 from .jobs import JobResult
+from .warm import adopt_zygotes
 
 _API = None
 
@@ -43,35 +45,10 @@ def _start_worker(course: str, db_url: str, parent: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # blocked while the parent forked it
     os.chdir(course)
+    if _ZYGOTES[0]:  # what run_batch left for the workers it forks
+        adopt_zygotes(*_ZYGOTES)
     # one worker grades many notebooks: fork kernels and verdict processes warm (zygote.py)
     _API = nbgrader_api(Path(course), db_url, warm_start=True)
-
-
-def warm_up(course: Path, db_url: str, assignment: str = ASSIGNMENT) -> None:
-    """What every worker's first feedback page would do once for itself (imports, nbconvert's
-    templates compiled, the code cells every page shares highlighted, Part A's figure drawn),
-    done once here before the workers are forked from this process. What it leaves are
-    caches of pure functions of their inputs: every page is the same byte for byte."""
-    import nbformat
-    from nbgrader.converters import GenerateFeedback
-
-    from ..exercise.part_a import figure_png
-    from .course import notebook_path
-    figure_png(backward=True)
-    api = nbgrader_api(course, db_url)
-    release = notebook_path(course, "release", ".", assignment)
-    converter = GenerateFeedback(coursedir=api.coursedir, parent=api)
-    exporter = converter.exporter_class(parent=converter, config=converter.config)
-    try:  # the release as a page, with a score of 0 where GetGrades and the summary would put one
-        nb = nbformat.read(release, as_version=4)
-        nb.metadata["language_info"] = {"name": "python", "pygments_lexer": "ipython3"}  # as the kernel says
-        for cell in nb.cells:
-            if "nbgrader" in cell.metadata:
-                cell.metadata.nbgrader.update(score=0, points=cell.metadata.nbgrader.get("points", 0), comment=None)
-        exporter.from_notebook_node(nb, {RESOURCES_KEY: {"titles": {}, "pending": {}, "header": ""}, "nbgrader": {
-            "notebook": assignment, "score": 0, "max_score": 0, "late_penalty": 0}})
-    except Exception as problem:  # noqa: BLE001  only a cost: each worker warms up by itself then
-        say(f"warm-up of the feedback pages skipped ({type(problem).__name__}: {problem})", level=2)
 
 
 def autograde_job(student: str, assignment: str) -> JobResult:
@@ -169,12 +146,16 @@ class BatchResult:
 
 
 def run_batch(course: Path, db_url: str, students: list[str], workers: int, job, label: str,
-              on_done=None, assignment: str = ASSIGNMENT, then=None, then_also=()) -> BatchResult:
-    """Run ``job(student, assignment)`` for every student on ``workers`` processes.
+              on_done=None, assignment: str = ASSIGNMENT, then=None, then_also=(), zygotes=(),
+              before_fork=None) -> BatchResult:
+    """Run ``job(student, assignment)`` for every student on ``workers`` processes, forked
+    from this one (they inherit what it imported and warmed up).
 
     ``then``: a ``(job, label)`` run for each student whose ``job`` succeeded, on the same
     workers and before the next student's ``job`` (so the two overlap); ``then_also``:
     students it runs for anyway. Its results are the returned batch's ``then``.
+    ``zygotes``: warm.start_zygotes's, one pair for each worker of the first pool;
+    ``before_fork``: called before each pool is made (this process must have no thread then).
 
     A worker that dies (killed, out of memory) breaks the pool: the jobs it had not
     finished are run again once on a new pool. Ctrl-C stops the workers at once and
@@ -185,12 +166,17 @@ def run_batch(course: Path, db_url: str, students: list[str], workers: int, job,
         for _ in range(2):  # a pool that breaks is made again once
             if not jobs.queue:
                 break
+            if before_fork is not None:
+                before_fork()
+            _ZYGOTES[:] = [zygotes, multiprocessing.Value("i", 0)]  # inherited by the workers forked now
             executor = ProcessPoolExecutor(max_workers=max(1, min(workers, len(jobs.queue))),
-                                           initializer=_start_worker, initargs=(str(course), db_url, os.getpid()))
+                                           mp_context=multiprocessing.get_context("fork"), initializer=_start_worker,
+                                           initargs=(str(course), db_url, os.getpid()))
             pending: dict = {}
             try:
                 with _ctrl_c_held():  # the first submit forks the workers and starts the pool's threads
                     jobs.submit(executor, pending, workers, assignment)
+                zygotes = _let_go(zygotes)  # each worker holds its own pair now
                 while pending:
                     done, _ = wait(pending, return_when=FIRST_COMPLETED)
                     for future in done:
@@ -206,6 +192,7 @@ def run_batch(course: Path, db_url: str, students: list[str], workers: int, job,
                 executor.shutdown(wait=not jobs.result.interrupted, cancel_futures=True)
         jobs.give_up()
     finally:
+        _let_go(zygotes)
         jobs.progress.close()
     return jobs.result
 
@@ -260,6 +247,18 @@ class _Jobs:
             self.progress.advance(student, False, label=kind)
             if self.then and kind == self.label:
                 self.progress.expect(self.then[1], -1)
+
+
+def _let_go(zygotes) -> tuple:
+    """This process's ends of the zygotes' sockets closed; a later pool starts its own."""
+    for pair in zygotes:
+        for zygote in pair:
+            zygote.let_go()
+    _ZYGOTES[:] = [(), None]
+    return ()
+
+
+_ZYGOTES: list = [(), None]  # run_batch's zygotes for the workers it forks, and a count of those taken
 
 
 @contextmanager

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import statistics
 from collections import Counter
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import nbformat
@@ -113,8 +114,56 @@ def gradebook_table(db_url: str, assignment: str = ASSIGNMENT) -> tuple[list[tup
     return cells, students
 
 
-def collect(course: Path, db_url: str, assignment: str = ASSIGNMENT) -> dict:
-    """Every number of the report, from the gradebook and the autograded notebooks."""
+class Reading:
+    """What the report reads of each student's notebooks (the verdicts kept in the autograded
+    one; their own code in the submitted one, and its fingerprints), read in a thread of its
+    own as each student is graded (``add``): at the end of a run only the gradebook is left
+    to read, and the pairs to compare. All similarity fingerprints are made in that thread,
+    which is started on the first ``add`` and ended by ``drain`` (before a process forks)."""
+
+    def __init__(self, course: Path, assignment: str = ASSIGNMENT):
+        self.course, self.assignment = course, assignment
+        self._thread: ThreadPoolExecutor | None = None
+        self._release: Future | None = None
+        self._students: dict[str, Future] = {}
+
+    def add(self, student: str) -> None:
+        """Read ``student``'s notebooks now (again, if they were read before this grading)."""
+        if self._thread is None:
+            self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="maxpool-report")
+            self._release = self._release or self._thread.submit(self._read_release)
+        self._students[student] = self._thread.submit(self._read, student)
+
+    @property
+    def asked(self) -> bool:
+        return bool(self._students)
+
+    def student(self, student: str) -> tuple[tuple[dict, list[str]], str | None, object]:
+        """(verdicts and notes, their own code or None, its fingerprints or None)."""
+        if student not in self._students:
+            self.add(student)
+        return self._students[student].result()
+
+    def drain(self, cancel: bool = False) -> None:
+        """Wait for what was asked (or, with ``cancel``, drop what has not started), end the thread."""
+        if self._thread is not None:
+            self._thread.shutdown(wait=not cancel, cancel_futures=cancel)
+            self._thread = None
+
+    def _read_release(self):
+        code = similarity.class_release_code(self.course, self.assignment)
+        return code, similarity.boilerplate_hashes(code)
+
+    def _read(self, student: str):
+        release, boilerplate = self._release.result()
+        own = similarity.submitted_code(self.course, student, self.assignment, set(release))
+        return (_verdicts(self.course, student, self.assignment), own,
+                None if own is None else similarity.fingerprint(own, boilerplate))
+
+
+def collect(course: Path, db_url: str, assignment: str = ASSIGNMENT, reading: Reading | None = None) -> dict:
+    """Every number of the report, from the gradebook and the autograded notebooks (as
+    ``reading`` read them, when given)."""
     cells, students = gradebook_table(db_url, assignment)
     auto = [(grade_id, points) for _, grade_id, points, cell_type in cells if cell_type == "code"]
     auto_max = sum(points for _, points in auto)
@@ -123,7 +172,7 @@ def collect(course: Path, db_url: str, assignment: str = ASSIGNMENT) -> dict:
     for student, row in students.items():
         totals[student] = sum(row[g]["score"] or 0 for g, _ in auto)
         passed.update(g for g, points in auto if (row[g]["score"] or 0) >= points)
-        verdicts, notes = _verdicts(course, student, assignment)
+        verdicts, notes = reading.student(student)[0] if reading else _verdicts(course, student, assignment)
         for verdict in verdicts.values():
             for bug in verdict.get("bugs", []):
                 bug_students.setdefault(bug, set()).add(student)
@@ -219,13 +268,22 @@ SHOWN_PAIRS = 50  # side by side in the page; report.json lists them all
 
 
 def write_report(course: Path, db_url: str, assignment: str = ASSIGNMENT,
-                 similarity_threshold: float = similarity.THRESHOLD) -> dict[str, Path]:
+                 similarity_threshold: float = similarity.THRESHOLD, reading: Reading | None = None) -> dict[str, Path]:
+    """The class report; ``reading``: the students' notebooks read while they were graded."""
     folder = course / "report"
     folder.mkdir(exist_ok=True)
-    data = collect(course, db_url, assignment)
-    codes, release = similarity.class_codes(course, sorted(data["totals"]), assignment)
-    pairs = similarity.similar_pairs(codes, release, similarity_threshold)
-    data["similarity"] = {"threshold": similarity_threshold, "compared": len(codes),
+    ours = reading is None
+    reading = reading or Reading(course, assignment)
+    try:
+        data = collect(course, db_url, assignment, reading)
+        found = {student: reading.student(student) for student in sorted(data["totals"])}
+    finally:
+        if ours:
+            reading.drain()
+    compared = sum(own is not None for _, own, _ in found.values())
+    pairs = similarity.pairs_of({student: prints for student, (_, _, prints) in found.items() if prints is not None},
+                                similarity_threshold)
+    data["similarity"] = {"threshold": similarity_threshold, "compared": compared,
                           "pairs": [pair.summary() for pair in pairs]}
     (folder / "report.json").write_text(json.dumps(data, indent=1))
     plots = _plots(data, folder)

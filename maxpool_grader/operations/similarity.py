@@ -99,10 +99,29 @@ def _fingerprint(code: str, boilerplate=None, k: int = NOISE_TOKENS,
 
 def similar_pairs(codes: dict[str, str], boilerplate_code: list[str], threshold: float = THRESHOLD) -> list[Pair]:
     """The pairs of ``codes`` (student -> code) at or above ``threshold``, most similar first."""
-    boilerplate = np.unique(np.array([hash_ for code in boilerplate_code
-                                      for hash_ in _fingerprint(code, window=1).hashes], dtype=np.int64))
-    prints = {student: found for student, code in sorted(codes.items()) if code.strip()
-              if (found := _fingerprint(code, boilerplate)).token_coverage >= MIN_OWN_TOKENS}
+    boilerplate = boilerplate_hashes(boilerplate_code)
+    prints = {student: found for student, code in sorted(codes.items())
+              if (found := fingerprint(code, boilerplate)) is not None}
+    return pairs_of(prints, threshold)
+
+
+def boilerplate_hashes(boilerplate_code: list[str]) -> np.ndarray:
+    """The fingerprints of the release's code, which no student's code is judged by."""
+    return np.unique(np.array([hash_ for code in boilerplate_code
+                               for hash_ in _fingerprint(code, window=1).hashes], dtype=np.int64))
+
+
+def fingerprint(code: str, boilerplate: np.ndarray) -> CodeFingerprint | None:
+    """One student's fingerprints, or None when their own code is too short to tell."""
+    if not code.strip():
+        return None
+    found = _fingerprint(code, boilerplate)
+    return found if found.token_coverage >= MIN_OWN_TOKENS else None
+
+
+def pairs_of(prints: dict[str, CodeFingerprint], threshold: float = THRESHOLD) -> list[Pair]:
+    """The pairs of ``prints`` (student -> fingerprints, in the students' order) at or above
+    ``threshold``, most similar first."""
     owners: dict[int, list[str]] = {}
     for student, found in prints.items():
         for hash_ in found.hashes:
@@ -128,16 +147,24 @@ def similar_pairs(codes: dict[str, str], boilerplate_code: list[str], threshold:
 
 def class_codes(course: Path, students: list[str], assignment: str) -> tuple[dict[str, str], list[str]]:
     """Each student's own code (from submitted/) and the release's code (the boilerplate)."""
-    release_path = notebook_path(course, "release", ".", assignment)
-    release = release_code(nbformat.read(release_path, as_version=4)) if release_path.exists() else []
-    codes = {}
-    for student in students:
-        path = notebook_path(course, "submitted", student, assignment)
-        try:
-            codes[student] = student_code(nbformat.read(path, as_version=4), set(release))
-        except Exception:  # noqa: BLE001  unreadable or missing: nothing to compare (the grade says why)
-            continue
+    release = class_release_code(course, assignment)
+    codes = {student: code for student in students
+             if (code := submitted_code(course, student, assignment, set(release))) is not None}
     return codes, release
+
+
+def class_release_code(course: Path, assignment: str) -> list[str]:
+    release_path = notebook_path(course, "release", ".", assignment)
+    return release_code(nbformat.read(release_path, as_version=4)) if release_path.exists() else []
+
+
+def submitted_code(course: Path, student: str, assignment: str, release: set[str]) -> str | None:
+    """The student's own code (``student_code``), None when the submission cannot be read."""
+    path = notebook_path(course, "submitted", student, assignment)
+    try:
+        return student_code(nbformat.read(path, as_version=4), release)
+    except Exception:  # noqa: BLE001  unreadable or missing: nothing to compare (the grade says why)
+        return None
 
 
 def sides(pair: Pair) -> list[dict]:

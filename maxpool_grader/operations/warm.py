@@ -1,0 +1,77 @@
+"""What ``maxpool-grader grade`` does once, before it forks its grading workers, instead
+of every worker doing it for itself: the zygotes each worker forks its kernels and verdict
+processes from, started while the command prepares the run (they import on a core that is
+idle then), and the warm-up (imports, caches of pure functions) the workers inherit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..names import ASSIGNMENT, RESOURCES_KEY
+from .course import course_config, nbgrader_api, say
+
+
+def start_zygotes(course: Path, db_url: str, count: int) -> list[tuple]:
+    """A kernel zygote and a verdict zygote for each of ``count`` workers, started now, so
+    that they import while this process does its own work; each worker forked from this
+    process adopts a pair (run_batch). None when the course grades unsandboxed (no zygote)."""
+    from ..glue.sealed_box import SealedBox
+    from ..isolation import kernels, process
+    from ..isolation.box import bwrap_works
+    if SealedBox(config=course_config(course, db_url)).sandbox == "off" or not bwrap_works():
+        return []
+    return [(kernels.start_kernel_zygote(), process.start_verdict_zygote()) for _ in range(count)]
+
+
+def adopt_zygotes(zygotes, taken) -> None:
+    """The next pair of ``zygotes`` no other worker took is this worker's; it lets go of the others."""
+    from ..isolation import kernels, process
+    with taken.get_lock():
+        mine, taken.value = taken.value, taken.value + 1
+    for number, (kernel, verdict) in enumerate(zygotes):
+        if number == mine:
+            kernels.adopt_kernel_zygote(kernel)
+            process.adopt_verdict_zygote(verdict)
+        else:
+            kernel.let_go()
+            verdict.let_go()
+
+
+def warm_up(course: Path, db_url: str, assignment: str = ASSIGNMENT) -> None:
+    """What every worker would do once for itself (imports; for its verdicts, the released
+    code cells read as IPython reads them; for its feedback pages, nbconvert's templates
+    compiled, the code cells every page shares highlighted, Part A's figure drawn), done
+    once here before the workers are forked from this process. What it leaves are caches of
+    pure functions of their inputs: every verdict and page is the same byte for byte."""
+    import nbformat
+
+    from ..exercise.part_a import figure_png
+    from ..isolation.verdicts import as_python
+    from .course import notebook_path
+    figure_png(backward=True)
+    release = notebook_path(course, "release", ".", assignment)
+    try:
+        nb = nbformat.read(release, as_version=4)
+    except (OSError, ValueError):
+        return
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            as_python(cell.source)
+    try:  # the release as a page, with a score of 0 where GetGrades and the summary would put one
+        _feedback_page(course, db_url, assignment, nb)
+    except Exception as problem:  # noqa: BLE001  only a cost: each worker warms up by itself then
+        say(f"warm-up of the feedback pages skipped ({type(problem).__name__}: {problem})", level=2)
+
+
+def _feedback_page(course: Path, db_url: str, assignment: str, nb) -> None:
+    """``nb`` made into a feedback page by the course's exporter, and thrown away."""
+    from nbgrader.converters import GenerateFeedback
+    api = nbgrader_api(course, db_url)
+    converter = GenerateFeedback(coursedir=api.coursedir, parent=api)
+    exporter = converter.exporter_class(parent=converter, config=converter.config)
+    nb.metadata["language_info"] = {"name": "python", "pygments_lexer": "ipython3"}  # as the kernel says
+    for cell in nb.cells:
+        if "nbgrader" in cell.metadata:
+            cell.metadata.nbgrader.update(score=0, points=cell.metadata.nbgrader.get("points", 0), comment=None)
+    exporter.from_notebook_node(nb, {RESOURCES_KEY: {"titles": {}, "pending": {}, "header": ""}, "nbgrader": {
+        "notebook": assignment, "score": 0, "max_score": 0, "late_penalty": 0}})
