@@ -85,8 +85,8 @@ class CpuGroup:
 
     ROOT = Path("/sys/fs/cgroup/cpuacct")
 
-    def __init__(self):
-        self.path = self.ROOT / f"maxpool-profile-{os.getpid()}"
+    def __init__(self, name: str = "profile"):
+        self.path = self.ROOT / f"maxpool-{name}-{os.getpid()}-{time.monotonic_ns()}"
 
     def __enter__(self):
         self.path.mkdir()
@@ -245,6 +245,13 @@ def table(rows: dict[str, float], students: int) -> str:
     return "\n".join(lines)
 
 
+def machine_busy() -> float:
+    """Core-seconds the whole machine has been busy (/proc/stat: everything, the kernel's
+    own threads and other users' processes included)."""
+    fields = [int(value) for value in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
+
+
 def profile(course: Path, workers: int | None, work: Path, env: dict | None = None) -> dict:
     """Run grade in ``course`` under accounting; its rows, wall time and memory."""
     command = [str(BIN / "python"), "-m", "maxpool_grader.operations.cli", "grade",
@@ -252,13 +259,13 @@ def profile(course: Path, workers: int | None, work: Path, env: dict | None = No
     accounting = Accounting(work / "acct") if os.geteuid() == 0 else None
     group = CpuGroup() if CpuGroup.available() else None
     with accounting or _Nothing(), group or _Nothing():
-        started = time.monotonic()
+        started, busy = time.monotonic(), machine_busy()
         process = subprocess.Popen(command, cwd=course, env=env or ENV, stdout=subprocess.DEVNULL,
                                    stderr=subprocess.DEVNULL, preexec_fn=group.join if group else None)
         watch = TreeWatch(process.pid)
         watch.start()
         code = process.wait()
-        wall = time.monotonic() - started
+        wall, busy = time.monotonic() - started, machine_busy() - busy
         watch.stop.set()
         watch.join()
         time.sleep(0.5)  # the last records are written as the processes are reaped
@@ -274,7 +281,7 @@ def profile(course: Path, workers: int | None, work: Path, env: dict | None = No
     timings = json.loads((course / ".maxpool-grader" / "last_run.json").read_text())
     if total is not None:  # what the records miss: processes under 10 ms each (bwrap, its shell ...)
         rows[SHORT] = total - sum(rows.values())
-    return {"rows": split_own_time(rows, timings), "wall_seconds": wall, "timings": timings,
+    return {"rows": split_own_time(rows, timings), "wall_seconds": wall, "timings": timings, "machine_busy": busy,
             "peak_rss_mib": watch.peak_rss / 2**20, "peak_process_rss_mib": watch.peak_process_rss / 2**20,
             "exact": accounting is not None}
 
@@ -307,7 +314,9 @@ def main() -> None:
         print(f"{args.students} submissions, {os.cpu_count()} cores, load before {load:.2f}, "
               f"{'acct(2): every process' if found['exact'] else 'polled: approximate'}")
         print(table(found["rows"], args.students))
-        print(f"\nwhole command: {found['wall_seconds']:.1f} s wall; peak memory of the tree "
+        print(f"\nthe whole machine was busy {found['machine_busy']:.1f} core-seconds meanwhile (the kernel's own "
+              "threads and other users' processes included)")
+        print(f"whole command: {found['wall_seconds']:.1f} s wall; peak memory of the tree "
               f"{found['peak_rss_mib']:.0f} MiB (RSS summed), largest process {found['peak_process_rss_mib']:.0f} MiB")
         steps = found["timings"].get("steps", {})
         print("steps (wall s):", ", ".join(f"{name} {step['seconds']:.1f}" for name, step in steps.items()))
