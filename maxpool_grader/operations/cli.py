@@ -44,7 +44,7 @@ def _parser() -> argparse.ArgumentParser:
     grading = commands.add_parser("grade", help="regenerate the release if the source changed, autograde new or "
                                                 "changed submissions in parallel, write feedback, grades.csv and "
                                                 "the class report")
-    grading.add_argument("--workers", type=int, default=None, help="grading processes (default: one per core)")
+    grading.add_argument("--workers", type=int, default=None, help="grading processes (default: one per core, and one)")
     grading.add_argument("--force", action="store_true", help="regrade every submission, not only new or changed ones")
     _cluster_options(grading)
     grading.add_argument("--similarity-threshold", type=float, default=THRESHOLD, metavar="SHARE",

@@ -5,7 +5,7 @@ student wrote (130 after Ctrl-C: run it again to finish)."""
 
 from __future__ import annotations
 
-import os
+import gc
 import signal
 import sys
 import threading
@@ -219,7 +219,7 @@ def grade(course: Path, *, workers: int | None = None, force: bool = False, db_u
     ``security``: how to reach the ``cluster`` (cluster_tls.coordinator_security)."""
     _listen_for_ctrl_c()
     course = course.resolve()
-    run = GradingRun(course, db_url or configured_db_url(course), workers or os.cpu_count() or 1, force, cluster,
+    run = GradingRun(course, db_url or configured_db_url(course), workers or parallel.default_workers(), force, cluster,
                      similarity_threshold, assignment, security)
     run.timings["start_cpu_seconds"] = time.process_time()  # Python's start and the imports
     started = time.monotonic()
@@ -250,4 +250,5 @@ def grade(course: Path, *, workers: int | None = None, force: bool = False, db_u
     run.timings["total_seconds"] = time.monotonic() - started
     state.save_timings(course, run.timings)
     run.summary(paths["html"])
+    gc.freeze()  # the command is done: Python's exit need not collect everything it made (0.3 s)
     return 1 if batch.failed or feedback.failed or not exported else 0

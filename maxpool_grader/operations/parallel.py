@@ -16,6 +16,7 @@ reads the gradebook, so the grades are the same.
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 import signal
@@ -36,6 +37,14 @@ from .jobs import JobResult
 from .warm import adopt_zygotes
 
 _API = None
+
+
+def default_workers() -> int:
+    """One worker per core, and one more: a submission's grading is a chain (its verdict, then
+    its kernel's start, then its cells, each waiting on the one before), and the handovers of
+    one chain leave its core idle for about a fifth of the time. A third chain on two cores
+    fills that (measured: docs/benchmarks.md#grading)."""
+    return (os.cpu_count() or 1) + 1
 
 
 def _start_worker(course: str, db_url: str, parent: int) -> None:
@@ -168,6 +177,7 @@ def run_batch(course: Path, db_url: str, students: list[str], workers: int, job,
                 break
             if before_fork is not None:
                 before_fork()
+            gc.freeze()  # what this process made so far: never collected (nor copied) by the workers' GC
             _ZYGOTES[:] = [zygotes, multiprocessing.Value("i", 0)]  # inherited by the workers forked now
             executor = ProcessPoolExecutor(max_workers=max(1, min(workers, len(jobs.queue))),
                                            mp_context=multiprocessing.get_context("fork"), initializer=_start_worker,
