@@ -100,12 +100,17 @@ def export_grades(course: Path, db_url: str, destination: Path) -> dict:
     config.ExportPlugin.to = str(destination)
     app = ExportApp(config=config)
     app.coursedir = CourseDirectory(config=config)
-    app.log = logging.getLogger("maxpool_grader.nbgrader_export")  # its lines kept in the result, not printed
+    app.log = logging.getLogger("maxpool_grader.nbgrader_export")  # its lines kept in the result
     app.log.propagate = False
     app.log.setLevel(logging.INFO)
-    result = capture_log(app)
-    say((result.get("log") or "").rstrip(), level=2)
-    return result
+    shown = logging.StreamHandler(sys.stdout)  # with --verbose, shown as nbgrader export shows them
+    shown.setFormatter(logging.Formatter("[ExportApp | %(levelname)s] %(message)s"))
+    if VERBOSITY >= 2:
+        app.log.addHandler(shown)
+    try:
+        return capture_log(app)
+    finally:
+        app.log.removeHandler(shown)
 
 
 def configured_db_url(course: Path) -> str:
