@@ -3,17 +3,21 @@
 Imports what every grading kernel imports (ipykernel, IPython, NumPy, the grader's
 checks) once, then forks one kernel per request into a fresh sandbox (see
 ``zygote.py``). Each child runs exactly what ``python -m ipykernel_launcher`` runs, with
-the same ``sys.argv`` and ``sys.path``; no code of any notebook ever runs in the zygote.
+the same ``sys.argv`` and ``sys.path``; no code of any notebook ever runs in the zygote
+(it reads the assignment's own cells as IPython would, ``remember_pure_steps``, and runs none).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
+import json
 import os
 import socket
 import sys
 import tempfile
+from pathlib import Path
 
 # (debugpy, imported below, would warn on stderr at import: the zygote's environment, the
 # kernels' own, turns that off: filesystem.environment)
@@ -43,6 +47,41 @@ from maxpool_grader.exercise.checks import warm_up  # noqa: E402
 from maxpool_grader.isolation import zygote  # noqa: E402
 
 warm_up()  # the checks' work that is the same for every submission, done once here
+WARM_CELLS = "warm-cells.json"  # in the zygote's own directory: code cells every kernel will run
+
+
+def remember_pure_steps(cells: list[str]) -> None:
+    """Three steps IPython and ipykernel take for every cell are pure functions of its text:
+    IPython's syntax turned into Python (twice per cell), the compile that asks whether the
+    cell needs an event loop, and the hash that names its file. Their results are kept,
+    those of ``cells`` (the assignment's own, the same in every notebook) computed here
+    once, before any kernel is forked. A transformation is kept by the transformers that
+    made it: a kernel whose transformers changed transforms again."""
+    from ipykernel import compiler
+    from IPython.core import async_helpers, inputtransformer2, interactiveshell
+
+    transform, transformed = inputtransformer2.TransformerManager.transform_cell, {}
+
+    def transform_cell(self, cell):
+        key = (cell, *(tuple(map(id, steps)) for steps in (self.cleanup_transforms, self.line_transforms,
+                                                             self.token_transformers)))
+        if key not in transformed:
+            transformed[key] = transform(self, cell)
+        return transformed[key]
+
+    inputtransformer2.TransformerManager.transform_cell = transform_cell
+    interactiveshell._should_be_async = functools.lru_cache(maxsize=4096)(async_helpers._should_be_async)
+    compiler.murmur2_x86 = functools.lru_cache(maxsize=4096)(compiler.murmur2_x86)
+    manager = inputtransformer2.TransformerManager()
+    for cell in cells:
+        with contextlib.suppress(Exception):  # what does not transform is left to each kernel
+            python = manager.transform_cell(cell)
+            interactiveshell._should_be_async(python)
+        compiler.murmur2_x86(cell, compiler.get_tmp_hash_seed())
+
+
+with contextlib.suppress(OSError, ValueError):  # the assignment's cells, from start_kernel_zygote
+    remember_pure_steps([str(cell) for cell in json.loads(Path(WARM_CELLS).read_text())])
 
 # python -m puts the working directory first, and ipykernel_launcher removes it again
 BASE_PATH = list(sys.path[1:])

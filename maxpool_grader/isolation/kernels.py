@@ -208,11 +208,14 @@ def _kernel_zygote() -> Zygote:
     return _the_kernel_zygote
 
 
-def start_kernel_zygote() -> Zygote:
+def start_kernel_zygote(cells: list[str] = ()) -> Zygote:
     """A new kernel zygote: started in an empty private directory (python -m puts it first
     on sys.path), with the sandboxed kernels' environment (ipykernel reads some of it when
-    imported)."""
+    imported); ``cells``: code cells every kernel will run, read once by the zygote
+    (kernel_zygote.remember_pure_steps)."""
     directory = private_directory("zygote-")
+    if cells:
+        (directory / "warm-cells.json").write_text(json.dumps(list(cells)))
     return Zygote([PYTHON, "-m", "maxpool_grader.isolation.kernel_zygote"], cwd=str(directory),
                   env=dict(environment(home=str(directory), JPY_PARENT_PID="1"), TMPDIR=str(directory),
                            **kernel_search_path(os.environ.get("PYTHONPATH", ""))))

@@ -125,7 +125,7 @@ class GradingRun:
         feedback_due, zygotes = self._feedback_due(current), []
         if not self.cluster and (todo or feedback_due):
             with self.step("warm-up"):  # once here, not in every worker forked from this process
-                zygotes = warm.start_zygotes(self.course, self.db_url, min(self.workers, len(todo)))
+                zygotes = warm.start_zygotes(self.course, self.db_url, min(self.workers, len(todo)), self.assignment)
                 warm.warm_up(self.course, self.db_url, self.assignment)
         started = time.monotonic()
         batch = self._run_batch(todo, done, feedback_due, zygotes)

@@ -5,13 +5,14 @@ idle then), and the warm-up (imports, caches of pure functions) the workers inhe
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 from ..names import ASSIGNMENT, RESOURCES_KEY
 from .course import course_config, nbgrader_api, say
 
 
-def start_zygotes(course: Path, db_url: str, count: int) -> list[tuple]:
+def start_zygotes(course: Path, db_url: str, count: int, assignment: str = ASSIGNMENT) -> list[tuple]:
     """A kernel zygote and a verdict zygote for each of ``count`` workers, started now, so
     that they import while this process does its own work; each worker forked from this
     process adopts a pair (run_batch). None when the course grades unsandboxed (no zygote)."""
@@ -20,7 +21,22 @@ def start_zygotes(course: Path, db_url: str, count: int) -> list[tuple]:
     from ..isolation.box import bwrap_works
     if SealedBox(config=course_config(course, db_url)).sandbox == "off" or not bwrap_works():
         return []
-    return [(kernels.start_kernel_zygote(), process.start_verdict_zygote()) for _ in range(count)]
+    cells = _assignment_code(course, assignment)
+    return [(kernels.start_kernel_zygote(cells), process.start_verdict_zygote()) for _ in range(count)]
+
+
+def _assignment_code(course: Path, assignment: str) -> list[str]:
+    """The code cells of the source and release notebooks: what a graded notebook holds of
+    the assignment (provided cells, tests with their hidden part)."""
+    import nbformat
+
+    from .course import notebook_path
+    cells = []
+    for step in ("source", "release"):
+        with contextlib.suppress(OSError, ValueError):
+            nb = nbformat.read(notebook_path(course, step, ".", assignment), as_version=4)
+            cells += [cell.source for cell in nb.cells if cell.cell_type == "code"]
+    return list(dict.fromkeys(cells))
 
 
 def adopt_zygotes(zygotes, taken) -> None:
