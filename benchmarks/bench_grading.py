@@ -35,6 +35,7 @@ from nbgrader.api import Gradebook
 
 from maxpool_grader.exercise.checks import HIDDEN_CHECKS
 from maxpool_grader.names import ASSIGNMENT, PROVIDED_CELL, SOLUTION_CELL, grade_id
+from maxpool_grader.operations.parallel import default_workers
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -105,7 +106,7 @@ def one_round(work: Path, students: int, workers: int | None) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--students", type=int, default=40)
-    parser.add_argument("--workers", type=int, default=None, help="for maxpool-grader (default: cores)")
+    parser.add_argument("--workers", type=int, default=None, help="for maxpool-grader (default: grade's)")
     parser.add_argument("--repeats", type=int, default=1, help="rounds of all three, in turn (default 1)")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="maxpool-bench-"))
@@ -122,7 +123,7 @@ def main() -> None:
         median = {key: statistics.median(found[key] for found in rounds) for key in ("serial", "warm", "ours", "total")}
         ratios = sorted(found["serial"] / found["ours"] for found in rounds)
         equal = all(found["equal"] for found in rounds)
-        print(f"\n{n} submissions, {os.cpu_count()} cores, workers: {args.workers or os.cpu_count()}"
+        print(f"\n{n} submissions, {os.cpu_count()} cores, workers: {args.workers or default_workers()}"
               + (f", median of {args.repeats} rounds" if args.repeats > 1 else ""))
         print(f"{'':44}{'seconds':>10}{'s/submission':>14}")
         print(f"{'plain serial nbgrader autograde':44}{median['serial']:>10.1f}{median['serial'] / n:>14.2f}")

@@ -128,7 +128,7 @@ def report(rounds: list[dict], students: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--students", type=int, default=40)
-    parser.add_argument("--workers", type=int, default=None, help="for maxpool-grader (default: cores)")
+    parser.add_argument("--workers", type=int, default=None, help="for maxpool-grader (default: grade's)")
     parser.add_argument("--repeats", type=int, default=1, help="rounds of both, in turn (default 1)")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="maxpool-bench-stock-"))
