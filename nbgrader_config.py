@@ -91,6 +91,11 @@ c.GenerateFeedback.preprocessors = [
 # (maxpool_grader/glue/templates/maxpool_feedback, which extends nbgrader's feedback page).
 c.GenerateFeedback.exporter_class = "maxpool_grader.glue.feedback_page.FeedbackExporter"
 c.FeedbackExporter.template_name = "maxpool_feedback"
+# nbconvert checks the whole notebook after every step of an export, 24 times per graded
+# submission; its own option checks it once, after the last step (an invalid notebook still
+# fails the export, as before)
+c.TolerantNotebookExporter.optimistic_validation = True
+c.FeedbackExporter.optimistic_validation = True
 # Every HTML page nbgrader makes here (feedback, formgrader's grading page) shows student
 # content inert again (a notebook graded before counts too), formulas as MathML that
 # render without a network, and no MathJax from a CDN: the page's own
