@@ -44,6 +44,7 @@ class GradingRun:
     assignment: str = ASSIGNMENT
     security: object = None  # the coordinator's distributed.security.Security for a tls:// cluster
     reading: report.Reading | None = None  # the report's reading of the graded notebooks, as they are graded
+    zygotes: list = field(default_factory=list)  # the workers' zygotes (start_zygotes)
     state: dict = field(default_factory=dict)
     timings: dict = field(default_factory=dict)
 
@@ -66,6 +67,15 @@ class GradingRun:
         for label, batch in zip(("autograde", "feedback"), batches):
             self.timings[f"{label}_jobs_cpu_seconds"] = [item.cpu_seconds for item in batch.finished
                                                          if item.cpu_seconds is not None]
+
+    def start_zygotes(self) -> None:
+        """The workers' zygotes, started first: they import on the core the command leaves idle
+        while it releases and warms up (warm.start_zygotes). One pair per worker, as many
+        workers as there are submissions at most; the pairs no worker takes end."""
+        submitted = self.course / "submitted"
+        count = sum((folder / self.assignment).is_dir() for folder in submitted.iterdir()) if submitted.is_dir() else 0
+        if not self.cluster and count:
+            self.zygotes = warm.start_zygotes(self.course, self.db_url, min(self.workers, count), self.assignment)
 
     def release(self) -> None:
         """Regenerate release/ when the source folder or the gradebook changed."""
@@ -122,10 +132,9 @@ class GradingRun:
                 for student in ([] if self.reading.asked else current) + [item.student]:
                     self.reading.add(student)
 
-        feedback_due, zygotes = self._feedback_due(current), []
+        feedback_due, zygotes = self._feedback_due(current), self.zygotes if todo else parallel.let_go(self.zygotes)
         if not self.cluster and (todo or feedback_due):
             with self.step("warm-up"):  # once here, not in every worker forked from this process
-                zygotes = warm.start_zygotes(self.course, self.db_url, min(self.workers, len(todo)), self.assignment)
                 warm.warm_up(self.course, self.db_url, self.assignment)
         started = time.monotonic()
         batch = self._run_batch(todo, done, feedback_due, zygotes)
@@ -225,6 +234,7 @@ def grade(course: Path, *, workers: int | None = None, force: bool = False, db_u
     started = time.monotonic()
     try:
         with run.step("release"):
+            run.start_zygotes()
             run.release()
         with run.step("prepare"):
             run.prepare()
@@ -245,6 +255,7 @@ def grade(course: Path, *, workers: int | None = None, force: bool = False, db_u
         print("\nInterrupted. Run the command again to finish: what was graded is kept.", file=sys.stderr)
         return 130
     finally:
+        parallel.let_go(run.zygotes)
         if run.reading is not None:
             run.reading.drain(cancel=True)
     run.timings["total_seconds"] = time.monotonic() - started

@@ -186,7 +186,7 @@ def run_batch(course: Path, db_url: str, students: list[str], workers: int, job,
             try:
                 with _ctrl_c_held():  # the first submit forks the workers and starts the pool's threads
                     jobs.submit(executor, pending, workers, assignment)
-                zygotes = _let_go(zygotes)  # each worker holds its own pair now
+                zygotes = let_go(zygotes)  # each worker holds its own pair now
                 while pending:
                     done, _ = wait(pending, return_when=FIRST_COMPLETED)
                     for future in done:
@@ -202,7 +202,7 @@ def run_batch(course: Path, db_url: str, students: list[str], workers: int, job,
                 executor.shutdown(wait=not jobs.result.interrupted, cancel_futures=True)
         jobs.give_up()
     finally:
-        _let_go(zygotes)
+        let_go(zygotes)
         jobs.progress.close()
     return jobs.result
 
@@ -259,7 +259,7 @@ class _Jobs:
                 self.progress.expect(self.then[1], -1)
 
 
-def _let_go(zygotes) -> tuple:
+def let_go(zygotes) -> tuple:
     """This process's ends of the zygotes' sockets closed; a later pool starts its own."""
     for pair in zygotes:
         for zygote in pair:
