@@ -226,7 +226,7 @@ def split_own_time(rows: dict[str, float], timings: dict) -> dict[str, float]:
     return {**rows, **parts, **jobs}
 
 
-SHORT = "sandboxes: bwrap, holders, forks (processes under acct's 10 ms: the cgroup's total minus the records)"
+SHORT = "sandboxes: bwrap, holders, forks (short processes: the cgroup's total less the records)"
 PER_SUBMISSION = ("grading workers: autograde jobs", "grading workers: feedback jobs", "kernels", "verdict processes",
                   "sandboxes (bwrap, holder)", SHORT)
 
@@ -280,7 +280,7 @@ def profile(course: Path, workers: int | None, work: Path, env: dict | None = No
         rows = attribute(records, process.pid, watch.seen)
     timings = json.loads((course / ".maxpool-grader" / "last_run.json").read_text())
     if total is not None:  # what the records miss: processes under 10 ms each (bwrap, its shell ...)
-        rows[SHORT] = total - sum(rows.values())
+        rows[SHORT] = total - sum(rows.values()) + rows.pop("sandboxes (bwrap, holder)", 0.0)
     return {"rows": split_own_time(rows, timings), "wall_seconds": wall, "timings": timings, "machine_busy": busy,
             "peak_rss_mib": watch.peak_rss / 2**20, "peak_process_rss_mib": watch.peak_process_rss / 2**20,
             "exact": accounting is not None}
@@ -294,6 +294,29 @@ class _Nothing:
         return None
 
 
+def compare(before: dict, after: dict) -> str:
+    """Markdown: two profiles (--json files) side by side, per submission, then the fixed costs."""
+    per = [name for name in PER_SUBMISSION if name in before["rows"] or name in after["rows"]]
+    fixed = sorted({*before["rows"], *after["rows"]} - set(per),
+                   key=lambda name: -max(before["rows"].get(name, 0), after["rows"].get(name, 0)))
+    n = before["students"], after["students"]
+    cell = lambda found, name, count=1: "–" if name not in found["rows"] else f"{found['rows'][name] / count:.3f}"  # noqa
+    lines = ["| core-seconds | before | after |", "|---|---|---|"]
+    lines += [f"| {name}, per submission | {cell(before, name, n[0])} | {cell(after, name, n[1])} |" for name in per]
+    total = lambda found, names, count=1: sum(found["rows"].get(name, 0) for name in names) / count  # noqa
+    lines.append(f"| **per submission** | **{total(before, per, n[0]):.3f}** | **{total(after, per, n[1]):.3f}** |")
+    lines += [f"| {name} | {cell(before, name)} | {cell(after, name)} |" for name in fixed]
+    lines.append(f"| **fixed, per run** | **{total(before, fixed):.2f}** | **{total(after, fixed):.2f}** |")
+    everything = [sum(found["rows"].values()) for found in (before, after)]
+    lines.append(f"| **all, per run** | **{everything[0]:.2f}** | **{everything[1]:.2f}** |")
+    for label, key, form in (("whole command, wall seconds", "wall_seconds", "{:.1f}"),
+                             ("the machine busy meanwhile, core-seconds", "machine_busy", "{:.1f}"),
+                             ("peak memory of the process tree, MiB (RSS summed)", "peak_rss_mib", "{:.0f}"),
+                             ("load average (1 min) before", "load", "{:.2f}")):
+        lines.append(f"| {label} | {form.format(before[key])} | {form.format(after[key])} |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--students", type=int, default=40)
@@ -301,7 +324,12 @@ def main() -> None:
     parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
     parser.add_argument("--package", type=Path, default=None,
                         help="profile the copy of maxpool_grader in this folder (an earlier version, say)")
+    parser.add_argument("--compare", type=Path, nargs=2, metavar=("BEFORE", "AFTER"), default=None,
+                        help="print two profiles written with --json side by side, and nothing else")
     args = parser.parse_args()
+    if args.compare:
+        print(compare(*(json.loads(path.read_text()) for path in args.compare)))
+        return
     env = dict(ENV, PYTHONPATH=str(args.package.resolve())) if args.package else None
     work = Path(tempfile.mkdtemp(prefix="maxpool-profile-"))
     try:

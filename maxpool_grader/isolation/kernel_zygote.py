@@ -103,4 +103,4 @@ def run_kernel(request: dict, passed: list[int]) -> None:
 
 
 if __name__ == "__main__":
-    zygote.serve(socket.socket(fileno=int(sys.argv[1])), run_kernel, directory=os.getcwd())
+    zygote.serve([socket.socket(fileno=int(fd)) for fd in sys.argv[1].split(",")], run_kernel, directory=os.getcwd())

@@ -208,24 +208,24 @@ def _kernel_zygote() -> Zygote:
     return _the_kernel_zygote
 
 
-def start_kernel_zygote(cells: list[str] = ()) -> Zygote:
+def start_kernel_zygote(cells: list[str] = (), holders: int = 1) -> Zygote:
     """A new kernel zygote: started in an empty private directory (python -m puts it first
     on sys.path), with the sandboxed kernels' environment (ipykernel reads some of it when
     imported); ``cells``: code cells every kernel will run, read once by the zygote
-    (kernel_zygote.remember_pure_steps)."""
+    (kernel_zygote.remember_pure_steps); ``holders``: the processes that share it (Zygote)."""
     directory = private_directory("zygote-")
     if cells:
         (directory / "warm-cells.json").write_text(json.dumps(list(cells)))
     return Zygote([PYTHON, "-m", "maxpool_grader.isolation.kernel_zygote"], cwd=str(directory),
                   env=dict(environment(home=str(directory), JPY_PARENT_PID="1"), TMPDIR=str(directory),
-                           **kernel_search_path(os.environ.get("PYTHONPATH", ""))))
+                           **kernel_search_path(os.environ.get("PYTHONPATH", ""))), holders=holders)
 
 
-def adopt_kernel_zygote(zygote: Zygote) -> None:
+def adopt_kernel_zygote(zygote: Zygote, index: int = 0) -> None:
     """Fork this process's kernels from ``zygote``, started by the process this one was
-    forked from (Zygote.adopt)."""
+    forked from, through its socket ``index`` (Zygote.adopt)."""
     global _the_kernel_zygote
-    zygote.adopt()
+    zygote.adopt(index)
     _the_kernel_zygote = zygote
 
 

@@ -87,23 +87,23 @@ def _verdict_zygote() -> zygote.Zygote:
     return _the_verdict_zygote
 
 
-def start_verdict_zygote() -> zygote.Zygote:
+def start_verdict_zygote(holders: int = 1) -> zygote.Zygote:
     """A new verdict zygote: untrusted.py with NumPy imported, run like the cold verdict
     process (``python -I``, a private copy of the script, no grader package on its path,
-    the sandbox's clean environment)."""
+    the sandbox's clean environment); ``holders``: the processes that share it (Zygote)."""
     directory = box.private_directory("zygote-")
     for module in (untrusted, zygote):
         shutil.copyfile(module.__file__, directory / Path(module.__file__).name)
     return zygote.Zygote([filesystem.PYTHON, "-I", str(directory / "untrusted.py"), "--zygote"],
                          env=dict(filesystem.environment(home=str(directory)), TMPDIR=str(directory)),
-                         cwd=str(directory))
+                         cwd=str(directory), holders=holders)
 
 
-def adopt_verdict_zygote(found: zygote.Zygote) -> None:
+def adopt_verdict_zygote(found: zygote.Zygote, index: int = 0) -> None:
     """Fork this process's verdict processes from ``found``, started by the process this one
-    was forked from (Zygote.adopt)."""
+    was forked from, through its socket ``index`` (Zygote.adopt)."""
     global _the_verdict_zygote
-    found.adopt()
+    found.adopt(index)
     _the_verdict_zygote = found
 
 

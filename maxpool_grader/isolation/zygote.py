@@ -52,48 +52,58 @@ class SpawnError(RuntimeError):
 
 
 # ---------------------------------------------------------------- the zygote's side
-def serve(sock: socket.socket, run, directory: str | None = None) -> None:
-    """Answer spawn requests on ``sock`` until it closes or the worker is no longer this
-    process's parent (the worker ended, however it ended), then remove ``directory`` (the
-    zygote's own private one); ``run(request, fds)`` is what each child runs, in the
-    sandbox, once it is ready (it should not return)."""
+def serve(socks, run, directory: str | None = None) -> None:
+    """Answer spawn requests on each socket of ``socks`` (one socket, or one per worker it
+    serves) until every one has closed or the process that started it is no longer this
+    process's parent (it ended, however it ended), then remove ``directory`` (the zygote's
+    own private one); ``run(request, fds)`` is what each child runs, in the sandbox, once it
+    is ready (it should not return)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the worker's to handle
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the forked children reap themselves
-    worker = os.getppid()
+    socks = list(socks) if isinstance(socks, (list, tuple)) else [socks]
+    starter = os.getppid()
     try:
-        while True:
-            # the socket closes when the worker ends; its parent changing says the same if
-            # anything else still holds the worker's end (no thread: this process forks)
-            if not select.select([sock], [], [], 1.0)[0]:
-                if os.getppid() != worker:
-                    break
-                continue
-            message, fds, _, _ = socket.recv_fds(sock, 1 << 20, 8)
-            if not message:
+        while socks:
+            # a socket closes when its worker ends; the parent changing says that the whole
+            # run ended, if anything else still holds a worker's end (no thread: this forks)
+            ready = select.select(socks, [], [], 1.0)[0]
+            if not ready and os.getppid() != starter:
                 break
-            reply_read, reply_write = os.pipe()
-            pid = os.fork()
-            if pid == 0:
-                try:  # never returns, never reaches the zygote's own clean-up below
+            for sock in ready:
+                try:
+                    _answer(sock, socks, run)
+                except (OSError, EOFError):  # that worker is gone
+                    socks.remove(sock)
                     sock.close()
-                    os.close(reply_read)
-                    _first_child(json.loads(message), fds, reply_write, run)
-                finally:
-                    os._exit(1)
-            os.close(reply_write)
-            for fd in fds:
-                os.close(fd)
-            reply = b""
-            while chunk := os.read(reply_read, 4096):
-                reply += chunk
-            os.close(reply_read)
-            sock.sendall((reply or b'{"error": "the child ended before it started"}') + b"\n")
-    except OSError:
-        pass  # the worker is gone
     finally:
         if directory:
             shutil.rmtree(directory, ignore_errors=True)
-        os._exit(0)
+    os._exit(0)
+
+
+def _answer(sock: socket.socket, socks: list[socket.socket], run) -> None:
+    """One spawn request of ``sock``: fork the child, send back what it reports."""
+    message, fds, _, _ = socket.recv_fds(sock, 1 << 20, 8)
+    if not message:
+        raise EOFError
+    reply_read, reply_write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:  # never returns, never reaches the zygote's own clean-up
+            for each in socks:
+                each.close()
+            os.close(reply_read)
+            _first_child(json.loads(message), fds, reply_write, run)
+        finally:
+            os._exit(1)
+    os.close(reply_write)
+    for fd in fds:
+        os.close(fd)
+    reply = b""
+    while chunk := os.read(reply_read, 4096):
+        reply += chunk
+    os.close(reply_read)
+    sock.sendall((reply or b'{"error": "the child ended before it started"}') + b"\n")
 
 
 def _first_child(request: dict, fds: list[int], reply: int, run) -> None:
@@ -238,16 +248,21 @@ def _become(request: dict, passed: list[int]) -> None:
 
 # ---------------------------------------------------------------- the worker's side
 class Zygote:
-    """A zygote process (``argv`` gets the socket's fd number appended) and spawning from it."""
+    """A zygote process (``argv`` gets its sockets' fd numbers appended, comma-separated) and
+    spawning from it; with ``holders``, one socket for each of that many processes forked
+    from this one (each ``adopt``s its own)."""
 
-    def __init__(self, argv: list[str], env: dict | None = None, cwd: str | None = None):
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.process = subprocess.Popen(argv + [str(theirs.fileno())], pass_fds=(theirs.fileno(),),
+    def __init__(self, argv: list[str], env: dict | None = None, cwd: str | None = None, holders: int = 1):
+        pairs = [socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM) for _ in range(holders)]
+        theirs = [their.fileno() for _, their in pairs]
+        self.process = subprocess.Popen(argv + [",".join(map(str, theirs))], pass_fds=theirs,
                                         env=env, cwd=cwd, stdin=subprocess.DEVNULL,
                                         start_new_session=True)
-        theirs.close()
-        self.sock = ours
-        self.file = ours.makefile("rb")
+        for _, their in pairs:
+            their.close()
+        self._ends = [(ours, ours.makefile("rb")) for ours, _ in pairs]
+        self.sock, self.file = self._ends[0]
+        self.holders = holders
         self._lock = threading.Lock()  # one request at a time on the socket
         self._adopted = False
 
@@ -258,14 +273,20 @@ class Zygote:
             return Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] not in "ZX"
         return False
 
-    def adopt(self) -> None:
-        """Use it from a process forked from its starter (a grading worker): the zygote serves
-        whoever holds the socket, and ends when the last holder lets go (``let_go``)."""
-        self._adopted = True
+    def adopt(self, index: int = 0) -> None:
+        """Use it from a process forked from its starter (a grading worker), through socket
+        ``index``: the zygote serves whoever holds a socket, and ends when every holder let go."""
+        for number, (sock, file) in enumerate(self._ends):
+            if number != index:
+                file.close()
+                sock.close()
+        self.sock, self.file = self._ends[index]
+        self._ends, self._adopted = [self._ends[index]], True
 
     def let_go(self) -> None:
-        self.file.close()
-        self.sock.close()
+        for sock, file in self._ends:
+            file.close()
+            sock.close()
 
     def spawn(self, sandbox: list[str], request: dict, fds: tuple[int, ...] = (),
               bwrap_fds: tuple[int, ...] = ()) -> subprocess.Popen:
@@ -314,8 +335,7 @@ class Zygote:
         return process
 
     def close(self) -> None:
-        self.sock.close()
-        self.file.close()
+        self.let_go()
         try:
             self.process.wait(timeout=5)
         except subprocess.TimeoutExpired:

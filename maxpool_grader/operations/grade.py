@@ -70,8 +70,8 @@ class GradingRun:
 
     def start_zygotes(self) -> None:
         """The workers' zygotes, started first: they import on the core the command leaves idle
-        while it releases and warms up (warm.start_zygotes). One pair per worker, as many
-        workers as there are submissions at most; the pairs no worker takes end."""
+        while it releases and warms up (warm.start_zygotes), shared by the workers (as many as
+        there are submissions at most)."""
         submitted = self.course / "submitted"
         count = sum((folder / self.assignment).is_dir() for folder in submitted.iterdir()) if submitted.is_dir() else 0
         if not self.cluster and count:

@@ -163,7 +163,7 @@ def run_batch(course: Path, db_url: str, students: list[str], workers: int, job,
     ``then``: a ``(job, label)`` run for each student whose ``job`` succeeded, on the same
     workers and before the next student's ``job`` (so the two overlap); ``then_also``:
     students it runs for anyway. Its results are the returned batch's ``then``.
-    ``zygotes``: warm.start_zygotes's, one pair for each worker of the first pool;
+    ``zygotes``: warm.start_zygotes's, for the workers of the first pool;
     ``before_fork``: called before each pool is made (this process must have no thread then).
 
     A worker that dies (killed, out of memory) breaks the pool: the jobs it had not

@@ -13,16 +13,32 @@ from .course import course_config, nbgrader_api, say
 
 
 def start_zygotes(course: Path, db_url: str, count: int, assignment: str = ASSIGNMENT) -> list[tuple]:
-    """A kernel zygote and a verdict zygote for each of ``count`` workers, started now, so
+    """A kernel zygote and a verdict zygote for ``count`` workers to share, started now, so
     that they import while this process does its own work; each worker forked from this
-    process adopts a pair (run_batch). None when the course grades unsandboxed (no zygote)."""
+    process adopts a socket of each (run_batch). [] when the course grades unsandboxed (no
+    zygote). One zygote serves every worker: each spawn takes it a few milliseconds."""
     from ..glue.sealed_box import SealedBox
     from ..isolation import kernels, process
     from ..isolation.box import bwrap_works
     if SealedBox(config=course_config(course, db_url)).sandbox == "off" or not bwrap_works():
         return []
-    cells = _assignment_code(course, assignment)
-    return [(kernels.start_kernel_zygote(cells), process.start_verdict_zygote()) for _ in range(count)]
+    return [(kernels.start_kernel_zygote(_assignment_code(course, assignment), count),
+             process.start_verdict_zygote(count))]
+
+
+def adopt_zygotes(zygotes, taken) -> None:
+    """The next socket of ``zygotes`` no other worker took is this worker's (a worker beyond
+    their holders starts zygotes of its own); it lets go of the others."""
+    from ..isolation import kernels, process
+    with taken.get_lock():
+        mine, taken.value = taken.value, taken.value + 1
+    for kernel, verdict in zygotes:
+        if mine < kernel.holders:
+            kernels.adopt_kernel_zygote(kernel, mine)
+            process.adopt_verdict_zygote(verdict, mine)
+        else:
+            kernel.let_go()
+            verdict.let_go()
 
 
 def _assignment_code(course: Path, assignment: str) -> list[str]:
@@ -37,20 +53,6 @@ def _assignment_code(course: Path, assignment: str) -> list[str]:
             nb = nbformat.read(notebook_path(course, step, ".", assignment), as_version=4)
             cells += [cell.source for cell in nb.cells if cell.cell_type == "code"]
     return list(dict.fromkeys(cells))
-
-
-def adopt_zygotes(zygotes, taken) -> None:
-    """The next pair of ``zygotes`` no other worker took is this worker's; it lets go of the others."""
-    from ..isolation import kernels, process
-    with taken.get_lock():
-        mine, taken.value = taken.value, taken.value + 1
-    for number, (kernel, verdict) in enumerate(zygotes):
-        if number == mine:
-            kernels.adopt_kernel_zygote(kernel)
-            process.adopt_verdict_zygote(verdict)
-        else:
-            kernel.let_go()
-            verdict.let_go()
 
 
 def warm_up(course: Path, db_url: str, assignment: str = ASSIGNMENT) -> None:
