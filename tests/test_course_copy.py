@@ -59,9 +59,13 @@ def test_the_class_command_grades_with_the_course_s_own_package(tmp_path):
     assert "could not import the grader" not in result.stderr
 
 
-def _blocking_student(course: Path) -> None:
-    blocked = 'import sys\nsys.modules["maxpool" + "_grader.checks"] = None\n' + LOOP_CORRECT
-    folder = course / "submitted" / "blocks_the_grader" / ASSIGNMENT
+def _blocking_student(course: Path, name: str = "blocks_the_grader", noisy: bool = True) -> None:
+    """A correct solution that blocks the grader's import in its own kernel; ``noisy``: its
+    function prints, so its hidden tests run in the kernel (glue/verdicts.py,
+    passed_in_the_grader), where the import fails."""
+    solution = LOOP_CORRECT.replace("    x = np.asarray(x)\n", '    print("computing dx")\n    x = np.asarray(x)\n', 1)
+    blocked = 'import sys\nsys.modules["maxpool" + "_grader.checks"] = None\n' + (solution if noisy else LOOP_CORRECT)
+    folder = course / "submitted" / name / ASSIGNMENT
     folder.mkdir(parents=True)
     nbformat.write(notebook_with(nbformat.read(RELEASE_NOTEBOOK, as_version=4), blocked),
                    folder / f"{ASSIGNMENT}.ipynb")
@@ -69,8 +73,10 @@ def _blocking_student(course: Path) -> None:
 
 def test_a_test_cell_that_cannot_import_the_grader_is_reported_to_the_instructor(tmp_path):
     """The failure above was silent: the cells scored 0 and nothing said why. Here a student
-    blocks the import in their own kernel (their function is right); the grade is theirs,
-    but plain nbgrader's log names each cell, and the class command warns once."""
+    blocks the import in their own kernel (their function is right, and prints as it runs, so
+    the kernel runs their hidden tests): plain nbgrader's log names each cell, and the class
+    command warns once. A student who does the same but whose function prints nothing keeps
+    the verdict's grade: no hidden test of theirs runs in the kernel."""
     course = copy_course(tmp_path / "course", with_submissions=False)
     _blocking_student(course)
     nbgrader(course, "generate_assignment", ASSIGNMENT, "--force")
@@ -81,8 +87,12 @@ def test_a_test_cell_that_cannot_import_the_grader_is_reported_to_the_instructor
 
     course = copy_course(tmp_path / "class", students=["loop_correct"])
     _blocking_student(course)
+    _blocking_student(course, "blocks_quietly", noisy=False)
     result = grade_command(course)
     assert result.returncode == 0, result.stdout + result.stderr
     warning = flat(result.stderr)
-    assert "Warning: in 1 of 2 submissions a test cell could not import the grader package" in warning
+    assert "Warning: in 1 of 3 submissions a test cell could not import the grader package" in warning
     assert "scored 0 (blocks_the_grader)" in warning
+    grades = all_grades(sqlite(course))
+    assert {check: grades["blocks_quietly", check] for check in HIDDEN_CHECKS} == {
+        check: HIDDEN_CHECKS[check].points for check in HIDDEN_CHECKS}

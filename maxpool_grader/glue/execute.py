@@ -2,7 +2,9 @@
 
 It runs the notebook in a sandboxed kernel of the submission's box as nbgrader's
 ``Execute`` does, except that a test the out-of-process verdict failed shows that verdict
-instead of running (the notebook can lower a score, never raise it), that a dead kernel
+instead of running (the notebook can lower a score, never raise it), that a hidden test it
+passed is not run again when what the kernel would print is known (glue/verdicts.py,
+``passed_in_the_grader``), that a dead kernel
 or a used-up time budget costs only what the out-of-process verdict failed, that output
 on stderr in a test cell does not cost points, and that what a cell prints is capped.
 
@@ -34,7 +36,7 @@ from ..isolation.verdicts import Verdict
 from ..names import KERNEL_IMPORT_FAILED, PACKAGE_DIR, REPORT_KEY, RESOURCES_KEY, grade_id
 from .notes import add_note, show_notes
 from .sealed_box import SealedBox, box_for
-from .verdicts import _error_output
+from .verdicts import _error_output, passed_in_the_grader
 
 KERNEL_CPU_MARGIN_SECONDS = 30  # the kernel's CPU time beyond ``notebook_seconds``
 
@@ -66,6 +68,7 @@ class SafeExecute(Execute):
         ours = (resources or {}).get(RESOURCES_KEY, {})
         self._pending: Future | None = ours.get("verdicts")
         self._graded: set[str] = ours.get("graded", set())
+        self._as_in_the_kernel: bool = ours.get("as_in_the_kernel", False)
         self._verdicts: dict[str, Verdict] | None = None if self._pending else {}
         self._not_running: str | None = None
         self._no_kernel = False
@@ -207,6 +210,10 @@ class SafeExecute(Execute):
                                  "time in the cells above")
         if self._not_running is not None:
             cell.outputs = [_not_run_output(self._not_running, verdict)]
+            return cell, resources
+        printed = passed_in_the_grader(cell, verdict, self._as_in_the_kernel)
+        if printed is not None:  # what the kernel would print, known: not run a second time
+            cell.outputs, cell.execution_count = [new_output("stream", name="stdout", text=printed)], 0
             return cell, resources
         saved_timeout = self.timeout
         self.timeout = max(1, int(min(self.timeout or remaining, remaining)))

@@ -3,6 +3,7 @@ process (isolation/verdicts.py), before the kernel starts."""
 
 from __future__ import annotations
 
+import functools
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -12,11 +13,11 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 from nbgrader.utils import is_grade, is_locked
 from traitlets import Float
 
-from ..exercise.checks import GRADED_CHECKS
+from ..exercise.checks import GRADED_CHECKS, HIDDEN_CHECKS
 from ..isolation.box import untrusted_process_wrapper
 from ..isolation.process import Limits
 from ..isolation.remote import Cell
-from ..isolation.verdicts import Verdict, verdicts
+from ..isolation.verdicts import Verdict, as_python, verdicts
 from ..names import RESOURCES_KEY, SOLUTION_CELL, grade_id
 from .sealed_box import SealedBox, box_for
 
@@ -68,8 +69,45 @@ class OutOfProcessVerdicts(NbGraderPreprocessor):
         # box to be gone, before it starts the kernel: the verdict has the box's caps to
         # itself, and nothing it started can starve the kernel's start (glue/execute.py).
         pending = _VERDICT_THREADS.submit(decide)
-        resources.setdefault(RESOURCES_KEY, {}).update(verdicts=pending, graded=set(graded))
+        resources.setdefault(RESOURCES_KEY, {}).update(verdicts=pending, graded=set(graded),
+                                                       as_in_the_kernel=_as_in_the_kernel(nb, cells))
         return nb, resources
+
+
+def _as_in_the_kernel(nb: NotebookNode, cells: list[Cell]) -> bool:
+    """Whether the kernel runs the hidden tests on the function the verdict tested: the
+    student's code is all before the first test (no cell of theirs among or after the tests)
+    and plain Python (no magic or shell command, which the verdict's process does not run,
+    and nothing only IPython runs, such as a top-level await)."""
+    tests = [index for index, cell in enumerate(nb.cells) if cell.cell_type == "code" and is_grade(cell)]
+    after = [cell for cell in nb.cells[tests[0]:] if cell.cell_type == "code"] if tests else []
+    student = [cell.source for cell in cells if cell.kind != "provided"]
+    return all(is_grade(cell) for cell in after) and all(map(_plain, student))
+
+
+@functools.lru_cache(maxsize=256)
+def _plain(source: str) -> bool:
+    python = as_python(source)
+    if "get_ipython" in python:
+        return False
+    try:
+        compile(python, "<cell>", "exec", dont_inherit=True)
+    except (SyntaxError, ValueError):
+        return False
+    return True
+
+
+def passed_in_the_grader(cell, verdict: Verdict | None, as_in_the_kernel: bool) -> str | None:
+    """What a hidden test cell prints in the kernel, when the verdict already knows it: the
+    test passed, the student's function wrote and warned nothing while it ran, the kernel
+    would test the same function, and the cell does nothing but that test (run_check prints
+    its "Passed" line then). None when the cell must run in the kernel."""
+    if not (as_in_the_kernel and verdict is not None and verdict.passed and verdict.quiet
+            and verdict.grade_id in HIDDEN_CHECKS):
+        return None
+    code = [line.strip() for line in cell.source.splitlines() if line.strip() and not line.strip().startswith("#")]
+    calls = ["from maxpool_grader.checks import run_check", f"run_check({verdict.grade_id!r}, globals())"]
+    return verdict.message + "\n" if code == calls else None
 
 
 def code_before_tests(nb: NotebookNode) -> list[Cell]:

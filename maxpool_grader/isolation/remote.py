@@ -88,6 +88,7 @@ class RemoteFunction:
 
     def __init__(self, process: SolutionProcess, parameters, cells: list[Cell]):
         self.process, self.cells = process, cells
+        self.heard = False  # a call wrote or warned something (untrusted._Listening), since it was reset
         signature = _signature(parameters) if parameters is not None else None
         if signature is not None:
             self.__signature__ = signature
@@ -97,6 +98,7 @@ class RemoteFunction:
         header = {"op": "call", "pool_size": untrusted.encode_size(pool_size),
                   "stride": untrusted.encode_size(stride)}
         reply, blobs = self.process.request(header, (np.asarray(d_output), np.asarray(x)))
+        self.heard = self.heard or reply.get("quiet") is not True
         if "raised" in reply:
             error = reply["raised"]
             exception = _rebuilt(error)

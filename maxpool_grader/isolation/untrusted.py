@@ -15,6 +15,7 @@ and never trusts anything else in a reply.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import io
 import json
@@ -22,7 +23,9 @@ import linecache
 import os
 import struct
 import sys
+import tempfile
 import traceback
+import warnings
 
 import numpy as np
 
@@ -179,12 +182,73 @@ def _load(request: dict, running) -> tuple[dict, object]:
     return dict(found, ok=True, parameters=_parameters(function)), function
 
 
+class _Heard(io.TextIOBase):
+    """A stream that keeps nothing, and notes whether anything was written to it."""
+
+    heard = False
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text) -> int:
+        self.heard = self.heard or bool(text)
+        return len(text)
+
+
+class _Listening:
+    """While the student's function runs, what it writes (sys.stdout, sys.stderr, descriptors
+    1 and 2) or warns still goes nowhere, but is noticed: in the kernel, the test would show
+    it (quiet_student_code: every warning, NumPy's floating-point ones included). ``quiet``:
+    nothing was. A notebook that changed the warning filters or NumPy's error handling is
+    never quiet: what the kernel would show cannot be told from here."""
+
+    _scratch: int | None = None  # a file of this process's own, empty between calls
+
+    def __enter__(self):
+        self.quiet, self._saved = False, []
+        self._custom = tuple(warnings.filters) != _FILTERS or np.geterr() != _NUMPY_ERRORS
+        self._heard = _Heard()
+        try:
+            if _Listening._scratch is None:
+                _Listening._scratch, path = tempfile.mkstemp()
+                os.unlink(path)
+            self._saved = [os.dup(1), os.dup(2)]
+            os.dup2(_Listening._scratch, 1)
+            os.dup2(_Listening._scratch, 2)
+        except OSError:
+            self._custom = True
+        self._stack = contextlib.ExitStack()
+        self._stack.enter_context(contextlib.redirect_stdout(self._heard))
+        self._stack.enter_context(contextlib.redirect_stderr(self._heard))
+        self._caught = self._stack.enter_context(warnings.catch_warnings(record=True))
+        if not self._custom:
+            warnings.simplefilter("always")
+            self._stack.enter_context(np.errstate(all="warn"))
+        return self
+
+    def __exit__(self, *_):
+        self._stack.close()
+        for fd, saved in zip((1, 2), self._saved):
+            os.dup2(saved, fd)
+            os.close(saved)
+        written = bool(self._saved) and os.fstat(_Listening._scratch).st_size > 0
+        if self._saved:
+            os.ftruncate(_Listening._scratch, 0)
+        self.quiet = not (self._custom or self._heard.heard or self._caught or written)
+
+
+_FILTERS = tuple(warnings.filters)  # as Python starts, before any student code
+_NUMPY_ERRORS = np.geterr()
+
+
 def _call(function, request: dict, arrays: list[bytes]) -> tuple[dict, tuple]:
     d_output, x = (np.lib.format.read_array(io.BytesIO(blob)).copy() for blob in arrays)
     pool_size, stride = decode_size(request["pool_size"]), decode_size(request["stride"])
     args = (d_output, x, pool_size) if stride is None else (d_output, x, pool_size, stride)
+    listening = _Listening()
     try:
-        result = function(*args)
+        with listening:
+            result = function(*args)
     except BaseException as exc:  # noqa: BLE001  SystemExit and KeyboardInterrupt too
         return {"raised": _error(exc)}, (x, d_output)
     if type(result) is not np.ndarray:
@@ -193,7 +257,7 @@ def _call(function, request: dict, arrays: list[bytes]) -> tuple[dict, tuple]:
         return {"bad_dtype": str(result.dtype)}, (x, d_output)
     if result.nbytes > MAX_ARRAY // 4:  # far larger than any x here: not sent
         return {"too_big": [int(n) for n in result.shape]}, (x, d_output)
-    return {"ok": True}, (result, x, d_output)
+    return {"ok": True, "quiet": listening.quiet}, (result, x, d_output)
 
 
 def main(request_fd: int, reply_fd: int) -> None:

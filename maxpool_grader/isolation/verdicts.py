@@ -51,6 +51,7 @@ class Verdict:
     message: str  # the report (failed) or the "Passed: ..." line
     kind: str = VerdictKind.PASSED.value  # a VerdictKind: why it failed, for the class report
     bugs: tuple[str, ...] = ()  # the catalogue mistakes its report names as likely
+    quiet: bool = False  # passed, and the function wrote and warned nothing in any of its calls
 
 
 @dataclass
@@ -163,6 +164,7 @@ def verdict_of(check: GradedCheck, session: _Session) -> Verdict:
     process, function = session.process, session.function
     seconds = min(limits.check_seconds, session.budget_left())
     process.deadline = time.monotonic() + seconds
+    function.heard = False
     try:
         failed = graded_failure(check, function, [])
     except (Timeout, ProcessEnded) as failure:
@@ -170,7 +172,7 @@ def verdict_of(check: GradedCheck, session: _Session) -> Verdict:
         return Verdict(check.grade_id, False, _stopped(check, limits, "this test's inputs", failure, seconds),
                        (VerdictKind.TIMEOUT if isinstance(failure, Timeout) else VerdictKind.CRASH).value)
     if failed is None:
-        return Verdict(check.grade_id, True, passed_message(check))
+        return Verdict(check.grade_id, True, passed_message(check), quiet=not function.heard)
     if isinstance(failed, str):
         return Verdict(check.grade_id, False, report(check, failed), VerdictKind.WRONG.value)
     process.deadline = time.monotonic() + min(limits.search_seconds, max(session.budget_left(), 0))
