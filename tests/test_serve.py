@@ -108,29 +108,29 @@ def notebook_of(code: str) -> bytes:
     return nbformat.writes(fill(release, code)).encode()
 
 
-@pytest.fixture(scope="module")
-def course(tmp_path_factory):
-    course = copy_course(tmp_path_factory.mktemp("serve") / "course", with_submissions=False)
+def exchange_course(folder: Path, policy: str, roster: list[tuple[str, str]], accounts: list[str]):
+    """A course with a shared exchange every student's account reaches, the policy and a roster
+    of (id, last name); the accounts' homes as new. Yields the course; removes the exchange."""
+    course = copy_course(folder / "course", with_submissions=False)
     exchange = Path(tempfile.mkdtemp(prefix="maxpool-serve-"))  # students must reach it: not under pytest's 0700 tmp
     exchange.chmod(0o755)
     (exchange / "exchange").mkdir(mode=0o777)
     (exchange / "exchange").chmod(0o777)
     with open(course / "nbgrader_config.py", "a") as config:
-        config.write(POLICY + f"c.Exchange.root = {str(exchange / 'exchange')!r}\n")
-    with open(course / "roster.csv", "w", newline="") as roster:
-        rows = csv.writer(roster)
+        config.write(policy + f"c.Exchange.root = {str(exchange / 'exchange')!r}\n")
+    with open(course / "roster.csv", "w", newline="") as handle:
+        rows = csv.writer(handle)
         rows.writerow(["id", "first_name", "last_name", "email"])
-        for name in [ALICE, BOB, EVE, *WEB, *HOSTILE.values()]:  # a name a spreadsheet would run, too
-            rows.writerow([name, name, FORMULA if name == "carol" else "Student", f"{name}@example.edu"])
-    for student in (ALICE, BOB, EVE):  # their homes as new: no assignment, no nbgrader cache of earlier runs
+        rows.writerows([name, name, last, f"{name}@example.edu"] for name, last in roster)
+    for student in accounts:  # their homes as new: no assignment, no nbgrader cache of earlier runs
         home = Path(user_account(student).pw_dir)
         subprocess.run(["rm", "-rf", str(home / ASSIGNMENT), str(home / ".local" / "share" / "jupyter")], check=True)
     yield course
     subprocess.run(["rm", "-rf", str(exchange)], check=False)
 
 
-@pytest.fixture(scope="module")
-def service(course):
+def started_service(course: Path):
+    """``serve`` on the course, the assignment released, tokens.csv written; stopped after."""
     running = Running(course, free_port())
     subprocess.run([str(BIN / "nbgrader"), "release_assignment", ASSIGNMENT, "--force"], cwd=course, check=True,
                    capture_output=True)
@@ -139,6 +139,18 @@ def service(course):
     yield running
     if running.process.poll() is None:
         running.stop()
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory):
+    roster = [(name, FORMULA if name == "carol" else "Student")  # a name a spreadsheet would run, too
+              for name in [ALICE, BOB, EVE, *WEB, *HOSTILE.values()]]
+    yield from exchange_course(tmp_path_factory.mktemp("serve"), POLICY, roster, [ALICE, BOB, EVE])
+
+
+@pytest.fixture(scope="module")
+def service(course):
+    yield from started_service(course)
 
 
 def links(course: Path) -> dict[str, str]:

@@ -8,17 +8,25 @@ The tests of this module share one course and run in order."""
 
 from __future__ import annotations
 
-import csv
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 
 import nbformat
 import pytest
 import requests
-from helpers import ASSIGNMENT, BIN, ROOT, copy_course, free_port, user_account
-from test_serve import Running, _session, _upload, fetch_and_fill, links, notebook_of, student_nbgrader
+from helpers import ASSIGNMENT, BIN, ROOT, user_account
+from test_serve import (
+    Running,
+    _session,
+    _upload,
+    exchange_course,
+    fetch_and_fill,
+    links,
+    notebook_of,
+    started_service,
+    student_nbgrader,
+)
 
 from maxpool_grader.names import grade_id
 
@@ -32,33 +40,13 @@ PROMPT = 5.0  # seconds within which the running service must see a change
 
 @pytest.fixture(scope="module")
 def course(tmp_path_factory):
-    course = copy_course(tmp_path_factory.mktemp("term") / "course", with_submissions=False)
-    exchange = Path(tempfile.mkdtemp(prefix="maxpool-term-"))
-    exchange.chmod(0o755)
-    (exchange / "exchange").mkdir(mode=0o777)
-    (exchange / "exchange").chmod(0o777)
-    with open(course / "nbgrader_config.py", "a") as config:
-        config.write(POLICY + f"c.Exchange.root = {str(exchange / 'exchange')!r}\n")
-    with open(course / "roster.csv", "w", newline="") as roster:
-        rows = csv.writer(roster)
-        rows.writerow(["id", "first_name", "last_name", "email"])
-        for name in [*WEB, ZOE]:
-            rows.writerow([name, name, "Student", f"{name}@example.edu"])
-    home = Path(user_account(ZOE).pw_dir)
-    subprocess.run(["rm", "-rf", str(home / ASSIGNMENT), str(home / ".local" / "share" / "jupyter")], check=True)
-    yield course
-    subprocess.run(["rm", "-rf", str(exchange)], check=False)
+    yield from exchange_course(tmp_path_factory.mktemp("term"), POLICY, [(name, "Student") for name in [*WEB, ZOE]],
+                               [ZOE])
 
 
 @pytest.fixture(scope="module")
 def service(course):
-    running = Running(course, free_port())
-    subprocess.run([str(BIN / "nbgrader"), "release_assignment", ASSIGNMENT, "--force"], cwd=course, check=True,
-                   capture_output=True)
-    tokens(course, running)
-    yield running
-    if running.process.poll() is None:
-        running.stop()
+    yield from started_service(course)
 
 
 def tokens(course: Path, service: Running, *options: str) -> str:
