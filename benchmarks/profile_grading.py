@@ -324,6 +324,8 @@ def main() -> None:
     parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
     parser.add_argument("--package", type=Path, default=None,
                         help="profile the copy of maxpool_grader in this folder (an earlier version, say)")
+    parser.add_argument("--config", type=Path, default=None,
+                        help="grade with this nbgrader_config.py (an earlier version, say) instead of the course's")
     parser.add_argument("--compare", type=Path, nargs=2, metavar=("BEFORE", "AFTER"), default=None,
                         help="print two profiles written with --json side by side, and nothing else")
     args = parser.parse_args()
@@ -335,6 +337,8 @@ def main() -> None:
     try:
         course = work / "course"
         build_class(course, args.students)
+        if args.config:
+            shutil.copyfile(args.config, course / "nbgrader_config.py")
         subprocess.run([str(BIN / "nbgrader"), "generate_assignment", ASSIGNMENT], cwd=course, env=ENV,
                        check=True, capture_output=True)
         load = os.getloadavg()[0]
