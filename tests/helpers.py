@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import os
 import pwd
 import shutil
@@ -63,6 +64,8 @@ def digests(*folders: Path, skip=("autograded", "feedback", "gradebook.db", ".ma
 
 
 STUDENTS = sorted(p.name for p in (ROOT / "submitted").iterdir() if p.is_dir())  # the sample class
+GRADED_CELLS = sum(bool(cell.get("metadata", {}).get("nbgrader", {}).get("grade"))  # Part A and every test
+                   for cell in json.loads(SOURCE_NOTEBOOK.read_text())["cells"])
 EXTRA = ["fault_infinite_loop", "fault_os_exit", "attack_imports_torch", "fault_missing_notebook"]  # from corpus
 
 

@@ -26,7 +26,19 @@ from pathlib import Path
 
 import pytest
 from corpus import build as build_corpus
-from helpers import ASSIGNMENT, BIN, EXTRA, ROOT, STUDENTS, all_grades, copy_course, free_port, nbgrader, sqlite
+from helpers import (
+    ASSIGNMENT,
+    BIN,
+    EXTRA,
+    GRADED_CELLS,
+    ROOT,
+    STUDENTS,
+    all_grades,
+    copy_course,
+    free_port,
+    nbgrader,
+    sqlite,
+)
 
 pytestmark = pytest.mark.integration  # real kernels, sandboxes, nbgrader or servers
 
@@ -160,7 +172,7 @@ def test_a_cluster_grades_the_class_as_serial_nbgrader_does_even_when_a_worker_i
     finally:
         cluster.stop()
     ours, theirs = all_grades(url), all_grades(sqlite(serial_class))
-    assert len(ours) == len(STUDENTS + FAULTS) * 11
+    assert len(ours) == len(STUDENTS + FAULTS) * GRADED_CELLS
     assert {key: (score, theirs.get(key)) for key, score in ours.items() if score != theirs.get(key)} == {}
     for student in STUDENTS + FAULTS:  # the graded notebook came back; feedback and the report are local
         assert (course / "autograded" / student / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").exists()

@@ -229,8 +229,9 @@ def test_docs_state_the_rule():
 def test_part_a_rubric_puts_its_points_on_the_derivation_not_the_picture():
     """Figure 1 and the visible test show each window's gradient at its maximum and 0
     elsewhere; Part A's points rest on what no visible output shows."""
-    items = re.findall(r"^- (\d+) p: (.*?)(?=^- |\Z)", RUBRIC, flags=re.M | re.S)
-    points = {text.split()[0].rstrip(":"): int(p) for p, text in items}
-    assert points == {"justification": 2, "ties": 1, "overlapping": 2}
+    items = re.findall(r"^- \((\w)\) (\d+) p: (.*?)(?=^- |\Z)", RUBRIC, flags=re.M | re.S)
+    points = {" ".join(text.split()[:3]).rstrip(":"): int(p) for _, p, text in items}
+    assert points == {"justification of $\\partial": 2, "ties: max is": 1, "the chain rule": 2}
+    assert "for any stride" in items[2][2] and "overlapping" in items[2][2]
     assert sum(points.values()) == PART_A_POINTS
     assert "earns nothing on its own" in " ".join(RUBRIC.split())

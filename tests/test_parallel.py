@@ -17,7 +17,18 @@ from pathlib import Path
 
 import pytest
 from corpus import build as build_corpus
-from helpers import ASSIGNMENT, BIN, EXTRA, STUDENTS, all_grades, copy_course, grade_command, nbgrader, sqlite
+from helpers import (
+    ASSIGNMENT,
+    BIN,
+    EXTRA,
+    GRADED_CELLS,
+    STUDENTS,
+    all_grades,
+    copy_course,
+    grade_command,
+    nbgrader,
+    sqlite,
+)
 from nbgrader.api import Gradebook
 
 from maxpool_grader.isolation import box as sealed_box
@@ -40,7 +51,7 @@ def test_grades_equal_serial_nbgrader_cell_for_cell(classes):
     parallel, serial, result = classes
     assert result.returncode == 0, result.stderr[-3000:]
     ours, theirs = all_grades(sqlite(parallel)), all_grades(sqlite(serial))
-    assert len(ours) == len(STUDENTS + EXTRA) * 11  # every submission's every graded cell
+    assert len(ours) == len(STUDENTS + EXTRA) * GRADED_CELLS  # every submission's every graded cell
     differ = {key: (ours.get(key), theirs.get(key)) for key in set(ours) | set(theirs)
               if ours.get(key) != theirs.get(key)}
     assert differ == {}
@@ -93,8 +104,9 @@ def test_a_rerun_remakes_feedback_older_than_its_grading(tmp_path):
 
 
 def _page_score(page: Path) -> float:
-    """The total a feedback page shows: its first 'Score: x / y'."""
-    return float(re.search(r"Score: ([\d.]+) / [\d.]+", page.read_text())[1])
+    """The points a feedback page's heading shows: its 'Score: x of y' (Part B's alone while
+    Part A waits for a person; the gradebook counts an ungraded Part A as 0 too)."""
+    return float(re.search(r"\(Score: ([\d.]+) of [\d.]+", page.read_text())[1])
 
 
 def test_report_numbers_match_the_gradebook(classes):

@@ -5,7 +5,7 @@ the grades equal plain serial nbgrader's on SQLite."""
 from __future__ import annotations
 
 import pytest
-from helpers import STUDENTS, all_grades, copy_course, grade_command, sqlite
+from helpers import GRADED_CELLS, STUDENTS, all_grades, copy_course, grade_command, sqlite
 
 pytestmark = pytest.mark.integration  # real kernels, sandboxes, nbgrader or servers
 
@@ -17,7 +17,7 @@ def test_parallel_grading_on_postgresql_records_every_cell(postgres_server, seri
     assert result.returncode == 0, result.stderr[-3000:]
     assert not (course / "gradebook.db").exists()  # everything went to the server
     ours = all_grades(postgres_url)
-    assert len(ours) == len(STUDENTS) * 11
+    assert len(ours) == len(STUDENTS) * GRADED_CELLS
     assert all(score is not None for (_, grade_id), score in ours.items() if grade_id != "part_a_derivation")
     serial = {key: score for key, score in all_grades(sqlite(serial_class)).items() if key[0] in STUDENTS}
     assert ours == serial

@@ -86,6 +86,22 @@ X = np.array([[1, 3, 2, 1],
               [2, 6, 3, 0]])
 D_OUTPUT = np.array([[0.1, 0.2],
                      [0.3, 0.4]])
+
+
+def _figure_1_alt() -> str:
+    """Figure 1 in words, from its numbers: what a reader who cannot see the picture needs."""
+    rows = " / ".join(" ".join(str(v) for v in row) for row in X)
+    out = X.reshape(2, 2, 2, 2).max(axis=(1, 3))
+    places = ["top-left", "top-right", "bottom-left", "bottom-right"]
+    windows = ", ".join(f"the {places[2 * r + c]} ({', '.join(map(str, X[2 * r:2 * r + 2, 2 * c:2 * c + 2].ravel()))})"
+                        f" gives {out[r, c]}" for r in range(2) for c in range(2))
+    return (f"Figure 1: 2×2 max pooling with stride 2. The 4×4 input x, row by row {rows}, is split into four "
+            f"2×2 windows, each framed and with its own colour and hatch pattern. Each output f_kl is the "
+            f"maximum of its window, so the output is {' / '.join(' '.join(str(v) for v in row) for row in out)}: "
+            f"{windows.replace(', the bottom-right', ', and the bottom-right')}.")
+
+
+FIGURE_1_ALT = _figure_1_alt()  # the notebook's ![...](attachment:figure1.png); check --fix keeps it so
 # Each window is told apart three ways, so that none depends on colour (WCAG 1.4.1) and the
 # figure reads in greyscale: its colour, its hatch pattern (the same in the output cell it
 # makes), and a thick border around it. tests/test_figures.py renders both figures in greyscale.
@@ -138,7 +154,7 @@ def _figure(backward: bool = False):
         _grid(axes[0], X, window_of, r"input $x_{ij}$")
         _grid(axes[1], output, own, r"output $f_{kl}$")
         fig.suptitle("Figure 1: 2x2 max pooling, stride 2. Each output $f_{kl}$ is the\n"
-                     r"maximum of its receptive field $\Omega(k, l)$ (same colour).", fontsize=11)
+                     r"maximum of its receptive field $\Omega(k, l)$ (same colour and pattern).", fontsize=11)
     else:
         is_max = np.zeros_like(X, dtype=bool)
         dx = np.zeros(X.shape)

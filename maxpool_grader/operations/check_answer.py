@@ -11,7 +11,15 @@ import re
 import warnings
 
 from ..exercise.checks import GRADED_CHECKS, VISIBLE_CHECKS
-from ..exercise.part_a import EXPLANATION, MODEL_ANSWER, PART_A_POINTS, QUESTION_POINTS, RUBRIC, figure_png
+from ..exercise.part_a import (
+    EXPLANATION,
+    FIGURE_1_ALT,
+    MODEL_ANSWER,
+    PART_A_POINTS,
+    QUESTION_POINTS,
+    RUBRIC,
+    figure_png,
+)
 from ..names import FUNCTION, PART_A_CELL, PROVIDED_CELL, PROVIDED_TOOLS_CELL, SOLUTION_CELL, grade_id
 from .check_cells import (
     ANSWER_PHRASES,
@@ -115,11 +123,23 @@ def part_a_findings(notebook) -> list[Finding]:
     cell, name = notebook.cells[question], cell_name(notebook, question)
     if f"attachment:{FIGURE}" not in cell.source:
         found.append(Finding(name, "does not show Figure 1", f"put ![Figure 1](attachment:{FIGURE}) in it"))
+    elif FIGURE_1_IMAGE not in cell.source:
+        found.append(Finding(name, "Figure 1's text alternative is not part_a.FIGURE_1_ALT (what the figure shows, "
+                             "for a reader who cannot see it)", "use part_a.FIGURE_1_ALT as its alt text",
+                             _describe_figure))
     png = base64.b64encode(figure_png()).decode()
     if cell.get("attachments", {}).get(FIGURE, {}).get("image/png") != png:
         found.append(Finding(name, f"its attachment {FIGURE} is missing or is not part_a.figure_png()'s",
                              "attach Figure 1 from maxpool_grader/exercise/part_a.py", _attach_figure))
     return found
+
+
+FIGURE_1_IMAGE = f"![{FIGURE_1_ALT}](attachment:{FIGURE})"
+
+
+def _describe_figure(notebook) -> None:
+    cell = notebook.cells[cell_index(notebook, PART_A_QUESTION)]
+    cell.source = re.sub(r"!\[[^\]]*\]\(attachment:" + re.escape(FIGURE) + r"\)", lambda _: FIGURE_1_IMAGE, cell.source)
 
 
 def _attach_figure(notebook) -> None:
