@@ -253,6 +253,7 @@ def test_the_web_way_the_token_decides_who_and_the_policy_refuses_at_once(course
     assert sent.status_code == 303, sent.text
     page = _feedback(service, carol, sent.headers["Location"])
     assert page.url.endswith("/feedback") and "Every test passed." in page.text
+    assert part_a_answer_in(page.text) == []  # a correct notebook, before the deadline: nothing of Part A's answer
     assert "script-src" not in page.headers["Content-Security-Policy"] or "sandbox" in page.headers[
         "Content-Security-Policy"]
     assert (course / "submitted" / "carol").is_dir() and not (course / "submitted" / "dave").exists()
@@ -482,7 +483,8 @@ def test_at_the_deadline_the_grade_is_grade_force_and_later_uploads_are_refused(
     assert regraded.returncode == 0, regraded.stdout + regraded.stderr
     assert all_grades(sqlite(course)) == served  # cell for cell
     # the instructor releases the final feedback: now it has Part A's answer, figure and rubric
-    released = subprocess.run([str(BIN / "nbgrader"), "release_feedback", ASSIGNMENT, f"--student={ALICE}"], cwd=course,
+    # for the whole class, web students too (the service gave them a submission secret of their own)
+    released = subprocess.run([str(BIN / "nbgrader"), "release_feedback", ASSIGNMENT], cwd=course,
                               capture_output=True, text=True, timeout=300)
     assert released.returncode == 0, released.stdout + released.stderr
     final = _newest_feedback(ALICE, course)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import secrets
 import shutil
 import signal
 import sys
@@ -152,6 +153,9 @@ class Service(Policy, ExchangeWay):
         secret = self.queue.secret_path(attempt.id)
         if secret.exists():
             shutil.copyfile(secret, folder / "submission_secret.txt")
+        else:  # the web way: a secret no one knows, so `nbgrader release_feedback` finds one for every
+            # student; the exchange file it writes is named by the secret's hash: no one fetches it
+            (folder / "submission_secret.txt").write_text(secrets.token_hex(16))
 
     def _finished(self, attempt: Attempt, future) -> None:
         self.in_flight.pop(attempt.id, None)
