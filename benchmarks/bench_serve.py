@@ -232,7 +232,7 @@ class Student:
                 page = session.get(self.service.base.rstrip("/") + location, timeout=60)
                 if page.status_code == 200 and page.url.endswith("/feedback"):
                     return time.monotonic()
-                if 'http-equiv="refresh"' not in page.text:  # failed or superseded: no feedback will come
+                if 'id="progress"' not in page.text:  # not the waiting page: failed or superseded, no feedback
                     raise SystemExit(f"{location} ended without feedback ({page.status_code}): {page.text[:800]}")
                 if time.monotonic() > deadline:
                     raise SystemExit(f"{location}: no feedback after {timeout:.0f} s")
@@ -252,14 +252,20 @@ def warm_up_all(students: list[Student], content: bytes) -> list[float]:
     """One upload per worker, all at once (each worker starts its zygotes on its first
     submission); the seconds of each, POST to feedback."""
     times: list[float] = []
-    threads = [threading.Thread(target=lambda student=student: times.append(one_submission(student, content)))
-               for student in students]
+    failed: list[str] = []  # what a thread's SystemExit said (a thread's exception is lost otherwise)
+
+    def one(student: Student) -> None:
+        try:
+            times.append(one_submission(student, content))
+        except SystemExit as stop:
+            failed.append(str(stop))
+    threads = [threading.Thread(target=one, args=(student,)) for student in students]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    if len(times) != len(threads):
-        raise SystemExit("a warm-up upload got no feedback")
+    if failed or len(times) != len(threads):
+        raise SystemExit("a warm-up upload got no feedback: " + "; ".join(failed))
     return sorted(times)
 
 
