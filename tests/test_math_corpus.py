@@ -141,6 +141,14 @@ CORPUS = [
     Case("raw_html_block", "<div>\n$x_{i*j}$ and $a*b$\n</div>", (inline("x_{i*j}"), inline("a*b")),
          INERT.format("<div>\n{0} and {1}\n</div>")),
     Case("unreadable_formula", "$x^$ stays *as written*", (), "<p>$x^$ stays <em>as written</em></p>"),
+    # \arg is MathJax's (JupyterLab shows it) but not latex2mathml's, which printed "\arg max":
+    # operator names are read as \operatorname, as MathJax reads them
+    Case("arg_operator", "$(i^*, j^*) = \\arg\\max_{(i,j)} x_{ij}$ and $\\argmax_j y_j$",
+         (inline("(i^*, j^*) = \\operatorname{arg}\\max_{(i,j)} x_{ij}"), inline("\\operatorname{argmax}_j y_j")),
+         "<p>{0} and {1}</p>"),
+    Case("numbering_left_out", "$$\\sum\\nolimits_k a_k = 1 \\label{eq:one} \\nonumber$$",
+         (block("\\sum_k a_k = 1"),), "<p>{0}</p>"),
+    Case("unknown_command", "$\\weird{x}^*$ stays *as written*", (), "<p>$\\weird{x}^*$ stays <em>as written</em></p>"),
 ]
 assert len({case.name for case in CORPUS}) == len(CORPUS) >= 30
 

@@ -57,12 +57,24 @@ class Formula:
     display: bool
 
 
+# What MathJax (JupyterLab's) reads and latex2mathml prints as text ("\arg max"): the arg-max,
+# the heart of Part A, among them. Operator names become \operatorname (\argmax is not LaTeX,
+# but students write it and mean it); numbering, labels and spacing carry no meaning here.
+_OPERATORS = re.compile(r"\\(arg|argmax|argmin)(?![A-Za-z])")
+_DROPPED = re.compile(r"\\(?:nolimits|nonumber|notag)(?![A-Za-z])|\\(?:label|vspace\*?)\{[^{}]*\}")
+_COMMAND_AS_TEXT = re.compile(r">[^<]*\\[A-Za-z]")  # a command latex2mathml did not know, shown as text
+
+
 @lru_cache(maxsize=4096)
 def formula_to_mathml(latex: str, display: bool) -> str | None:
-    """latex2mathml's MathML of one formula, sanitized, on one line; None: it cannot be read."""
+    """latex2mathml's MathML of one formula, sanitized, on one line; None: it cannot be read
+    (it fails, or it would show a command's name as text: then the LaTeX as written reads better)."""
+    readable = _DROPPED.sub("", _OPERATORS.sub(lambda m: r"\operatorname{%s}" % m[1], latex.strip()))
     try:
-        mathml = convert(latex.strip(), display="block" if display else "inline")
+        mathml = convert(readable, display="block" if display else "inline")
     except Exception:  # noqa: BLE001  anything latex2mathml cannot read stays LaTeX
+        return None
+    if _COMMAND_AS_TEXT.search(mathml):
         return None
     return clean_mathml(mathml).replace("\n", " ")  # \text{<img ...>} and \href stay inert
 
