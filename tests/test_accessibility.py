@@ -16,12 +16,11 @@ from __future__ import annotations
 
 import csv
 import re
-import subprocess
 
 import pytest
 from a11y import assert_accessible, axe_violations, describe, reflow_problems, tab, unsandboxed
-from helpers import ASSIGNMENT, BIN, free_port
-from test_serve import LOOP_CORRECT, Running, links, notebook_of
+from helpers import ASSIGNMENT, free_port
+from test_serve import LOOP_CORRECT, Running, links, notebook_of, started_service
 
 pytestmark = pytest.mark.integration  # a real service, its workers, Chromium
 
@@ -45,12 +44,7 @@ def course(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def service(course):
-    running = Running(course, free_port())
-    subprocess.run([str(BIN / "maxpool-grader"), "tokens", "--base-url", running.base, "--course-dir", str(course)],
-                   check=True, capture_output=True)
-    yield running
-    if running.process.poll() is None:
-        running.stop()
+    yield from started_service(course, exchange=False)
 
 
 @pytest.fixture(scope="module")

@@ -129,11 +129,13 @@ def exchange_course(folder: Path, policy: str, roster: list[tuple[str, str]], ac
     subprocess.run(["rm", "-rf", str(exchange)], check=False)
 
 
-def started_service(course: Path):
-    """``serve`` on the course, the assignment released, tokens.csv written; stopped after."""
+def started_service(course: Path, *, exchange: bool = True):
+    """``serve`` on the course, tokens.csv written (and the assignment released to the
+    exchange); stopped after."""
     running = Running(course, free_port())
-    subprocess.run([str(BIN / "nbgrader"), "release_assignment", ASSIGNMENT, "--force"], cwd=course, check=True,
-                   capture_output=True)
+    if exchange:
+        subprocess.run([str(BIN / "nbgrader"), "release_assignment", ASSIGNMENT, "--force"], cwd=course, check=True,
+                       capture_output=True)
     subprocess.run([str(BIN / "maxpool-grader"), "tokens", "--base-url", running.base, "--course-dir", str(course)],
                    check=True, capture_output=True)
     yield running
