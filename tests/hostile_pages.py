@@ -74,6 +74,8 @@ def latex_payloads(prefix: str) -> dict[str, str]:
     return {
         f"{prefix}_href": f"$\\href{{javascript:{js(prefix + '_href')}}}{{x}}$",
         f"{prefix}_text_html": f"$\\text{{<img src=x onerror={js(prefix + '_text_html')}>}}$",
+        # a command latex2mathml does not know: the formula stays its LaTeX as written, HTML and all
+        f"{prefix}_unknown_command": f"$\\weird <img src=x onerror={js(prefix + '_unknown_command')}>$",
     }
 
 
