@@ -67,3 +67,78 @@ def test_modules_and_functions_stay_short_or_say_why(path):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
             and node.end_lineno - node.lineno + 1 > FUNCTION_LINES]
     assert not long, long
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE_DIR.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _type_only(tree: ast.Module) -> set[int]:
+    """Lines of ``if TYPE_CHECKING:`` blocks: imports for annotations, which never run."""
+    lines = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            lines.update(range(node.lineno, (node.end_lineno or node.lineno) + 1))
+    return lines
+
+
+def import_graph(sources: dict[str, str]) -> dict[str, set[str]]:
+    """module -> the package's modules it imports, at the top or inside a function (what runs),
+    from ``sources`` (module name -> its text; a package's name is its __init__'s)."""
+    graph: dict[str, set[str]] = {name: set() for name in sources}
+    for name, source in sources.items():
+        tree = ast.parse(source)
+        skipped, package = _type_only(tree), name.split(".")
+        if not any(other.startswith(name + ".") for other in sources):  # a module, not a package
+            package = package[:-1]
+        for node in ast.walk(tree):
+            if not isinstance(node, (ast.Import, ast.ImportFrom)) or node.lineno in skipped:
+                continue
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            else:
+                base = package[:len(package) - node.level + 1] if node.level else []
+                module = ".".join(base + (node.module.split(".") if node.module else []))
+                targets = [module] + [f"{module}.{alias.name}" for alias in node.names]
+            graph[name].update(target for target in targets if target in sources and target != name)
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The groups of modules that import each other, directly or around a circle (Tarjan)."""
+    order, low, stack, found, counter = {}, {}, [], [], [0]
+
+    def visit(node: str) -> None:
+        order[node] = low[node] = counter[0]
+        counter[0] += 1
+        stack.append(node)
+        for target in sorted(graph[node]):
+            if target not in order:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in stack:
+                low[node] = min(low[node], order[target])
+        if low[node] == order[node]:
+            group = []
+            while not group or group[-1] != node:
+                group.append(stack.pop())
+            if len(group) > 1 or node in graph[node]:
+                found.append(sorted(group))
+    for node in sorted(graph):
+        if node not in order:
+            visit(node)
+    return found
+
+
+def test_no_modules_import_each_other_around_a_circle():
+    graph = import_graph({_module_name(path): path.read_text() for path in SOURCES})
+    assert sum(len(targets) for targets in graph.values()) > 100  # the checker sees the package's imports
+    assert circles(graph) == []
+
+
+def test_the_circle_checker_sees_a_circle_through_a_function_and_not_a_type_only_import():
+    sources = {"p": "", "p.a": "from . import b\n", "p.b": "def f():\n    from .c import g\n",
+               "p.c": "from .a import x\n", "p.d": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+               "    from .e import Y\n", "p.e": "from .d import z\n"}
+    assert circles(import_graph(sources)) == [["p.a", "p.b", "p.c"]]

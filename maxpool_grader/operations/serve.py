@@ -41,7 +41,7 @@ from .serve_exchange import ExchangeWay, exchange_inbound
 from .serve_grading import RemoteGrading, ready, serve_job, start_worker
 from .serve_policy import NOT_ON_ROSTER, SERVE_DIR, Policy, Serve, load_settings
 from .serve_queue import Attempt, Queue
-from .serve_tokens import INSTRUCTOR, Credentials, token_for
+from .serve_tokens import Credentials
 
 
 class Service(Policy, ExchangeWay):
@@ -231,9 +231,11 @@ def _back_on(loop: asyncio.AbstractEventLoop, callback, *args) -> None:
 
 
 def run(course: Path, db_url: str, workers: int, *, address: str, port: int, base_url: str, exchange: bool,
-        web: bool, certfile: str | None, keyfile: str | None, secure_cookies: bool, cluster: str | None = None,
+        start_web=None, certfile: str | None, keyfile: str | None, secure_cookies: bool, cluster: str | None = None,
         security=None, hub_auth=None) -> int:
-    """The command: prepare the course as ``grade`` does, then serve until Ctrl-C or SIGTERM."""
+    """The command: prepare the course as ``grade`` does, then serve until Ctrl-C or SIGTERM.
+    ``start_web`` (serve_web.start_web, or None: no web page) starts the web layer, which
+    depends on this core and is given to it, never imported by it."""
     from .cluster import WorkerRefused
     from .grade import Broke, GradingRun
     grading = GradingRun(course=course, db_url=db_url, workers=workers)
@@ -255,8 +257,8 @@ def run(course: Path, db_url: str, workers: int, *, address: str, port: int, bas
     if requeued := service.queue.resume():
         say(f"serve: {requeued} attempts that were being graded when the service stopped are queued again")
     try:
-        code = asyncio.run(_serve_until_stopped(service, web=web, address=address, port=port, base_url=base_url,
-                                                certfile=certfile, keyfile=keyfile,
+        code = asyncio.run(_serve_until_stopped(service, start_web=start_web, address=address, port=port,
+                                                base_url=base_url, certfile=certfile, keyfile=keyfile,
                                                 secure_cookies=secure_cookies, hub_auth=hub_auth))
     finally:  # stopping now: a second Ctrl-C (a terminal's, a supervisor's) must not break the cleanup
         signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -266,7 +268,7 @@ def run(course: Path, db_url: str, workers: int, *, address: str, port: int, bas
     return code
 
 
-async def _serve_until_stopped(service: Service, *, web: bool, **web_options) -> int:
+async def _serve_until_stopped(service: Service, *, start_web, **web_options) -> int:
     """The web page, the exchange scan and the queue, until Ctrl-C (130) or SIGTERM (0)."""
     loop = asyncio.get_running_loop()
     stopped = loop.create_future()  # done at the first Ctrl-C or SIGTERM; its result is the exit status
@@ -277,7 +279,7 @@ async def _serve_until_stopped(service: Service, *, web: bool, **web_options) ->
             stopped.set_result(code)
     loop.add_signal_handler(signal.SIGINT, stop, 130)
     loop.add_signal_handler(signal.SIGTERM, stop, 0)
-    server = _start_web(service, **web_options) if web else None
+    server = start_web(service, **web_options) if start_web else None
     if service.exchange_inbound is not None:
         say(f"serve: watching {service.exchange_inbound}")
     queue = asyncio.create_task(service.run_queue())
@@ -292,28 +294,3 @@ async def _serve_until_stopped(service: Service, *, web: bool, **web_options) ->
     await queue
     say("serve: stopped; the queue is kept for the next start")
     return stopped.result()
-
-
-def _start_web(service: Service, *, address: str, port: int, base_url: str, certfile: str | None,
-               keyfile: str | None, secure_cookies: bool, hub_auth=None):
-    """The web page listening (in the running event loop); the instructor's link written."""
-    import tornado.httpserver
-    import tornado.netutil
-
-    from .serve_web import make_app
-    ssl_options = None
-    if certfile:
-        import ssl
-        ssl_options = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        ssl_options.load_cert_chain(certfile, keyfile)
-    app = make_app(service, base_url=base_url, secure_cookies=secure_cookies or bool(certfile), hub_auth=hub_auth)
-    server = tornado.httpserver.HTTPServer(app, ssl_options=ssl_options, xheaders=True,
-                                           max_body_size=service.settings.max_upload * 1024 * 2 + 65536)
-    sockets = tornado.netutil.bind_sockets(port, address=address)
-    server.add_sockets(sockets)
-    bound = sockets[0].getsockname()[1]
-    link = f"{base_url.rstrip('/')}/instructor/login/{token_for(service.credentials.secret, INSTRUCTOR)}"
-    (service.course / SERVE_DIR / "instructor-link").write_text(link.replace("{port}", str(bound)) + "\n")
-    say(f"serve: web page on {'https' if certfile else 'http'}://{address}:{bound}/ "
-        f"(instructor's view: .maxpool-grader/serve/instructor-link)")
-    return server

@@ -76,8 +76,10 @@ def serve_command(args, parser: argparse.ArgumentParser, db_url: str, security) 
         parser.exit(2, f"maxpool-grader serve: {problem}\n")
     address, port = address or "127.0.0.1", port or 8765
     base_url = base_url or f"{'https' if args.certfile else 'http'}://{address}:{port}/"
+    from .serve_web import start_web  # the web layer, given to the core: the core never imports it
     return serve.run(args.course_dir.resolve(), db_url, args.workers or os.cpu_count() or 1, address=address,
-                     port=port, base_url=base_url, exchange=not args.no_exchange, web=not args.no_web,
+                     port=port, base_url=base_url, exchange=not args.no_exchange,
+                     start_web=None if args.no_web else start_web,
                      certfile=args.certfile, keyfile=args.keyfile, secure_cookies=args.secure_cookies,
                      cluster=args.cluster, security=security, hub_auth=hub)
 

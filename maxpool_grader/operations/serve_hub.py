@@ -21,7 +21,7 @@ from jupyterhub.services.auth import HubOAuth, HubOAuthCallbackHandler, HubOAuth
 from markupsafe import Markup
 from tornado.httputil import url_concat
 
-from .serve_web import INSTRUCTOR_COOKIE, STUDENT_COOKIE, _Handler, page_prefix
+from .serve_handler import INSTRUCTOR_COOKIE, STUDENT_COOKIE, Handler, page_prefix
 
 HUB_ENVIRONMENT = ("JUPYTERHUB_API_TOKEN", "JUPYTERHUB_API_URL", "JUPYTERHUB_CLIENT_ID")
 
@@ -60,7 +60,7 @@ def hub_auth(base_url: str) -> HubOAuth:
     return auth
 
 
-class _HubHandler(HubOAuthenticated, _Handler):
+class _HubHandler(HubOAuthenticated, Handler):
     """A page of the sign-in (the Hub's handlers mixed in: its xsrf rules stay on these pages)."""
 
     def initialize(self, service, prefix: str):

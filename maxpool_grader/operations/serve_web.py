@@ -11,120 +11,35 @@ and the live view), and the feedback page, made from a student's notebook, is se
 sandboxed as well as inert (glue/inert.py). The instructor's view (``/instructor``, from the
 link ``serve`` writes) shows the queue, attempts per student, each test's pass rate so far
 and the most common mistakes; its counts update every few seconds. The pages are Jinja
-templates (templates/serve/, serve_pages.py).
+templates (templates/serve/, serve_pages.py); what every page does is ``Handler``'s
+(serve_handler.py). ``start_web`` starts the server: the command line gives it to the service
+core (serve.run), which never imports this layer.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from urllib.parse import urlparse
+import ssl
 
+import tornado.httpserver
 import tornado.httputil
+import tornado.netutil
 import tornado.web
-from markupsafe import Markup
 
+from .course import say
 from .serve import Service
-from .serve_pages import (
-    PAGE_POLICY,
-    POLL_POLICY,
-    attempt_progress,
-    brief,
-    home_view,
-    instructor_view,
-    queue_summary,
-    render,
-    status_text,
-)
-from .serve_policy import INSTRUCTOR, NOT_ON_ROSTER, Refused
+from .serve_handler import INSTRUCTOR_COOKIE, STUDENT_COOKIE, Handler, page_prefix
+from .serve_pages import attempt_progress, brief, instructor_view, queue_summary, status_text
+from .serve_policy import INSTRUCTOR, NOT_ON_ROSTER, SERVE_DIR, Refused
+from .serve_tokens import token_for
 
-STUDENT_COOKIE, INSTRUCTOR_COOKIE = "maxpool_student", "maxpool_instructor"
 DROPPED_AT_MOST = 1 << 30  # an upload body read (and dropped past the limit) up to this; more ends the connection
 FORM_SLACK = 64 * 1024  # the multipart form around the notebook
 XSRF_FIELD = re.compile(rb'name="_xsrf"\r\n\r\n([^\r\n]{1,200})\r\n')
 FEEDBACK_POLICY = ("default-src 'none'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; "
                    "frame-ancestors 'none'; base-uri 'none'; form-action 'none'; sandbox")
-class _Handler(tornado.web.RequestHandler):
-    service: Service
-
-    def initialize(self, service: Service, prefix: str):
-        self.service, self.prefix = service, prefix
-
-    def set_default_headers(self):
-        self.set_header("Content-Security-Policy", PAGE_POLICY)
-        self.set_header("X-Content-Type-Options", "nosniff")
-        self.set_header("Referrer-Policy", "no-referrer")  # the personal links carry a token
-        self.set_header("Cache-Control", "no-store")
-        self.set_header("X-Frame-Options", "DENY")
-
-    def prepare(self):
-        """The links and sessions as they are now: ``tokens --revoke``/``--rotate`` while the
-        service runs take effect at the next request (serve_tokens.py)."""
-        if self.service.credentials.refresh():  # a new secret: every session cookie so far ends
-            self.application.settings["cookie_secret"] = self.service.credentials.secret.hex()
-
-    def session_holder(self) -> str | None:
-        """Whose valid session this request carries, on the roster or not."""
-        value = self.get_signed_cookie(STUDENT_COOKIE, max_age_days=120)
-        return self.service.credentials.session_holder(value.decode()) if value else None
-
-    def get_current_user(self) -> str | None:
-        """The signed-in student, while they are on the roster (asked at every request)."""
-        who = self.session_holder()
-        return who if who is not None and self.service.is_student(who) else None
-
-    def signed_in(self, why: str) -> str | None:
-        """The signed-in student; None, with a page that says ``why``, for anyone else."""
-        if self.current_user is None and self.session_holder() is not None:
-            self.message("Not on the roster", NOT_ON_ROSTER, status=403)
-        elif self.current_user is None and not self.to_hub_sign_in():
-            self.message("Please open your personal link", why, status=403)
-        return self.current_user
-
-    def to_hub_sign_in(self) -> bool:
-        """With ``serve --hub-login``, someone not signed in goes to JupyterHub's sign-in (True)."""
-        if self.settings.get("hub_auth") is None or self.current_user is not None:
-            return False
-        self.redirect(self.url("/hub/login"), status=303)
-        return True
-
-    def is_instructor(self) -> bool:
-        return self.get_signed_cookie(INSTRUCTOR_COOKIE, max_age_days=30) == b"yes"
-
-    def url(self, path: str) -> str:
-        return self.prefix + path.lstrip("/")
-
-    def page(self, template: str, *, status: int = 200, script: bool = False, **context) -> None:
-        """A page of templates/serve (serve_pages.render); ``script``: with poll.js, which
-        keeps it up to date, and the policy that lets that script run."""
-        self.set_status(status)
-        if script:
-            self.set_header("Content-Security-Policy", POLL_POLICY)
-        self.finish(render(template, script=script, **context))
-
-    def message(self, title: str, *paragraphs, status: int = 200, link: tuple[str, str] | None = None) -> None:
-        """A page that says one thing: ``paragraphs`` are text (escaped) or Markup."""
-        self.page("message.html.j2", title=title, paragraphs=paragraphs, link=link, status=status)
-
-    def write_error(self, status_code: int, **kwargs) -> None:
-        self.message("Something went wrong", f"The service could not answer this request (HTTP {status_code}). "
-                                             "Go back and try again; if it keeps happening, tell your instructor.",
-                     status=status_code)
-
-    def login(self, cookie: str, value: str) -> None:
-        if cookie == STUDENT_COOKIE:  # the session of the student's generation (serve_tokens.py)
-            value = self.service.credentials.session(value)
-        self.set_signed_cookie(cookie, value, httponly=True, samesite="Lax", secure=self.application.settings["secure"],
-                               path=self.prefix, expires_days=None)
-
-    def home(self, student: str, refusal: str = "", status: int = 200) -> None:
-        """The student's page: the policy, the upload form, their attempts (and why an upload was refused)."""
-        self.xsrf_token  # noqa: B018  the CSRF cookie, for a form opened before the deadline too
-        self.page("home.html.j2", status=status, refusal=refusal, xsrf=Markup(self.xsrf_form_html()),
-                  **home_view(self.service, student, self.url))
-
-
-class StudentLogin(_Handler):
+class StudentLogin(Handler):
 
 
 
@@ -141,7 +56,7 @@ class StudentLogin(_Handler):
         self.redirect(self.url("/"), status=303)
 
 
-class InstructorLogin(_Handler):
+class InstructorLogin(Handler):
     def get(self, token: str):
         if self.service.credentials.holder(token) != INSTRUCTOR:
             return self.message("This link is not valid", "The instructor's link is in "
@@ -150,7 +65,7 @@ class InstructorLogin(_Handler):
         self.redirect(self.url("/instructor"), status=303)
 
 
-class Home(_Handler):
+class Home(Handler):
     def get(self):
         student = self.signed_in("This page is reached through the personal link your instructor sent you.")
         if student is not None:
@@ -158,7 +73,7 @@ class Home(_Handler):
 
 
 @tornado.web.stream_request_body
-class Upload(_Handler):
+class Upload(Handler):
     """The upload, read as it arrives: a body past the service's limit is counted and dropped,
     so a file of any size up to ``DROPPED_AT_MOST`` gets the service's own "too large" page,
     never tornado's bare 400. The CSRF check waits for the form's fields in the body."""
@@ -200,7 +115,7 @@ class Upload(_Handler):
         self.redirect(self.url(f"/attempt/{attempt_id}"), status=303)
 
 
-class AttemptPage(_Handler):
+class AttemptPage(Handler):
     def get(self, number: str):
         attempt = self._own(int(number))
         if attempt is None:
@@ -254,7 +169,7 @@ class AttemptStatus(AttemptPage):
             self.finish(json.dumps(self.progress(attempt)))
 
 
-class InstructorView(_Handler):
+class InstructorView(Handler):
     def get(self):
         if not self.is_instructor():
             if self.to_hub_sign_in():  # c.Serve.hub_instructors sign in there
@@ -266,7 +181,7 @@ class InstructorView(_Handler):
                   **instructor_view(self.service))
 
 
-class InstructorStatus(_Handler):
+class InstructorStatus(Handler):
     """The live view's question (poll.js): the counts of its first line, as JSON."""
 
     def get(self):
@@ -274,12 +189,6 @@ class InstructorStatus(_Handler):
             return self.message("Instructors only", "Open the instructor's link.", status=403)
         self.set_header("Content-Type", "application/json")
         self.finish(json.dumps({"text": queue_summary(self.service), "done": False}))
-
-
-def page_prefix(base_url: str) -> str:
-    """The path every page of the service is under: --base-url's, ending in '/'."""
-    prefix = urlparse(base_url).path or "/"
-    return prefix if prefix.endswith("/") else prefix + "/"
 
 
 def make_app(service: Service, *, base_url: str, secure_cookies: bool, hub_auth=None) -> tornado.web.Application:
@@ -302,8 +211,27 @@ def make_app(service: Service, *, base_url: str, secure_cookies: bool, hub_auth=
         default_handler_class=_NotFound, default_handler_args=arguments)
 
 
-class _NotFound(_Handler):
+class _NotFound(Handler):
     def prepare(self):
         super().prepare()
         self.message("Not found", "There is no such page.", status=404)
 
+
+def start_web(service: Service, *, address: str, port: int, base_url: str, certfile: str | None,
+               keyfile: str | None, secure_cookies: bool, hub_auth=None):
+    """The web page listening (in the running event loop); the instructor's link written."""
+    ssl_options = None
+    if certfile:
+        ssl_options = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        ssl_options.load_cert_chain(certfile, keyfile)
+    app = make_app(service, base_url=base_url, secure_cookies=secure_cookies or bool(certfile), hub_auth=hub_auth)
+    server = tornado.httpserver.HTTPServer(app, ssl_options=ssl_options, xheaders=True,
+                                           max_body_size=service.settings.max_upload * 1024 * 2 + 65536)
+    sockets = tornado.netutil.bind_sockets(port, address=address)
+    server.add_sockets(sockets)
+    bound = sockets[0].getsockname()[1]
+    link = f"{base_url.rstrip('/')}/instructor/login/{token_for(service.credentials.secret, INSTRUCTOR)}"
+    (service.course / SERVE_DIR / "instructor-link").write_text(link.replace("{port}", str(bound)) + "\n")
+    say(f"serve: web page on {'https' if certfile else 'http'}://{address}:{bound}/ "
+        f"(instructor's view: .maxpool-grader/serve/instructor-link)")
+    return server
