@@ -24,7 +24,7 @@ def _feedback(student: str, assignment: str) -> JobResult:
 
 
 def test_feedback_follows_each_graded_submission_on_the_same_worker(monkeypatch, tmp_path, capsys):
-    monkeypatch.setattr(parallel, "_start_worker", _no_nbgrader)
+    monkeypatch.setattr(parallel, "start_grading_worker", _no_nbgrader)
     recorded = []
     batch = parallel.run_batch(tmp_path, "sqlite://", ["a", "broken", "c"], 1, _grade, "autograde",
                                lambda item: recorded.append(item.student), then=(_feedback, "feedback"),
@@ -49,7 +49,7 @@ def _dies(student: str, assignment: str) -> JobResult:
 
 
 def test_a_dead_worker_breaks_the_pool_and_its_jobs_run_again_on_a_new_one(monkeypatch, tmp_path):
-    monkeypatch.setattr(parallel, "_start_worker", _no_nbgrader)
+    monkeypatch.setattr(parallel, "start_grading_worker", _no_nbgrader)
     monkeypatch.setenv("BATCH_TEST_DIR", str(tmp_path))
     batch = parallel.run_batch(tmp_path, "sqlite://", ["once"], 1, _dies, "autograde", then=(_feedback, "feedback"))
     assert [(item.student, item.success) for item in batch.finished] == [("once", True)]

@@ -142,3 +142,29 @@ def test_the_circle_checker_sees_a_circle_through_a_function_and_not_a_type_only
                "p.c": "from .a import x\n", "p.d": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
                "    from .e import Y\n", "p.e": "from .d import z\n"}
     assert circles(import_graph(sources)) == [["p.a", "p.b", "p.c"]]
+
+
+def private_names_used_across(sources: dict[str, str]) -> list[str]:
+    """Where a module takes another module's private name (``from .m import _x``, or ``m._x``
+    on a module of the package it imported): a name meant for its own module alone."""
+    found = []
+    for name, source in sources.items():
+        tree, modules = ast.parse(source), set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("maxpool_grader")):
+                modules.update(alias.asname or alias.name for alias in node.names)
+                found += [f"{name}:{node.lineno}: imports {alias.name}" for alias in node.names
+                          if alias.name.startswith("_") and not alias.name.startswith("__")]
+        found += [f"{name}:{node.lineno}: {node.value.id}.{node.attr}" for node in ast.walk(tree)
+                  if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                  and node.value.id in modules and node.attr.startswith("_") and not node.attr.startswith("__")]
+    return found
+
+
+def test_no_module_uses_another_module_s_private_names():
+    assert private_names_used_across({_module_name(path): path.read_text() for path in SOURCES}) == []
+
+
+def test_the_private_name_checker_sees_both_spellings():
+    sources = {"p.a": "from .b import _x, y\nfrom . import c\nc._z()\nc.__name__\n"}
+    assert private_names_used_across(sources) == ["p.a:1: imports _x", "p.a:3: c._z"]

@@ -273,12 +273,12 @@ def test_warm_verdicts_are_the_cold_verdicts(name):
 def test_a_killed_verdict_zygote_is_started_again():
     wrap = sealed_box.untrusted_process_wrapper("required", LOG, warm=True)
     verdicts("import numpy as np\n" + ZEROS, grade_ids=["hidden_gradient_check"], limits=QUICK, wrap=wrap)
-    first = solution_process._verdict_zygote()
+    first = solution_process.verdict_zygote()
     first.process.kill()
     first.process.wait()
     found = verdicts("import numpy as np\n" + LOOP_CORRECT, grade_ids=["hidden_gradient_check"],
                      limits=QUICK, wrap=wrap)
-    assert found["hidden_gradient_check"].passed and solution_process._verdict_zygote() is not first
+    assert found["hidden_gradient_check"].passed and solution_process.verdict_zygote() is not first
 
 
 HUGE_MESSAGE = """

@@ -1,6 +1,6 @@
 """The catalogue's wrong implementations, written the ways students write them.
 
-Most bugs are one twist of the same window loop (``_window_loop``), so the twist is
+Most bugs are one twist of the same window loop (``window_loop``), so the twist is
 the only thing that differs between them; the loop walks d_output's grid, as a
 correct solution must. Bugs of a different shape (a global arg-max, an upsampling
 trick, a window view modified in place) are written out in full. catalogue.py names
@@ -18,7 +18,7 @@ def _pair(value) -> tuple[int, int]:
     return as_pair("pool_size or stride", value)
 
 
-def _pool_and_stride(pool_size, stride) -> tuple[int, int, int, int]:
+def pool_and_stride(pool_size, stride) -> tuple[int, int, int, int]:
     ph, pw = _pair(pool_size)
     sh, sw = (ph, pw) if stride is None else _pair(stride)
     return ph, pw, sh, sw
@@ -42,7 +42,7 @@ def first_maximum(window: np.ndarray) -> np.ndarray:
     return weights
 
 
-def _window_loop(d_output, x, pool_size, stride=None, *, weights=first_maximum,
+def window_loop(d_output, x, pool_size, stride=None, *, weights=first_maximum,
                  overwrite=False, scale=True, dx_dtype=None, grid=None):
     """Loop over d_output's grid; each window's gradient goes where ``weights`` says.
 
@@ -51,7 +51,7 @@ def _window_loop(d_output, x, pool_size, stride=None, *, weights=first_maximum,
     the upstream value (``scale=False``), dx's dtype, and which grid is walked.
     """
     x, d_output = np.asarray(x), np.asarray(d_output)
-    ph, pw, sh, sw = _pool_and_stride(pool_size, stride)
+    ph, pw, sh, sw = pool_and_stride(pool_size, stride)
     dx = gradient_zeros(x) if dx_dtype is None else np.zeros(x.shape, dtype=dx_dtype)
     planes_x, planes_dx, planes_d = _planes(x), _planes(dx), _planes(d_output)
     rows, cols = planes_d.shape[1:] if grid is None else grid(x.shape[-2:], ph, pw, sh, sw)
@@ -69,14 +69,14 @@ def _window_loop(d_output, x, pool_size, stride=None, *, weights=first_maximum,
 
 
 def overwrite_overlaps(d_output, x, pool_size, stride=None):
-    return _window_loop(d_output, x, pool_size, stride, overwrite=True)
+    return window_loop(d_output, x, pool_size, stride, overwrite=True)
 
 
 def fancy_index_accumulate(d_output, x, pool_size, stride=None):
     """Every window's arg-max at once, then ``dx[rows, cols] += d``: NumPy adds once per
     distinct index, so a maximum shared by several windows keeps only one gradient."""
     x, d_output = np.asarray(x), np.asarray(d_output)
-    ph, pw, sh, sw = _pool_and_stride(pool_size, stride)
+    ph, pw, sh, sw = pool_and_stride(pool_size, stride)
     dx = gradient_zeros(x)
     planes_x, planes_dx, planes_d = _planes(x), _planes(dx), _planes(d_output)
     rows, cols = planes_d.shape[1:]
@@ -92,15 +92,15 @@ def fancy_index_accumulate(d_output, x, pool_size, stride=None):
 
 
 def integer_truncation(d_output, x, pool_size, stride=None):
-    return _window_loop(d_output, x, pool_size, stride, dx_dtype=np.asarray(x).dtype)
+    return window_loop(d_output, x, pool_size, stride, dx_dtype=np.asarray(x).dtype)
 
 
 def float32_accumulator(d_output, x, pool_size, stride=None):
-    return _window_loop(d_output, x, pool_size, stride, dx_dtype=np.float32)
+    return window_loop(d_output, x, pool_size, stride, dx_dtype=np.float32)
 
 
 def dx_always_float64(d_output, x, pool_size, stride=None):
-    return _window_loop(d_output, x, pool_size, stride, dx_dtype=np.float64)
+    return window_loop(d_output, x, pool_size, stride, dx_dtype=np.float64)
 
 
 def all_tied_maxima(window):
@@ -108,44 +108,44 @@ def all_tied_maxima(window):
 
 
 def ties_all_maxima(d_output, x, pool_size, stride=None):
-    return _window_loop(d_output, x, pool_size, stride, weights=all_tied_maxima)
+    return window_loop(d_output, x, pool_size, stride, weights=all_tied_maxima)
 
 
 def ties_shared(d_output, x, pool_size, stride=None):
     def shared(window):
         mask = all_tied_maxima(window)
         return mask / mask.sum()
-    return _window_loop(d_output, x, pool_size, stride, weights=shared)
+    return window_loop(d_output, x, pool_size, stride, weights=shared)
 
 
 def ties_last_maximum(d_output, x, pool_size, stride=None):
     def last(window):
         flipped = first_maximum(window.ravel()[::-1])
         return flipped[::-1].reshape(window.shape)
-    return _window_loop(d_output, x, pool_size, stride, weights=last)
+    return window_loop(d_output, x, pool_size, stride, weights=last)
 
 
 def stride_ignored(d_output, x, pool_size, stride=None):
-    return _window_loop(d_output, x, pool_size, None)
+    return window_loop(d_output, x, pool_size, None)
 
 
 def stride_none_means_one(d_output, x, pool_size, stride=None):
-    return _window_loop(d_output, x, pool_size, 1 if stride is None else stride)
+    return window_loop(d_output, x, pool_size, 1 if stride is None else stride)
 
 
 def window_from_stride(d_output, x, pool_size, stride=None):
-    return _window_loop(d_output, x, pool_size if stride is None else stride, stride)
+    return window_loop(d_output, x, pool_size if stride is None else stride, stride)
 
 
 def pool_transposed(d_output, x, pool_size, stride=None):
     ph, pw = _pair(pool_size)
-    return _window_loop(d_output, x, (pw, ph), stride)
+    return window_loop(d_output, x, (pw, ph), stride)
 
 
 def border_windows_dropped(d_output, x, pool_size, stride=None):
     def floor_grid(shape, ph, pw, sh, sw):
         return (shape[0] - ph) // sh + 1, (shape[1] - pw) // sw + 1
-    return _window_loop(d_output, x, pool_size, stride, grid=floor_grid)
+    return window_loop(d_output, x, pool_size, stride, grid=floor_grid)
 
 
 def square_plane_assumed(d_output, x, pool_size, stride=None):
@@ -153,7 +153,7 @@ def square_plane_assumed(d_output, x, pool_size, stride=None):
     number of rows (``W_out = H_out``), so a wide plane loses its right-hand windows and a
     tall one reads d_output past its last column."""
     rows = np.asarray(d_output).shape[-2]
-    return _window_loop(d_output, x, pool_size, stride, grid=lambda shape, ph, pw, sh, sw: (rows, rows))
+    return window_loop(d_output, x, pool_size, stride, grid=lambda shape, ph, pw, sh, sw: (rows, rows))
 
 
 def window_one_short(d_output, x, pool_size, stride=None):
@@ -162,15 +162,15 @@ def window_one_short(d_output, x, pool_size, stride=None):
         inner = window[:-1, :-1] if min(window.shape) > 1 else window
         weights[np.unravel_index(np.argmax(inner), inner.shape)] = 1.0
         return weights
-    return _window_loop(d_output, x, pool_size, stride, weights=short)
+    return window_loop(d_output, x, pool_size, stride, weights=short)
 
 
 def not_scaled_by_d_output(d_output, x, pool_size, stride=None):
-    return _window_loop(d_output, x, pool_size, stride, scale=False)
+    return window_loop(d_output, x, pool_size, stride, scale=False)
 
 
 def average_pool_routing(d_output, x, pool_size, stride=None):
-    return _window_loop(d_output, x, pool_size, stride, weights=lambda w: np.full(w.shape, 1.0 / w.size))
+    return window_loop(d_output, x, pool_size, stride, weights=lambda w: np.full(w.shape, 1.0 / w.size))
 
 
 def max_initialised_to_zero(d_output, x, pool_size, stride=None):
@@ -183,7 +183,7 @@ def max_initialised_to_zero(d_output, x, pool_size, stride=None):
         weights = np.zeros(window.shape)
         weights[where] = 1.0
         return weights
-    return _window_loop(d_output, x, pool_size, stride, weights=scan_from_zero)
+    return window_loop(d_output, x, pool_size, stride, weights=scan_from_zero)
 
 
 def _unravelled_with(width: int):
@@ -200,22 +200,22 @@ def _unravelled_with(width: int):
 
 def argmax_unravelled_with_pool_height(d_output, x, pool_size, stride=None):
     ph, _ = _pair(pool_size)
-    return _window_loop(d_output, x, pool_size, stride, weights=_unravelled_with(ph))
+    return window_loop(d_output, x, pool_size, stride, weights=_unravelled_with(ph))
 
 
 def clipped_window_unravelled_with_pool_width(d_output, x, pool_size, stride=None):
     _, pw = _pair(pool_size)
-    return _window_loop(d_output, x, pool_size, stride, weights=_unravelled_with(pw))
+    return window_loop(d_output, x, pool_size, stride, weights=_unravelled_with(pw))
 
 
 def zero_padding(d_output, x, pool_size, stride=None):
     x, d_output = np.asarray(x), np.asarray(d_output)
-    ph, pw, sh, sw = _pool_and_stride(pool_size, stride)
+    ph, pw, sh, sw = pool_and_stride(pool_size, stride)
     rows, cols = d_output.shape[-2:]
     pad_h = max(0, (rows - 1) * sh + ph - x.shape[-2])
     pad_w = max(0, (cols - 1) * sw + pw - x.shape[-1])
     padded = np.pad(x, [(0, 0)] * (x.ndim - 2) + [(0, pad_h), (0, pad_w)])  # zeros
-    return _window_loop(d_output, padded, pool_size, stride)[..., :x.shape[-2], :x.shape[-1]]
+    return window_loop(d_output, padded, pool_size, stride)[..., :x.shape[-2], :x.shape[-1]]
 
 
 def pool_size_int_only(d_output, x, pool_size, stride=None):
@@ -234,12 +234,12 @@ def pool_size_int_only(d_output, x, pool_size, stride=None):
 
 def only_two_dimensional(d_output, x, pool_size, stride=None):
     height, width = np.shape(x)  # fails for (..., H, W) with leading axes
-    return _window_loop(d_output, x, pool_size, stride)
+    return window_loop(d_output, x, pool_size, stride)
 
 
 def one_argmax_across_leading_axes(d_output, x, pool_size, stride=None):
     x, d_output = np.asarray(x), np.asarray(d_output)
-    ph, pw, sh, sw = _pool_and_stride(pool_size, stride)
+    ph, pw, sh, sw = pool_and_stride(pool_size, stride)
     dx = gradient_zeros(x)
     for i in range(d_output.shape[-2]):
         for j in range(d_output.shape[-1]):
@@ -280,4 +280,4 @@ def modifies_x_in_place(d_output, x, pool_size, stride=None):
         weights = np.zeros(window.shape)
         weights[np.unravel_index(np.argmax(window == 0), window.shape)] = 1.0
         return weights
-    return _window_loop(d_output, x, pool_size, stride, weights=subtract_max)
+    return window_loop(d_output, x, pool_size, stride, weights=subtract_max)

@@ -5,17 +5,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from .bugs import _pool_and_stride, _window_loop, gradient_zeros
+from .bugs import gradient_zeros, pool_and_stride, window_loop
 
 
 def loop_with_argmax(d_output, x, pool_size, stride=None):
-    return _window_loop(d_output, x, pool_size, stride)
+    return window_loop(d_output, x, pool_size, stride)
 
 
 def vectorized_sliding_windows(d_output, x, pool_size, stride=None):
     from numpy.lib.stride_tricks import sliding_window_view
     x, d_output = np.asarray(x), np.asarray(d_output)
-    ph, pw, sh, sw = _pool_and_stride(pool_size, stride)
+    ph, pw, sh, sw = pool_and_stride(pool_size, stride)
     rows, cols = d_output.shape[-2:]
     height, width = max(x.shape[-2], (rows - 1) * sh + ph), max(x.shape[-1], (cols - 1) * sw + pw)
     lowest = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
@@ -33,7 +33,7 @@ def vectorized_sliding_windows(d_output, x, pool_size, stride=None):
 
 def pure_python_scan(d_output, x, pool_size, stride=None):
     x, d_output = np.asarray(x), np.asarray(d_output)
-    ph, pw, sh, sw = _pool_and_stride(pool_size, stride)
+    ph, pw, sh, sw = pool_and_stride(pool_size, stride)
     height, width = x.shape[-2:]
     dx = gradient_zeros(x)
     for lead in np.ndindex(x.shape[:-2]):
@@ -55,7 +55,7 @@ def mask_with_first_tie(d_output, x, pool_size, stride=None):
         first = np.zeros(mask.size)
         first[np.flatnonzero(mask)[0]] = 1.0
         return first.reshape(window.shape)
-    return _window_loop(d_output, x, pool_size, stride, weights=first_of_mask)
+    return window_loop(d_output, x, pool_size, stride, weights=first_of_mask)
 
 
 def noisy_but_correct(d_output, x, pool_size, stride=None):

@@ -36,7 +36,7 @@ from ..isolation.verdicts import Verdict
 from ..names import KERNEL_IMPORT_FAILED, PACKAGE_DIR, REPORT_KEY, RESOURCES_KEY, grade_id
 from .notes import add_note, show_notes
 from .sealed_box import SealedBox, box_for
-from .verdicts import _error_output, passed_in_the_grader
+from .verdicts import error_output, passed_in_the_grader
 
 KERNEL_CPU_MARGIN_SECONDS = 30  # the kernel's CPU time beyond ``notebook_seconds``
 
@@ -145,7 +145,7 @@ class SafeExecute(Execute):
         self._no_kernel = True  # the class report counts these tests as failed, as they score
         for cell in nb.cells:
             if cell.cell_type == "code" and is_grade(cell):
-                cell.outputs = [_error_output("Not run: the Python kernel that runs your notebook did not "
+                cell.outputs = [error_output("Not run: the Python kernel that runs your notebook did not "
                                               "start (see the notes at the top), so this test scores 0.")]
         return nb, resources
 
@@ -202,7 +202,7 @@ class SafeExecute(Execute):
             return cell, resources
         verdict = self._decided().get(grade_id(cell)) if grade_id(cell) in self._graded else None
         if verdict is not None and not verdict.passed:
-            cell.outputs = [_error_output(verdict.message)]
+            cell.outputs = [error_output(verdict.message)]
             return cell, resources
         remaining = self._deadline - time.monotonic()
         if self._not_running is None and remaining < 1:

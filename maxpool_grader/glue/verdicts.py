@@ -22,7 +22,7 @@ from ..names import RESOURCES_KEY, SOLUTION_CELL, grade_id
 from .sealed_box import SealedBox, box_for
 
 
-def _error_output(message: str) -> NotebookNode:
+def error_output(message: str) -> NotebookNode:
     return new_output("error", ename="CheckFailed", evalue=message,
                       traceback=message.split("\n"))
 

@@ -55,7 +55,7 @@ class Hierarchy:
     controller: str = ""  # v1 only
 
 
-def _mounts() -> list[tuple[str, str, set[str]]]:
+def mounts() -> list[tuple[str, str, set[str]]]:
     """(mount point, file system type, options) of the cgroup file systems."""
     found = []
     try:
@@ -88,7 +88,7 @@ def _writable(directory: Path) -> bool:
 def _v2_base() -> Path | None:
     """The nearest ancestor of this process's v2 cgroup where boxes can be made: writable,
     and with memory and pids enabled for its children (or enabling them works)."""
-    mount = next((point for point, kind, _ in _mounts() if kind == "cgroup2"), None)
+    mount = next((point for point, kind, _ in mounts() if kind == "cgroup2"), None)
     own = _own_paths().get("")
     if mount is None or own is None:
         return None
@@ -119,7 +119,7 @@ def _v1_bases() -> dict[str, Path] | None:
     own = _own_paths()
     bases = {}
     for controller in CONTROLLERS:
-        mount = next((point for point, kind, options in _mounts()
+        mount = next((point for point, kind, options in mounts()
                       if kind == "cgroup" and controller in options), None)
         if mount is None or controller not in own:
             return None

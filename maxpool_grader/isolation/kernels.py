@@ -101,7 +101,7 @@ class SandboxedKernelManager(QuickShutdown, AsyncKernelManager):
             if self.warm and _warm_kernel_command(kernel_cmd):
                 request = dict(box.warm_request(limits), argv=kernel_cmd, cwd=WORKDIR, env=kw["env"])
                 try:
-                    process = _kernel_zygote().spawn(launch.argv, request, bwrap_fds=tuple(launch.fds))
+                    process = kernel_zygote().spawn(launch.argv, request, bwrap_fds=tuple(launch.fds))
                 except (SpawnError, OSError) as problem:
                     self.log.warning("Warm start of the kernel failed (%s); starting it cold", problem)
             if process is None:
@@ -200,7 +200,7 @@ def _warm_kernel_command(argv: list[str]) -> bool:
 _the_kernel_zygote: Zygote | None = None
 
 
-def _kernel_zygote() -> Zygote:
+def kernel_zygote() -> Zygote:
     """This process's kernel zygote, started on first use (again if it died)."""
     global _the_kernel_zygote
     if _the_kernel_zygote is None or not _the_kernel_zygote.alive():

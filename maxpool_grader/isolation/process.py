@@ -79,7 +79,7 @@ def describe_exit(returncode: int | None, limits: Limits) -> str:
 _the_verdict_zygote: zygote.Zygote | None = None
 
 
-def _verdict_zygote() -> zygote.Zygote:
+def verdict_zygote() -> zygote.Zygote:
     """This process's verdict zygote (started on first use, again if it died)."""
     global _the_verdict_zygote
     if _the_verdict_zygote is None or not _the_verdict_zygote.alive():
@@ -143,7 +143,7 @@ class SolutionProcess:
         try:
             if wrap.warm:  # forked into the sandbox by the verdict zygote
                 try:
-                    self.process = _verdict_zygote().spawn(
+                    self.process = verdict_zygote().spawn(
                         launch.argv, dict(box.warm_request(rlimits), cwd=filesystem.WORKDIR, env=environment,
                                           quiet=True),
                         fds=(request_read, reply_write), bwrap_fds=tuple(launch.fds))

@@ -131,7 +131,7 @@ def _where(error: dict, cells: list[Cell]) -> str:
     return f"\n  at line {error['line']} of {cells[cell].describe()}: {str(error.get('text', '')).strip()}"
 
 
-def _cell_error(error: dict, cells: list[Cell]) -> str:
+def cell_error(error: dict, cells: list[Cell]) -> str:
     """A cell that raised when the notebook ran, for the student: the cell that was
     running, the error, and where it was raised (in that cell or in another one's code)."""
     def named(index, capital: bool = False) -> str | None:

@@ -28,7 +28,7 @@ from ..exercise.search import graded_failure
 from ..exercise.student_call import StudentError
 from ..names import FUNCTION
 from .process import Limits, ProcessEnded, SolutionProcess, Timeout
-from .remote import Cell, RemoteFunction, _cell_error, notebook_cells
+from .remote import Cell, RemoteFunction, cell_error, notebook_cells
 from .shortcuts import find_shortcuts, shortcut_message
 
 
@@ -108,7 +108,7 @@ class _Session:
         errors = reply.get("cell_errors") if isinstance(reply.get("cell_errors"), list) else []
         self.notes = [f"{self.cells[cell].describe(capital=True)} {why}, so it was left out."
                       for cell, why in sorted(self.skipped.items())]
-        self.notes += [_cell_error(error, self.cells) for error in errors if isinstance(error, dict)]
+        self.notes += [cell_error(error, self.cells) for error in errors if isinstance(error, dict)]
         if reply.get("missing"):
             return self._with_notes(explain_missing([cell.source for cell in self.cells
                                                      if cell.kind != "provided"]))

@@ -68,13 +68,13 @@ def _sandbox() -> list[Finding]:
 
 
 def _cgroup() -> Finding:
-    kinds = sorted({kind for _, kind, _ in cgroups._mounts() if kind in ("cgroup", "cgroup2")})
+    kinds = sorted({kind for _, kind, _ in cgroups.mounts() if kind in ("cgroup", "cgroup2")})
     kind = {"cgroup": "v1", "cgroup2": "v2"}
     seen = "cgroup " + "+".join(kind[k] for k in kinds) if kinds else "no cgroup file system mounted"
     if cgroups.available():
         return Finding("cgroup", True, f"{seen}: each submission gets a cgroup capping memory and processes "
                                        "for all its processes together")
-    v1_memory = any(kind == "cgroup" and "memory" in options for _, kind, options in cgroups._mounts())
+    v1_memory = any(kind == "cgroup" and "memory" in options for _, kind, options in cgroups.mounts())
     if os.geteuid() == 0:
         fix = "mount the memory and pids controllers (cgroup v1) or cgroup v2 with both enabled"
     elif v1_memory:  # the memory controller is in a v1 hierarchy: a v2 delegation cannot have it

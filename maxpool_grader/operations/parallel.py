@@ -47,7 +47,7 @@ def default_workers() -> int:
     return (os.cpu_count() or 1) + 1
 
 
-def _start_worker(course: str, db_url: str, parent: int) -> None:
+def start_grading_worker(course: str, db_url: str, parent: int) -> None:
     """Runs once in each worker process: one NbGraderAPI for all its submissions."""
     global _API
     die_with_parent(parent)  # a killed grade leaves no worker (nor its zygotes, sandboxes) behind
@@ -58,6 +58,11 @@ def _start_worker(course: str, db_url: str, parent: int) -> None:
         adopt_zygotes(*_ZYGOTES)
     # one worker grades many notebooks: fork kernels and verdict processes warm (zygote.py)
     _API = nbgrader_api(Path(course), db_url, warm_start=True)
+
+
+def worker_api():
+    """In a grading worker: the NbGraderAPI ``start_grading_worker`` made for it."""
+    return _API
 
 
 def autograde_job(student: str, assignment: str) -> JobResult:
@@ -180,11 +185,12 @@ def run_batch(course: Path, db_url: str, students: list[str], workers: int, job,
             gc.freeze()  # what this process made so far: never collected (nor copied) by the workers' GC
             _ZYGOTES[:] = [zygotes, multiprocessing.Value("i", 0)]  # inherited by the workers forked now
             executor = ProcessPoolExecutor(max_workers=max(1, min(workers, len(jobs.queue))),
-                                           mp_context=multiprocessing.get_context("fork"), initializer=_start_worker,
+                                           mp_context=multiprocessing.get_context("fork"),
+                                           initializer=start_grading_worker,
                                            initargs=(str(course), db_url, os.getpid()))
             pending: dict = {}
             try:
-                with _ctrl_c_held():  # the first submit forks the workers and starts the pool's threads
+                with ctrl_c_held():  # the first submit forks the workers and starts the pool's threads
                     jobs.submit(executor, pending, workers, assignment)
                 zygotes = let_go(zygotes)  # each worker holds its own pair now
                 while pending:
@@ -196,7 +202,7 @@ def run_batch(course: Path, db_url: str, students: list[str], workers: int, job,
                 jobs.result.interrupted = True
                 if jobs.result.then is not None:
                     jobs.result.then.interrupted = True
-                _stop(executor)
+                stop_pool(executor)
                 return jobs.result
             finally:
                 executor.shutdown(wait=not jobs.result.interrupted, cancel_futures=True)
@@ -272,7 +278,7 @@ _ZYGOTES: list = [(), None]  # run_batch's zygotes for the workers it forks, and
 
 
 @contextmanager
-def _ctrl_c_held():
+def ctrl_c_held():
     """SIGINT blocked, then delivered on leaving: a Ctrl-C while the pool starts is not lost
     in a worker that has not ignored it yet, and the pool's threads, started meanwhile,
     keep it blocked for good, so it always reaches the main thread (Python's handler)."""
@@ -283,7 +289,7 @@ def _ctrl_c_held():
         signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
-def _stop(executor: ProcessPoolExecutor) -> None:
+def stop_pool(executor: ProcessPoolExecutor) -> None:
     """Kill the workers now (their kernels and sandboxes die with them)."""
     for process in list(getattr(executor, "_processes", {}).values()):
         try:

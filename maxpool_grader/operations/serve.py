@@ -80,7 +80,7 @@ class Service(Policy, ExchangeWay):
 
     def warm_up(self) -> None:
         """Start every grading worker now (each starts its zygotes), not at the first attempt."""
-        with parallel._ctrl_c_held():  # the pool forks its workers now
+        with parallel.ctrl_c_held():  # the pool forks its workers now
             for _ in range(self.workers):
                 self._pool().submit(ready)
 
@@ -118,7 +118,7 @@ class Service(Policy, ExchangeWay):
     def _grade_here(self, attempt: Attempt, release: bool, remote: dict | None = None) -> None:
         """``serve_job`` in a local worker; ``_finished`` when it ends."""
         loop = asyncio.get_running_loop()
-        with parallel._ctrl_c_held():  # the pool may fork its workers now
+        with parallel.ctrl_c_held():  # the pool may fork its workers now
             future = self._pool().submit(serve_job, attempt.student, attempt.assignment, release, remote)
         future.add_done_callback(lambda done: _back_on(loop, self._finished, attempt, done))
 
@@ -204,7 +204,7 @@ class Service(Policy, ExchangeWay):
         """The pool's workers killed (a worker died, or the service stops); the next attempt
         makes a new pool. What they were grading is queued again by the caller."""
         if self.executor is not None:
-            parallel._stop(self.executor)
+            parallel.stop_pool(self.executor)
             self.executor.shutdown(wait=False, cancel_futures=True)
             self.executor = None
 

@@ -24,16 +24,16 @@ def start_worker(course: str, db_url: str, parent: int) -> None:
     with its kernel and verdict zygotes started (they import ipykernel and NumPy meanwhile)
     and what grading and feedback import imported, so that the first student of a lab
     session does not wait for the start-up."""
-    parallel._start_worker(course, db_url, parent)
+    parallel.start_grading_worker(course, db_url, parent)
     # every page the service makes is read while Part A can still change: never Part A's answer
     # (glue/model_answer.py; the converters nbgrader makes for each call read this config)
-    parallel._API.config.ModelAnswer.release = "never"
+    parallel.worker_api().config.ModelAnswer.release = "never"
     from ..isolation import box
     if box.bwrap_works():  # warm start is for sandboxed kernels only
-        from ..isolation.kernels import _kernel_zygote
-        from ..isolation.process import _verdict_zygote
-        _kernel_zygote()
-        _verdict_zygote()
+        from ..isolation.kernels import kernel_zygote
+        from ..isolation.process import verdict_zygote
+        kernel_zygote()
+        verdict_zygote()
     import nbconvert.exporters.html  # noqa: F401
     import nbgrader.converters  # noqa: F401
     import nbgrader.preprocessors  # noqa: F401
@@ -50,7 +50,7 @@ def serve_job(student: str, assignment: str, release: bool, remote: dict | None 
     in submitted/ as ``grade`` does (or, with ``remote``, record the notebooks a Dask worker
     graded, as ``grade --cluster`` records them), write its feedback, release it through the
     exchange when it came that way, and return its scores per test and the mistakes named."""
-    api = parallel._API
+    api = parallel.worker_api()
     started = time.monotonic()
     course = Path(api.coursedir.root)
     if remote is None:
@@ -129,7 +129,7 @@ class RemoteGrading:
         from .cluster_worker import bundle
         self.course, self.assignment, self.address = course, assignment, address
         try:
-            with parallel._ctrl_c_held():  # the client's threads never take a Ctrl-C
+            with parallel.ctrl_c_held():  # the client's threads never take a Ctrl-C
                 self.client = Client(address, timeout=30, security=security)
         except OSError as problem:
             raise WorkerRefused(f"no Dask scheduler answers at {address} ({problem}); start one with 'dask "

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 import jinja2
 from markupsafe import Markup
 
-from .serve_policy import _when
+from .serve_policy import when_text
 
 if TYPE_CHECKING:
     from .serve import Service
@@ -63,11 +63,11 @@ def home_view(service: Service, student: str, url) -> dict:
     settings, deadline, now = service.settings, service.deadline(), time.time()
     return {"title": f"{service.assignment}: submit for feedback", "student": student, "assignment": service.assignment,
             "open": service.open_now(), "action": url("/upload"), "level": LEVEL_TEXT[settings.before_deadline],
-            "deadline": (_when(deadline.timestamp()) + (" (passed)" if now > deadline.timestamp() else ""))
+            "deadline": (when_text(deadline.timestamp()) + (" (passed)" if now > deadline.timestamp() else ""))
             if deadline else "none",
             "hour": len(service.queue.counted_since(student, now - 3600)), "per_hour": settings.attempts_per_hour,
             "day": len(service.queue.counted_since(student, now - 86400)), "per_day": settings.attempts_per_day,
-            "attempts": [{"id": a.id, "url": url(f"/attempt/{a.id}"), "received": _when(a.received),
+            "attempts": [{"id": a.id, "url": url(f"/attempt/{a.id}"), "received": when_text(a.received),
                           "status": status_text(a)} for a in service.queue.of_student(student)]}
 
 

@@ -127,7 +127,7 @@ class Policy:
         now = time.time() if now is None else now
         deadline = self.deadline()
         if deadline is not None and now > deadline.timestamp():
-            raise Refused(f"The deadline has passed ({_when(deadline.timestamp())}): no more submissions are "
+            raise Refused(f"The deadline has passed ({when_text(deadline.timestamp())}): no more submissions are "
                           "taken. Your last on-time submission is the one that counts.", 403)
         for limit, window, span in ((self.settings.attempts_per_hour, 3600, "hour"),
                                     (self.settings.attempts_per_day, 86400, "24 hours")):
@@ -135,7 +135,7 @@ class Policy:
             if len(used) >= limit:
                 possible = used[len(used) - limit] + window
                 raise Refused(f"You have used your {limit} graded attempts of the last {span}. Your next attempt is "
-                              f"possible at {_when(possible)} (in {_minutes(possible - now)}). This upload was not "
+                              f"possible at {when_text(possible)} (in {_minutes(possible - now)}). This upload was not "
                               "kept.", 429)
 
     def too_large(self, size: int) -> Refused:
@@ -192,7 +192,7 @@ class _Everyone:
 _EVERYONE = _Everyone()
 
 
-def _when(moment: float) -> str:
+def when_text(moment: float) -> str:
     return datetime.fromtimestamp(moment, timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 
 
