@@ -168,3 +168,8 @@ def test_no_module_uses_another_module_s_private_names():
 def test_the_private_name_checker_sees_both_spellings():
     sources = {"p.a": "from .b import _x, y\nfrom . import c\nc._z()\nc.__name__\n"}
     assert private_names_used_across(sources) == ["p.a:1: imports _x", "p.a:3: c._z"]
+
+
+def test_the_course_configuration_is_read_in_one_place():
+    readers = [_module_name(path) for path in SOURCES if "PyFileConfigLoader" in path.read_text()]
+    assert readers == ["maxpool_grader.operations.course"]  # read_course_config

@@ -51,7 +51,7 @@ import nbformat
 
 from ..names import ASSIGNMENT
 from .cluster_worker import WorkerRefused, bundle, grade_submission, submission_files, worker_status
-from .course import course_path, say
+from .course import course_config, course_path, say
 from .jobs import JobResult
 
 
@@ -61,13 +61,10 @@ def record(course: Path, db_url: str, assignment: str, student: str, notebooks: 
     the notebooks and the submission's other files in autograded/."""
     from nbgrader.api import Gradebook
     from nbgrader.preprocessors import AssignLatePenalties
-    from traitlets.config.loader import PyFileConfigLoader
 
     from ..glue.grades import KeepHandGrades
     source = course_path(course, "submitted", student, assignment)
-    config = PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
-    config.CourseDirectory.root = str(course)
-    config.CourseDirectory.db_url = db_url
+    config = course_config(course, db_url)
     from nbgrader.coursedir import CourseDirectory
     timestamp = CourseDirectory(config=config).get_existing_timestamp(str(source))
     with Gradebook(db_url) as book:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..names import ASSIGNMENT, PACKAGE_DIR, package_files
+from .course import course_config
 from .jobs import JobResult
 from .parallel import failure_log, kernel_import_failed
 
@@ -93,7 +94,6 @@ def _course_for(package: Bundle) -> tuple[Path, object]:
     from dask.distributed import get_worker
     from nbgrader.apps import NbGraderAPI
     from nbgrader.coursedir import CourseDirectory
-    from traitlets.config.loader import PyFileConfigLoader
     try:
         base = Path(get_worker().local_directory)
     except ValueError:  # not in a Dask worker (the tests call this directly)
@@ -108,9 +108,7 @@ def _course_for(package: Bundle) -> tuple[Path, object]:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
     os.environ["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
-    config = PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
-    config.CourseDirectory.root = str(course)
-    config.CourseDirectory.db_url = f"sqlite:///{course / 'gradebook.db'}"
+    config = course_config(course, f"sqlite:///{course / 'gradebook.db'}")
     config.SealedBox.warm_start = True
     api = NbGraderAPI(CourseDirectory(config=config), config=config)
     os.chdir(course)  # nbgrader's converters work relative to the course root

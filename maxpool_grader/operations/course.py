@@ -64,11 +64,17 @@ _NBGRADER_MAIN = ("import sys, maxpool_grader; from nbgrader.apps.nbgraderapp im
                   "sys.argv[0] = 'nbgrader'; sys.exit(main())")
 
 
+def read_course_config(course: Path):
+    """The course's nbgrader_config.py as written (traitlets' Config): the one place the
+    package reads it."""
+    from traitlets.config.loader import PyFileConfigLoader
+    return PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
+
+
 def course_config(course: Path, db_url: str):
     """The course's nbgrader_config.py, as the grading workers load it, rooted in ``course``
     with ``db_url`` as its gradebook."""
-    from traitlets.config.loader import PyFileConfigLoader
-    config = PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
+    config = read_course_config(course)
     config.CourseDirectory.root = str(course)
     config.CourseDirectory.db_url = db_url
     return config
@@ -115,9 +121,8 @@ def export_grades(course: Path, db_url: str, destination: Path) -> dict:
 
 def configured_db_url(course: Path) -> str:
     """The gradebook URL of nbgrader_config.py (CourseDirectory.db_url), else SQLite in the course."""
-    from traitlets.config.loader import PyFileConfigLoader
     try:
-        url = PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config().CourseDirectory.get("db_url")
+        url = read_course_config(course).CourseDirectory.get("db_url")
     except Exception:  # noqa: BLE001  nbgrader reports a broken config itself
         url = None
     return url or f"sqlite:///{course / 'gradebook.db'}"

@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from .course import say
+from .course import read_course_config, say
 from .serve_pages import refusal_page
 from .serve_policy import NOT_ON_ROSTER, STUDENT_ID, Refused
 
@@ -179,8 +179,7 @@ def _read_owned(folder: int, name: str, uid: int, limit: int) -> bytes:
 
 
 def exchange_inbound(course: Path) -> Path | None:
-    from traitlets.config.loader import PyFileConfigLoader
-    config = PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
+    config = read_course_config(course)
     root = config.Exchange.get("root") or "/srv/nbgrader/exchange"
     course_id = config.CourseDirectory.get("course_id") or ""
     return Path(root) / course_id / "inbound" if course_id else None

@@ -17,6 +17,7 @@ from traitlets.config import Configurable
 
 from ..glue.deadline import deadline as course_deadline
 from ..names import SOLUTION_CELL
+from .course import read_course_config
 from .roster import read_roster
 from .serve_tokens import INSTRUCTOR, service_secret, token_for, who_has  # noqa: F401  (the web way's)
 
@@ -56,9 +57,7 @@ class Serve(Configurable):
 
 
 def load_settings(course: Path) -> Serve:
-    from traitlets.config.loader import PyFileConfigLoader
-    config = PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
-    return Serve(config=config)
+    return Serve(config=read_course_config(course))
 
 
 class Refused(Exception):
