@@ -1,6 +1,6 @@
 """Grading package of the max_pool_backward nbgrader course.
 
-Students never receive it: it is installed in the grading environment only. Four layers,
+Students never receive it: it is installed in the grading environment only. Five layers,
 each importing only from the ones above it in this list (tests/test_layout.py checks):
 
 * ``names``: the course's names and metadata keys, imported by everything.

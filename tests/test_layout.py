@@ -4,6 +4,7 @@ stay short enough to read, and a longer one says why in its docstring."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -173,3 +174,19 @@ def test_the_private_name_checker_sees_both_spellings():
 def test_the_course_configuration_is_read_in_one_place():
     readers = [_module_name(path) for path in SOURCES if "PyFileConfigLoader" in path.read_text()]
     assert readers == ["maxpool_grader.operations.course"]  # read_course_config
+
+
+@pytest.mark.parametrize("layer", LAYERS[1:])
+def test_each_layer_s_docstring_names_every_module_of_it(layer):
+    folder = PACKAGE_DIR / layer
+    text = " ".join((ast.get_docstring(ast.parse((folder / "__init__.py").read_text())) or "").split())
+    missing = [path.stem for path in sorted(folder.glob("*.py"))
+               if path.stem != "__init__" and not re.search(rf"``{path.stem}[`.]|\b{path.stem}\.py\b", text)]
+    assert not missing, f"maxpool_grader/{layer}/__init__.py does not say what these are: {missing}"
+
+
+def test_the_package_docstring_counts_its_layers():
+    text = ast.get_docstring(ast.parse((PACKAGE_DIR / "__init__.py").read_text())) or ""
+    words = ["no", "one", "two", "three", "four", "five", "six", "seven"]
+    assert f"{words[len(LAYERS)].title()} layers" in text
+    assert all(f"``{layer}``" in text for layer in LAYERS)

@@ -12,7 +12,10 @@
   rubric for the person grading (``ShowRubric``); ``notes``: the grader's notes cell;
 * ``model_answer``, ``feedback_page``: the model answer and the student's feedback page;
   ``mathml``: formulas as MathML, read exactly as written, on every page nbgrader renders;
-  ``inert`` and ``allow_list``: student content shown inert.
+  ``inert`` and ``allow_list``: student content shown inert; ``deadline``: the
+  assignment's deadline, read once for every page that depends on it;
+* ``csv_export`` (``SafeCsvExport``): ``grades.csv`` that no spreadsheet runs;
+* ``nbgrader_costs``: costs nbgrader pays again for every submission, paid once;
 
 * ``patches``: every run-time change of nbgrader's code, each checked against the
   installed versions, applied by ``install()`` (``nbgrader_config.py`` calls it).
