@@ -34,8 +34,8 @@ from maxpool_grader.operations.lms import LatePolicy
 from maxpool_grader.operations.lms_export import cell as csv_cell
 from maxpool_grader.operations.lms_match import match_key
 from maxpool_grader.operations.lms_zip import (
-    Limits,
     LmsError,
+    ZipLimits,
     ambiguous,
     detect_layout,
     parse,
@@ -759,7 +759,8 @@ def test_staging_reads_with_a_bound_and_names_each_entry_it_skips(tmp_path):
     (tmp_path / "staged").mkdir()
     with zipfile.ZipFile(path) as archive:
         # 100 bytes on disk cost a whole 4 KiB block: the second file past "good" no longer fits
-        read, skipped = stage(archive, archive.infolist(), tmp_path / "staged", Limits(per_file=1000, total=2 * 4096))
+        limits = ZipLimits(per_file=1000, total=2 * 4096)
+        read, skipped = stage(archive, archive.infolist(), tmp_path / "staged", limits)
     assert {entry.filename: staged.read_bytes() for entry, staged in read.items()} == {"good": b"x" * 100}
     reasons = {entry.filename: reason for entry, reason in skipped.items()}
     assert reasons["encrypted"].startswith("encrypted") and reasons["crc"].startswith("damaged: Bad CRC-32")
@@ -768,4 +769,4 @@ def test_staging_reads_with_a_bound_and_names_each_entry_it_skips(tmp_path):
     assert reasons["over-total"] == "the zip unpacks to more than 8 KiB in all (--max-total-size)"
     assert sorted(p.name for p in (tmp_path / "staged").iterdir()) == ["0"]  # nothing half-read is left
     with zipfile.ZipFile(path) as archive, pytest.raises(LmsError, match="holds 7 files, more than 6"):
-        stage(archive, archive.infolist(), tmp_path / "staged", Limits(files=6))
+        stage(archive, archive.infolist(), tmp_path / "staged", ZipLimits(files=6))

@@ -13,11 +13,11 @@ from .checks import GradedCheck
 from .reference import max_pool_backward
 from .reproducer import call_text, literal
 from .rules import SMALL, indented
-from .search import Attempt, likely_mistakes, smallest_failure
+from .search import Outcome, likely_mistakes, smallest_failure
 from .student_call import StudentError
 
 
-def describe_failure(student: Attempt, graded: Attempt, witnesses: list[Attempt],
+def describe_failure(student: Outcome, graded: Outcome, witnesses: list[Outcome],
                      named: list[str] | None = None, source: str = "", accepts: str = "") -> str:
     """The reproducer, expected and actual dx, and the likely mistake, for the student.
 
@@ -120,7 +120,7 @@ def report(check: GradedCheck, body: str) -> str:
                     f"What it checks: {check.what}\n\n{body}")
 
 
-def explain(check: GradedCheck, function, failed: Attempt, named: list[str] | None = None,
+def explain(check: GradedCheck, function, failed: Outcome, named: list[str] | None = None,
             after: str = "", source: str = "") -> str:
     """The report for a failed graded attempt: reproducer, expected and actual dx, likely
     mistake (whose catalogue names are added to ``named``), then ``after``. ``function``

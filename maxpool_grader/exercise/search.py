@@ -16,7 +16,7 @@ from .student_call import CheckFailed, StudentError, call_student, quiet_student
 
 
 @dataclass(frozen=True)
-class Attempt:
+class Outcome:
     """The student's function on one case: its dx or the error it raised, and the verdict."""
 
     case: Case
@@ -35,16 +35,16 @@ def _changed(given: Given, case: Case) -> tuple[bool, bool]:
     return not np.array_equal(given.x, case.x), not np.array_equal(given.d_output, case.d_output)
 
 
-def attempt(check: GradedCheck, function, case: Case, output: list[str]) -> Attempt:
+def attempt(check: GradedCheck, function, case: Case, output: list[str]) -> Outcome:
     given = Given(case.d_output.copy(), case.x.copy())  # the student may modify these
     try:
         dx = call_student(function, given.d_output, given.x, case.pool_size, case.stride, output=output)
     except CheckFailed as failure:
-        return Attempt(case, given, None, failure, str(failure))
-    return Attempt(case, given, dx, None, check.verdict(case, dx, given))
+        return Outcome(case, given, None, failure, str(failure))
+    return Outcome(case, given, dx, None, check.verdict(case, dx, given))
 
 
-def _failure_kind(attempt_: Attempt) -> str:
+def _failure_kind(attempt_: Outcome) -> str:
     if isinstance(attempt_.error, StudentError):
         return type(attempt_.error.exception).__name__
     return "error" if attempt_.error else "wrong result"
@@ -53,7 +53,7 @@ def _failure_kind(attempt_: Attempt) -> str:
 WITNESSES = 3  # further failing probes used to tell apart bugs that agree on the smallest one
 
 
-def smallest_failure(check: GradedCheck, function, failed: Attempt) -> tuple[Attempt, list[Attempt]]:
+def smallest_failure(check: GradedCheck, function, failed: Outcome) -> tuple[Outcome, list[Outcome]]:
     """The smallest input that shows the failure the graded input showed, and a few
     more failing probes of the same kind (to tell apart the bugs that could explain it).
 
@@ -65,7 +65,7 @@ def smallest_failure(check: GradedCheck, function, failed: Attempt) -> tuple[Att
     discarded: list[str] = []
     with_stride = accepts_stride(function)
     kind = _failure_kind(failed)
-    found: list[Attempt] = []
+    found: list[Outcome] = []
     first_other = None
     for case in check.probes():
         if case.stride is not None and not with_stride:
@@ -88,7 +88,7 @@ def smallest_failure(check: GradedCheck, function, failed: Attempt) -> tuple[Att
     return (failed if case.x.size <= SMALL or first_other is None else first_other), []
 
 
-def graded_failure(check: GradedCheck, function, output: list[str]) -> Attempt | str | None:
+def graded_failure(check: GradedCheck, function, output: list[str]) -> Outcome | str | None:
     """Run ``check``'s graded cases: None when all pass, else the first failing attempt
     (or, for a function that cannot be called with a stride, the message saying so)."""
     with_stride = accepts_stride(function)
@@ -101,7 +101,7 @@ def graded_failure(check: GradedCheck, function, output: list[str]) -> Attempt |
     return None
 
 
-def _same_outcome(student: Attempt, dx, error: BaseException | None, given: Given) -> bool:
+def _same_outcome(student: Outcome, dx, error: BaseException | None, given: Given) -> bool:
     if _changed(given, student.case) != student.inputs_changed:
         return False
     if isinstance(student.error, StudentError):
@@ -116,7 +116,7 @@ def _same_outcome(student: Attempt, dx, error: BaseException | None, given: Give
             and np.array_equal(dx.astype(np.float64), student.dx.astype(np.float64), equal_nan=True))
 
 
-def matches(bug: Bug, student: Attempt) -> bool:
+def matches(bug: Bug, student: Outcome) -> bool:
     """Whether ``bug`` gives exactly the student's outcome (dx or error, and changed
     inputs) on the student's input."""
     given = Given(student.case.d_output.copy(), student.case.x.copy())
@@ -129,8 +129,8 @@ def matches(bug: Bug, student: Attempt) -> bool:
     return _same_outcome(student, dx, error, given)
 
 
-def likely_mistakes(student: Attempt, graded: Attempt,
-                    witnesses: list[Attempt]) -> tuple[list[Bug], bool]:
+def likely_mistakes(student: Outcome, graded: Outcome,
+                    witnesses: list[Outcome]) -> tuple[list[Bug], bool]:
     """The catalogue's bugs that explain the student's outcomes.
 
     Returns (bugs, certain). Certain: the bugs that give exactly the student's outcome

@@ -25,7 +25,7 @@ from ..names import ASSIGNMENT
 from . import cluster_tls, course, serve_cli
 from .course import configured_db_url, nbgrader_environment, run_nbgrader
 from .grade import grade
-from .lms_zip import LAYOUTS, Limits, LmsError
+from .lms_zip import LAYOUTS, LmsError, ZipLimits
 from .roster import RosterError, import_roster
 from .similarity import THRESHOLD
 
@@ -62,12 +62,12 @@ def _parser() -> argparse.ArgumentParser:
                                                      "penalty")
     collect.add_argument("--zip-timezone", default="UTC",
                          help="the time zone of the zip's file times (default UTC), e.g. Europe/Berlin")
-    collect.add_argument("--max-file-size", default=f"{Limits.per_file >> 20}MiB", metavar="SIZE",
+    collect.add_argument("--max-file-size", default=f"{ZipLimits.per_file >> 20}MiB", metavar="SIZE",
                          help="skip (and name) a file of the zip that unpacks to more than this (default %(default)s)")
-    collect.add_argument("--max-total-size", default=f"{Limits.total >> 20}MiB", metavar="SIZE",
+    collect.add_argument("--max-total-size", default=f"{ZipLimits.total >> 20}MiB", metavar="SIZE",
                          help="skip (and name) the files past this much unpacked in all (default %(default)s)")
-    collect.add_argument("--max-files", type=int, default=Limits.files, metavar="N",
-                         help=f"refuse a zip of more files (default %(default)s; {Limits.per_student} per student)")
+    collect.add_argument("--max-files", type=int, default=ZipLimits.files, metavar="N",
+                         help=f"refuse a zip of more files (default %(default)s; {ZipLimits.per_student} per student)")
     collect.add_argument("--lms", choices=LAYOUTS, default=None,
                          help="the zip's layout, when its names fit two equally (default: told from the names)")
     collect.add_argument("--replace-newer", action="store_true",
@@ -267,7 +267,7 @@ def collect_lms(args, db_url: str) -> int:
         if result.returncode != 0:
             print(result.stdout[-4000:], file=sys.stderr)
             return 1
-    limits = Limits(_size("--max-file-size", args.max_file_size), _size("--max-total-size", args.max_total_size),
+    limits = ZipLimits(_size("--max-file-size", args.max_file_size), _size("--max-total-size", args.max_total_size),
                     files=args.max_files)
     found = lms.collect(args.zip, args.course_dir, db_url, due=due, zip_timezone=zone, limits=limits, lms=args.lms,
                         replace_newer=args.replace_newer)

@@ -26,7 +26,7 @@ class WorkerRefused(RuntimeError):
 
 
 @functools.lru_cache(maxsize=1)
-def grader_digest() -> str:
+def package_digest() -> str:
     """The grader's identity: every file of the package, and nbgrader's version. A worker
     grades only when its digest is the coordinator's. Taken once per process: a worker
     started before the grader was upgraded keeps the digest of the code it runs (restart
@@ -45,7 +45,7 @@ class Bundle:
     assignment: str
     config: bytes  # nbgrader_config.py
     source: tuple[tuple[str, bytes], ...]  # (path inside source/<assignment>/, bytes)
-    grader: str  # grader_digest() of the coordinator
+    grader: str  # package_digest() of the coordinator
 
     @property
     def digest(self) -> str:
@@ -59,7 +59,7 @@ def bundle(course: Path, assignment: str = ASSIGNMENT) -> Bundle:
     folder = course / "source" / assignment
     files = tuple((str(path.relative_to(folder)), path.read_bytes()) for path in sorted(folder.rglob("*"))
                   if path.is_file() and not path.is_symlink() and ".ipynb_checkpoints" not in path.parts)
-    return Bundle(assignment, (course / "nbgrader_config.py").read_bytes(), files, grader_digest())
+    return Bundle(assignment, (course / "nbgrader_config.py").read_bytes(), files, package_digest())
 
 
 def submission_files(folder: Path) -> dict[str, bytes]:
@@ -76,7 +76,7 @@ _LOCK = threading.Lock()  # one submission at a time per process: nbgrader's API
 def worker_status(expected_grader: str) -> dict:
     """What a worker says of itself before it is given work (run on every worker)."""
     from ..isolation import box, cgroups
-    mine = grader_digest()
+    mine = package_digest()
     problems = []
     if mine != expected_grader:
         problems.append("it runs another version of the grader (install the coordinator's maxpool-grader "

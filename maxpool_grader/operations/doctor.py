@@ -20,7 +20,7 @@ from .course import configured_db_url
 
 
 @dataclass(frozen=True)
-class Finding:
+class Guarantee:
     """One thing grading relies on: whether it holds here, what was seen, and the fix."""
 
     name: str
@@ -52,27 +52,27 @@ def _user_namespaces() -> tuple[bool, str, str | None]:
     return True, "user namespaces allowed", None
 
 
-def _sandbox() -> list[Finding]:
+def _sandbox() -> list[Guarantee]:
     if box.BWRAP is None:
-        return [Finding("sandbox", False, "bubblewrap (bwrap) is not installed: student code would run with "
+        return [Guarantee("sandbox", False, "bubblewrap (bwrap) is not installed: student code would run with "
                         "your rights (GRADING UNSANDBOXED)", "apt-get install bubblewrap")]
     if os.geteuid() == 0 and box.SETPRIV is None:
-        return [Finding("sandbox", False, "as root the sandbox drops to an unprivileged uid with setpriv, "
+        return [Guarantee("sandbox", False, "as root the sandbox drops to an unprivileged uid with setpriv, "
                         "which is missing", "apt-get install util-linux")]
     if box.bwrap_works():
-        return [Finding("sandbox", True, f"bubblewrap ({box.BWRAP}) makes the sandbox: no network, no files of "
+        return [Guarantee("sandbox", True, f"bubblewrap ({box.BWRAP}) makes the sandbox: no network, no files of "
                         "yours, its own PID namespace, no capability")]
     allowed, seen, fix = _user_namespaces()
-    return [Finding("sandbox", False, f"{box.BWRAP} is installed but cannot make the sandbox: {seen}",
+    return [Guarantee("sandbox", False, f"{box.BWRAP} is installed but cannot make the sandbox: {seen}",
                     fix or "run `bwrap --unshare-all --bind / / true` to see bubblewrap's own error")]
 
 
-def _cgroup() -> Finding:
+def _cgroup() -> Guarantee:
     kinds = sorted({kind for _, kind, _ in cgroups.mounts() if kind in ("cgroup", "cgroup2")})
     kind = {"cgroup": "v1", "cgroup2": "v2"}
     seen = "cgroup " + "+".join(kind[k] for k in kinds) if kinds else "no cgroup file system mounted"
     if cgroups.available():
-        return Finding("cgroup", True, f"{seen}: each submission gets a cgroup capping memory and processes "
+        return Guarantee("cgroup", True, f"{seen}: each submission gets a cgroup capping memory and processes "
                                        "for all its processes together")
     v1_memory = any(kind == "cgroup" and "memory" in options for _, kind, options in cgroups.mounts())
     if os.geteuid() == 0:
@@ -81,20 +81,20 @@ def _cgroup() -> Finding:
         fix = "grade as root, or have an administrator chown a subtree of the memory and pids hierarchies to you"
     else:
         fix = "run the grading command under systemd-run --user --scope -p Delegate=yes"
-    return Finding("cgroup", False, f"{seen}, but {cgroups.why_unavailable()}: memory is capped per process "
+    return Guarantee("cgroup", False, f"{seen}, but {cgroups.why_unavailable()}: memory is capped per process "
                                     "only, processes by RLIMIT_NPROC (GRADING WITHOUT A CGROUP)", fix)
 
 
-def _user() -> Finding:
+def _user() -> Guarantee:
     if os.geteuid() == 0:
-        return Finding("user", True, "root: student code runs as an unprivileged uid in the sandbox", needed=False)
-    return Finding("user", True, f"uid {os.geteuid()}: student code runs as you, without any capability, in the "
+        return Guarantee("user", True, "root: student code runs as an unprivileged uid in the sandbox", needed=False)
+    return Guarantee("user", True, f"uid {os.geteuid()}: student code runs as you, without any capability, in the "
                                  "sandbox's user namespace", needed=False)
 
 
-def _gradebook(course: Path, db_url: str | None) -> Finding:
+def _gradebook(course: Path, db_url: str | None) -> Guarantee:
     if db_url is None and not (course / "nbgrader_config.py").is_file():
-        return Finding("gradebook", True, f"not checked: {course} is no course (pass --course-dir or --db)",
+        return Guarantee("gradebook", True, f"not checked: {course} is no course (pass --course-dir or --db)",
                        needed=False)
     url = db_url or configured_db_url(course)
     shown = url.split("@")[-1] if "@" in url else url  # no password on the terminal
@@ -103,7 +103,7 @@ def _gradebook(course: Path, db_url: str | None) -> Finding:
     if url.startswith("sqlite:///"):
         folder = Path(url[len("sqlite:///"):]).parent
         if not os.access(folder, os.W_OK):
-            return Finding("gradebook", False, f"{shown}: {folder} is not writable for you",
+            return Guarantee("gradebook", False, f"{shown}: {folder} is not writable for you",
                            f"grade as the owner of {folder}, or pass --db")
     try:
         engine = create_engine(url, **options)
@@ -112,25 +112,25 @@ def _gradebook(course: Path, db_url: str | None) -> Finding:
         engine.dispose()
     except Exception as problem:  # noqa: BLE001  a driver's own error, named
         first = str(problem).strip().splitlines()[0] if str(problem).strip() else type(problem).__name__
-        return Finding("gradebook", False, f"{shown}: {first[:200]}",
+        return Guarantee("gradebook", False, f"{shown}: {first[:200]}",
                        "start the database server, or correct --db / CourseDirectory.db_url")
-    return Finding("gradebook", True, f"{shown} answers")
+    return Guarantee("gradebook", True, f"{shown} answers")
 
 
-def _patches() -> Finding:
+def _patches() -> Guarantee:
     problems = mismatches()
     if problems:
-        return Finding("nbgrader", False, f"{len(problems)} patch(es) written for other versions: "
+        return Guarantee("nbgrader", False, f"{len(problems)} patch(es) written for other versions: "
                        + problems[0].split(";")[0],
                        "pip install -e . in the course (the versions pyproject.toml names)")
-    return Finding("nbgrader", True, "every patch of nbgrader fits the installed versions")
+    return Guarantee("nbgrader", True, "every patch of nbgrader fits the installed versions")
 
 
-def findings(course: Path, db_url: str | None = None) -> list[Finding]:
+def findings(course: Path, db_url: str | None = None) -> list[Guarantee]:
     return [*_sandbox(), _cgroup(), _user(), _gradebook(course, db_url), _patches()]
 
 
-def summary(found: list[Finding]) -> str:
+def summary(found: list[Guarantee]) -> str:
     by_name = {finding.name: finding for finding in found}
     sandboxed = "yes" if by_name["sandbox"].holds else "NO"
     caps = "per submission (cgroup)" if by_name["cgroup"].holds else "per process only"

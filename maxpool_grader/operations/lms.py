@@ -58,7 +58,7 @@ from .course import course_path
 from .lms_export import STATE, export  # noqa: F401  (the other half of "from the LMS and back")
 from .lms_match import known_users, match
 from .lms_store import STAGING, Collected, KeepOut, recover, submitted_time, swap_in
-from .lms_zip import Limits, LmsError, Upload, ambiguous, detect_layout, files_of, parse, safe_parts, shown, stage
+from .lms_zip import LmsError, ZipLimits, ZipUpload, ambiguous, detect_layout, files_of, parse, safe_parts, shown, stage
 from .roster import read_roster
 
 UNMATCHED = "lms-unmatched"
@@ -66,7 +66,7 @@ UNMATCHED = "lms-unmatched"
 
 # ------------------------------------------------------------------ into submitted/
 def collect(zip_path: Path, course: Path, db_url: str, *, due: dt.datetime | None = None,
-            zip_timezone: dt.tzinfo = dt.timezone.utc, assignment: str = ASSIGNMENT, limits: Limits | None = None,
+            zip_timezone: dt.tzinfo = dt.timezone.utc, assignment: str = ASSIGNMENT, limits: ZipLimits | None = None,
             lms: str | None = None, replace_newer: bool = False) -> Collected:
     """Put the zip's submissions into ``submitted/<student>/<assignment>/`` (each student's
     folder replaced whole), with ``timestamp.txt``; see the module doc."""
@@ -81,7 +81,7 @@ def collect(zip_path: Path, course: Path, db_url: str, *, due: dt.datetime | Non
     with archive, _locked(course / STATE.parent / "collect-lms.lock"):
         result.messages += recover(course, submitted, course / UNMATCHED, course / STATE.parent, assignment)
         with tempfile.TemporaryDirectory(prefix=STAGING, dir=course / STATE.parent) as staging:
-            _collect_zip(archive, zip_path, Path(staging), course, result, roster, limits or Limits(), lms,
+            _collect_zip(archive, zip_path, Path(staging), course, result, roster, limits or ZipLimits(), lms,
                          assignment=assignment, due=due, zip_timezone=zip_timezone, replace_newer=replace_newer)
         if due is not None:
             with Gradebook(db_url) as book:
@@ -92,7 +92,7 @@ def collect(zip_path: Path, course: Path, db_url: str, *, due: dt.datetime | Non
 
 
 def _collect_zip(archive: zipfile.ZipFile, zip_path: Path, staging: Path, course: Path, result: Collected,
-                 roster: list[dict], limits: Limits, lms: str | None, *, assignment: str, **options) -> None:
+                 roster: list[dict], limits: ZipLimits, lms: str | None, *, assignment: str, **options) -> None:
     """Read, stage, match and write the zip (``options``: those of ``_collect_student``)."""
     entries = files_of(archive)
     result.layout = detect_layout(entries, lms)
@@ -107,7 +107,7 @@ def _collect_zip(archive: zipfile.ZipFile, zip_path: Path, staging: Path, course
         elif entry not in parsed:
             keep_out(entry, f"not named as {result.layout or 'Canvas or Moodle'} names its files")
     why = match(uploads, roster, known_users(course / STATE))
-    by_student: dict[str, list[Upload]] = {}
+    by_student: dict[str, list[ZipUpload]] = {}
     for upload in uploads:
         if upload.student is None:
             keep_out(upload.entry, why[upload.entry][0], failed=why[upload.entry][1])
@@ -152,13 +152,13 @@ def _locked(path: Path):
         yield
 
 
-def _stored_name(upload: Upload) -> str:
+def _stored_name(upload: ZipUpload) -> str:
     """The name a file gets in the student's folder: the last component of their path, made safe."""
     name = safe_parts(upload.file)[-1]
     return "_" + name if name == "timestamp.txt" else name
 
 
-def _collect_student(folder: Path, uploads: list[Upload], keep_out: KeepOut, *, due, zip_timezone,
+def _collect_student(folder: Path, uploads: list[ZipUpload], keep_out: KeepOut, *, due, zip_timezone,
                      replace_newer: bool, per_student: int) -> dict | None:
     """Swap one student's folder for their uploads; None when it is kept as it was."""
     student, latest = folder.parent.name, {}

@@ -15,7 +15,7 @@ import json
 import unicodedata
 from pathlib import Path
 
-from .lms_zip import Upload
+from .lms_zip import ZipUpload
 
 
 def match_key(text: str) -> str:
@@ -26,7 +26,7 @@ def match_key(text: str) -> str:
     return unicodedata.normalize("NFKC", kept)
 
 
-def match(uploads: list[Upload], roster: list[dict], known: dict[str, tuple[str, str]]) -> dict:
+def match(uploads: list[ZipUpload], roster: list[dict], known: dict[str, tuple[str, str]]) -> dict:
     """Set each upload's student; returns, for each upload left unmatched, why and whether it
     is a refusal (exit status 1). A roster row with an lms_id is matched by it only; a row
     without one by the LMS user an earlier collection recorded for it (``known``), else by
@@ -44,7 +44,7 @@ def match(uploads: list[Upload], roster: list[dict], known: dict[str, tuple[str,
         first, last = row.get("first_name") or "", row.get("last_name") or ""
         for key in {match_key(last + first), match_key(first + last)} - {""}:
             by_name.setdefault(key, []).append(row["id"])
-    users: dict[tuple[str, str], list[Upload]] = {}
+    users: dict[tuple[str, str], list[ZipUpload]] = {}
     for upload in uploads:
         users.setdefault((upload.lms, upload.lms_id), []).append(upload)
     why, claims = {}, {}

@@ -51,7 +51,7 @@ class LmsError(ValueError):
 
 
 @dataclass
-class Upload:
+class ZipUpload:
     """One file of the zip, and what the LMS's part of its name says."""
 
     entry: zipfile.ZipInfo
@@ -72,7 +72,7 @@ class Upload:
 
 
 @dataclass(frozen=True)
-class Limits:
+class ZipLimits:
     """How much the zip may unpack to: per entry and in total (bytes), and how many files."""
 
     per_file: int = 50 * MiB
@@ -128,7 +128,7 @@ def files_of(archive: zipfile.ZipFile) -> list[zipfile.ZipInfo]:
             if not entry.is_dir() and PurePosixPath(entry.filename).parts[:1] != (LITTER,)]
 
 
-def parse(entry: zipfile.ZipInfo, layout: str | None) -> Upload | None:
+def parse(entry: zipfile.ZipInfo, layout: str | None) -> ZipUpload | None:
     """What the LMS's part of an entry's name says in ``layout``, or None when the entry is
     not named that way."""
     name = entry.filename
@@ -136,13 +136,13 @@ def parse(entry: zipfile.ZipInfo, layout: str | None) -> Upload | None:
         file, attempt = found["file"], 0
         if again := ATTEMPT.match(file):
             file, attempt = again["stem"] + again["suffix"], int(again["attempt"])
-        return Upload(entry, "canvas", found["name"], found["lms_id"], file, attempt, bool(found["late"]))
+        return ZipUpload(entry, "canvas", found["name"], found["lms_id"], file, attempt, bool(found["late"]))
     if layout == "moodle-folders" and "/" in name:
         folder, file = name.split("/", 1)
         if found := MOODLE_FOLDER.match(folder):
-            return Upload(entry, "moodle", found["name"], found["lms_id"], file)
+            return ZipUpload(entry, "moodle", found["name"], found["lms_id"], file)
     if layout == "moodle-flat" and not ambiguous(entry, layout) and (found := MOODLE_FLAT.match(name)):
-        return Upload(entry, "moodle", found["name"], found["lms_id"], found["file"])
+        return ZipUpload(entry, "moodle", found["name"], found["lms_id"], found["file"])
     return None
 
 
@@ -182,7 +182,7 @@ class _TooLarge(Exception):
 
 
 def stage(archive: zipfile.ZipFile, entries: list[zipfile.ZipInfo], folder: Path,
-          limits: Limits) -> tuple[dict[zipfile.ZipInfo, Path], dict[zipfile.ZipInfo, str]]:
+          limits: ZipLimits) -> tuple[dict[zipfile.ZipInfo, Path], dict[zipfile.ZipInfo, str]]:
     """Copy each entry into ``folder`` (as 0, 1, 2 ...) with a bounded read. Returns the
     entries read, with their copies, and the entries skipped, with the reason."""
     read, skipped, total = {}, {}, 0
@@ -213,7 +213,7 @@ def stage(archive: zipfile.ZipFile, entries: list[zipfile.ZipInfo], folder: Path
     return read, skipped
 
 
-def _check(entry: zipfile.ZipInfo, limits: Limits) -> str | None:
+def _check(entry: zipfile.ZipInfo, limits: ZipLimits) -> str | None:
     """Why an entry cannot be read, from its headers alone (None: try it)."""
     if entry.flag_bits & 0x1:
         return "encrypted (password-protected): it cannot be read"

@@ -27,7 +27,7 @@ from ..isolation.box import Caps
 from ..isolation.kernel_client import MAX_MESSAGE_BYTES, QUEUED_MESSAGES
 from ..isolation.process import CPU_MARGIN_SECONDS, Limits
 from .lms import LatePolicy
-from .lms_zip import Limits as ZipLimits
+from .lms_zip import ZipLimits
 from .serve_policy import Serve
 
 SETTINGS: list[tuple[type[Configurable], str]] = [
