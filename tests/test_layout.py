@@ -190,3 +190,20 @@ def test_the_package_docstring_counts_its_layers():
     words = ["no", "one", "two", "three", "four", "five", "six", "seven"]
     assert f"{words[len(LAYERS)].title()} layers" in text
     assert all(f"``{layer}``" in text for layer in LAYERS)
+
+
+def test_the_developers_guide_s_table_lists_every_module_in_its_layer_in_order():
+    """docs/development.md#package: one row group per layer, in LAYERS' order, naming every
+    module of it (a new module gets a line there, or this fails)."""
+    text = (PACKAGE_DIR.parent / "docs" / "development.md").read_text()
+    table = text.split("| layer | modules | what it holds |", 1)[1].split("\n\n", 1)[0]
+    named: dict[str, set[str]] = {}
+    current = ""
+    for row in table.splitlines()[2:]:
+        cells = row.split("|")
+        current = cells[1].strip().strip("`").removesuffix("/").removesuffix(".py") or current  # blank: same layer
+        named.setdefault(current, set()).update(re.findall(r"`(\w+)`", cells[2]))
+    assert list(named) == LAYERS
+    for layer in LAYERS[1:]:
+        missing = {path.stem for path in (PACKAGE_DIR / layer).glob("*.py")} - {"__init__"} - named[layer]
+        assert not missing, f"docs/development.md's {layer}/ rows leave out {sorted(missing)}"
