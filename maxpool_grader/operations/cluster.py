@@ -6,11 +6,10 @@ command (incremental state, progress, feedback, CSV, report) stays on the machin
 runs it, the *coordinator*.
 
 * **A worker needs no course folder.** The course's grading bundle (nbgrader_config.py,
-  the source notebook folder, the grader's digest) goes to each worker once
-  (``Client.scatter(broadcast=True)``); the worker makes a private course of it in its
-  own local directory (``generate_assignment`` into its own SQLite gradebook), once per
-  bundle. Each task carries one submission's regular files (links are never read) and
-  its timestamp.
+  the source notebook folder, the grader's digest) goes with each task; the worker makes
+  a private course of it in its own local directory (``generate_assignment`` into its own
+  SQLite gradebook), once per bundle. Each task also carries one submission's regular
+  files (links are never read) and its timestamp.
 * **Each worker grades in its own sealed box**, with plain nbgrader's autograde and the
   course's configuration, exactly as the local pool does (isolation/box.py, warm start).
   Only the graded notebook comes back.
@@ -22,9 +21,10 @@ runs it, the *coordinator*.
   package's code, nbgrader's version) and whether bubblewrap works there; a worker that
   differs or has no sandbox is named and gets no submission.
 * **A lost worker** (machine gone, process killed): the scheduler gives its submissions
-  to another worker (Dask's own rescheduling). A task the scheduler cancels instead (it can
-  forget a task whose data went with the worker) is submitted once more, with the package
-  sent again to the workers still there.
+  to another worker (Dask's own rescheduling). Each task carries the course's bundle itself
+  (about 70 KB), not a scattered copy: Dask's memory manager keeps one replica of scattered
+  data, and losing the worker that held it cancelled every task that needed it ("already
+  forgotten"); a task's own data is rescheduled with it (serve_grading.RemoteGrading too).
 
 Start the scheduler and workers with the course's certificates (cluster_tls.py: only
 the coordinator may reach them), each worker with one thread per process (nbgrader's API
@@ -138,20 +138,11 @@ def run_batch(course: Path, db_url: str, students: list[str], address: str, on_d
                             "'dask scheduler' and workers with 'dask worker ADDRESS --nthreads 1' "
                             "(docs/operations.md#cluster; with tls:// both need the course's certificates)") from None
     with client:
-        futures, submit = _submit(client, course, students, address, assignment)
+        futures = _submit(client, course, students, address, assignment)
         collector = _Collector(course, db_url, assignment, len(futures), on_done)
-        again: set[str] = set()
         try:
-            completed = as_completed(futures)
-            for future in completed:
-                student = futures[future]
-                if future.status == "cancelled" and student not in again:  # a lost worker's, forgotten
-                    again.add(student)
-                    retry = submit(student, again=True)
-                    futures[retry] = student
-                    completed.add(retry)
-                    continue
-                collector.take(student, future)
+            for future in as_completed(futures):
+                collector.take(futures[future], future)
             collector.drain()
         except KeyboardInterrupt:
             collector.result.interrupted = True
@@ -161,10 +152,9 @@ def run_batch(course: Path, db_url: str, students: list[str], address: str, on_d
     return collector.result
 
 
-def _submit(client, course: Path, students: list[str], address: str, assignment: str):
-    """One task per submission, for the workers that may grade (the others are named); and
-    the function that submits one again (``again``: the package sent anew to the workers
-    still there)."""
+def _submit(client, course: Path, students: list[str], address: str, assignment: str) -> dict:
+    """One task per submission, carrying the bundle, for the workers that may grade (the
+    others are named)."""
     import uuid
     package = bundle(course, assignment)
     good, refused = check_workers(client, package.grader)
@@ -173,18 +163,11 @@ def _submit(client, course: Path, students: list[str], address: str, assignment:
     if not good:
         raise WorkerRefused(f"no worker of {address} may grade ({len(refused)} refused): see above")
     say(f"cluster {address}: {len(good)} worker(s) grade")
-    shared = [client.scatter(package, broadcast=True, workers=good)]
     run = uuid.uuid4().hex[:8]
-
-    def submit(student: str, again: bool = False):
-        if again:
-            alive = [worker for worker in good if worker in client.scheduler_info()["workers"]] or good
-            shared[0] = client.scatter(package, broadcast=True, workers=alive)
-        return client.submit(grade_submission, shared[0], student,
-                             submission_files(course_path(course, "submitted", student, assignment)),
-                             key=f"maxpool-grade-{run}-{student}{'-again' if again else ''}", workers=good,
-                             allow_other_workers=False, pure=False)
-    return {submit(student): student for student in students}, submit
+    return {client.submit(grade_submission, package, student,
+                          submission_files(course_path(course, "submitted", student, assignment)),
+                          key=f"maxpool-grade-{run}-{student}", workers=good, allow_other_workers=False,
+                          pure=False): student for student in students}
 
 
 class _Collector:
