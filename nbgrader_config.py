@@ -25,14 +25,14 @@ c.Exchange.root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "exch
 
 # ---------------------------------------------------------------- grading untrusted code
 # See docs/security.md#guarantees. Every graded test is decided out of the
-# student's process (maxpool_grader/isolation/verdicts.py): the code cells before the tests
+# student's process (maxpool_grader/verdict/verdicts.py): the code cells before the tests
 # run in a separate, sandboxed process with limits, and the notebook's own test cell
 # can only lower that verdict. The tests of a correct solution take milliseconds.
-c.Autograde.exporter_class = "maxpool_grader.glue.submission.TolerantNotebookExporter"
+c.Autograde.exporter_class = "maxpool_grader.glue.tolerantnotebookexporter.TolerantNotebookExporter"
 # What a notebook shows is made inert, as JupyterLab treats an untrusted notebook
 # (docs/security.md#browser): first as the student sent it, then after it ran.
 c.Autograde.sanitize_preprocessors = [
-    "maxpool_grader.glue.inert.MakeSubmissionInert",
+    "maxpool_grader.glue.makesubmissioninert.MakeSubmissionInert",
     "nbgrader.preprocessors.ClearOutput",
     "nbgrader.preprocessors.DeduplicateIds",
     "nbgrader.preprocessors.OverwriteKernelspec",
@@ -40,15 +40,15 @@ c.Autograde.sanitize_preprocessors = [
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
 c.Autograde.autograde_preprocessors = [
-    "maxpool_grader.glue.submission.RestoreCellOrder",
-    "maxpool_grader.glue.verdicts.OutOfProcessVerdicts",
-    "maxpool_grader.glue.execute.SafeExecute",  # nbgrader's Execute, made safe
+    "maxpool_grader.glue.restorecellorder.RestoreCellOrder",
+    "maxpool_grader.glue.outofprocessverdicts.OutOfProcessVerdicts",
+    "maxpool_grader.glue.safeexecute.SafeExecute",  # nbgrader's Execute, made safe
     "nbgrader.preprocessors.IgnorePattern",
     "nbconvert.preprocessors.ClearMetadataPreprocessor",
-    "maxpool_grader.glue.grades.ShowRubric",  # Part A's rubric under the answer, for formgrader
+    "maxpool_grader.glue.showrubric.ShowRubric",  # Part A's rubric under the answer, for formgrader
     "nbgrader.preprocessors.LimitOutput",
-    "maxpool_grader.glue.inert.MakeInert",  # what the notebook shows, as an untrusted notebook
-    "maxpool_grader.glue.grades.KeepHandGrades",  # nbgrader's SaveAutoGrades, keeping hand grades
+    "maxpool_grader.glue.makeinert.MakeInert",  # what the notebook shows, as an untrusted notebook
+    "maxpool_grader.glue.keephandgrades.KeepHandGrades",  # nbgrader's SaveAutoGrades, keeping hand grades
     "nbgrader.preprocessors.AssignLatePenalties",
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
@@ -58,7 +58,7 @@ c.Autograde.autograde_preprocessors = [
 #   c.SealedBox.sandbox = "required"  # refuse to grade without bubblewrap and a cgroup
 # The late policy (maxpool-grader collect-lms stores the due date and each submission's
 # time), c.LatePolicy in docs/settings.md:
-c.AssignLatePenalties.plugin_class = "maxpool_grader.operations.lms.LatePolicy"
+c.AssignLatePenalties.plugin_class = "maxpool_grader.glue.latepolicy.LatePolicy"
 # Every run-time patch of nbgrader's code, each checked against the installed versions
 # first (maxpool_grader/glue/patches.py): a submission folder without its notebook is graded
 # (0, with the reason), a student's symbolic link is never followed when nbgrader copies
@@ -69,7 +69,7 @@ c.Execute.record_timing = False
 
 # grades.csv (nbgrader export, and maxpool-grader grade through it) quoted, and no name in it
 # a spreadsheet would run as a formula (maxpool_grader/glue/csv_export.py)
-c.ExportApp.plugin_class = "maxpool_grader.glue.csv_export.SafeCsvExport"
+c.ExportApp.plugin_class = "maxpool_grader.glue.safecsvexport.SafeCsvExport"
 
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
@@ -83,13 +83,13 @@ c.OverwriteCells.add_missing_cells = True
 c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
     "nbgrader.preprocessors.ClearHiddenTests",
-    "maxpool_grader.glue.model_answer.ModelAnswer",  # Part A's model answer, in the final feedback only
-    "maxpool_grader.glue.feedback_page.FeedbackSummary",  # the summary first, each explanation once
+    "maxpool_grader.glue.modelanswer.ModelAnswer",  # Part A's model answer, in the final feedback only
+    "maxpool_grader.glue.feedbacksummary.FeedbackSummary",  # the summary first, each explanation once
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
 # The page a student reads top-down: the summary, then the tests by their titles
 # (maxpool_grader/glue/templates/maxpool_feedback, which extends nbgrader's feedback page).
-c.GenerateFeedback.exporter_class = "maxpool_grader.glue.feedback_page.FeedbackExporter"
+c.GenerateFeedback.exporter_class = "maxpool_grader.glue.feedbackexporter.FeedbackExporter"
 c.FeedbackExporter.template_name = "maxpool_feedback"
 # nbconvert checks the whole notebook after every step of an export, 24 times per graded
 # submission; its own option checks it once, after the last step (an invalid notebook still
@@ -105,6 +105,6 @@ c.FeedbackExporter.optimistic_validation = True
 # written ($i^*$ once lost its star to emphasis): maxpool_grader/glue/mathml.py.
 from maxpool_grader.glue.inert import TEMPLATE_DIRS  # noqa: E402
 
-c.HTMLExporter.preprocessors = ["maxpool_grader.glue.inert.MakeInert"]
-c.HTMLExporter.filters = {"markdown2html": "maxpool_grader.glue.mathml.MarkdownToHTML"}
+c.HTMLExporter.preprocessors = ["maxpool_grader.glue.makeinert.MakeInert"]
+c.HTMLExporter.filters = {"markdown2html": "maxpool_grader.glue.markdowntohtml.MarkdownToHTML"}
 c.HTMLExporter.extra_template_basedirs = TEMPLATE_DIRS

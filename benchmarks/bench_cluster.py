@@ -27,7 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_grading import BIN, ENV, build_class  # noqa: E402
 
-from maxpool_grader.operations.report import gradebook_table  # noqa: E402
+from maxpool_grader.grading.report import gradebook_table  # noqa: E402
 
 
 def free_port() -> int:

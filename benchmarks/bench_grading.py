@@ -7,7 +7,7 @@ grades are equal cell for cell, and prints seconds per submission for both, thei
 and the floor: a fresh kernel running the hidden tests of one correct submission,
 measured alone. For comparison it also grades a third copy with plain serial nbgrader
 and warm start switched on (what maxpool-grader's workers do: kernels and verdict
-processes forked from a zygote, see maxpool_grader/isolation/zygote.py), so that the gain of warm
+processes forked from a zygote, see maxpool_grader/sandbox/zygote.py), so that the gain of warm
 start and the gain of parallel workers can be told apart. With ``--repeats N`` it grades
 the three copies N times in turn (fresh copies each round, so that a slow minute of the
 machine hits every configuration alike) and prints each round and the medians. Not a
@@ -33,9 +33,9 @@ import nbformat
 from nbclient import NotebookClient
 from nbgrader.api import Gradebook
 
+from maxpool_grader.backend.pool import default_workers
 from maxpool_grader.exercise.checks import HIDDEN_CHECKS
 from maxpool_grader.names import ASSIGNMENT, PROVIDED_CELL, SOLUTION_CELL, grade_id
-from maxpool_grader.operations.parallel import default_workers
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent

@@ -20,7 +20,7 @@ import re
 import time
 
 from maxpool_grader.exercise import catalogue
-from maxpool_grader.operations.similarity import THRESHOLD, similar_pairs
+from maxpool_grader.grading.similarity import THRESHOLD, similar_pairs
 
 NAMES = ["a", "b", "g", "h", "k", "m", "n", "p", "q", "s", "t", "u", "w", "z"]
 

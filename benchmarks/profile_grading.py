@@ -254,7 +254,7 @@ def machine_busy() -> float:
 
 def profile(course: Path, workers: int | None, work: Path, env: dict | None = None) -> dict:
     """Run grade in ``course`` under accounting; its rows, wall time and memory."""
-    command = [str(BIN / "python"), "-m", "maxpool_grader.operations.cli", "grade",
+    command = [str(BIN / "python"), "-m", "maxpool_grader.cli.main", "grade",
                *(["--workers", str(workers)] if workers else [])]
     accounting = Accounting(work / "acct") if os.geteuid() == 0 else None
     group = CpuGroup() if CpuGroup.available() else None

@@ -1,18 +1,25 @@
 """Grading package of the max_pool_backward nbgrader course.
 
-Students never receive it: it is installed in the grading environment only. Five layers,
-each importing only from the ones above it in this list (tests/test_layout.py checks):
+Students never receive it: it is installed in the grading environment only. Eleven layers,
+first to last; a package imports only from the layers before its own, never from a later
+one nor from a sibling of its own layer (tests/test_layout.py checks, and
+docs/development.md#package draws it). Each package's docstring says what it holds and what
+it may import.
 
 * ``names``: the course's names and metadata keys, imported by everything.
-* ``exercise``: what max pooling's backward pass is and how an answer is judged: the
-  output-grid rule, the reference, the checks, the bug catalogue, the smallest failing
-  input and the words a student reads. Pure NumPy; knows nothing of processes or nbgrader.
-* ``isolation``: where a student's code runs and what it can reach: the sealed box
-  (bubblewrap, cgroups), the kernel, the out-of-process verdict, the warm-start zygotes.
-* ``glue``: nbgrader's side: the preprocessors ``nbgrader_config.py`` plugs into
-  autograde and feedback, and their one settings class (``c.SealedBox``).
-* ``operations``: the instructor's commands (``maxpool-grader``): grading a class in
-  parallel or on a cluster, its incremental state, the report, roster and LMS files.
+* ``exercise``: what max pooling's backward pass is and how an answer is judged. Pure
+  NumPy; knows nothing of processes or nbgrader.
+* ``sandbox``: where a student's code runs and what it can reach (bubblewrap, cgroups, the
+  kernel, warm-start zygotes); knows nothing of the exercise.
+* ``verdict``: every graded test decided in the grader, from a sandboxed process's numbers.
+* ``glue``: nbgrader's side: the plugins ``nbgrader_config.py`` names, one class per file.
+* ``course``: the course on disk (folders, configuration, roster), shared by every command.
+* ``backend``: the grading backend interface and this machine's pool of workers.
+* ``cluster``: the same backend on a Dask cluster.
+* ``grading``: ``grade``'s run, its state, the class report.
+* ``serve``, ``lms`` and ``authoring``: siblings, none importing another: feedback while the
+  assignment is open; an LMS's zips in and grades out; ``check`` of the source notebook.
+* ``cli``: the ``maxpool-grader`` command, on top.
 
 ``maxpool_grader.checks.run_check`` stays importable under that name: the hidden test
 cells of committed and submitted notebooks call it.

@@ -28,7 +28,7 @@ KERNEL_IMPORT_FAILED = "the kernel could not import the grader package"
 
 def package_files() -> list[Path]:
     """Every file of the grader that can change a grade or a page: code and templates, in a
-    fixed order (what the digests of operations/state.py and operations/cluster_worker.py hash)."""
+    fixed order (what the digests of grading/state.py and cluster/worker.py hash)."""
     return sorted(path for path in PACKAGE_DIR.rglob("*")
                   if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc")
 

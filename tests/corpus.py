@@ -20,8 +20,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 from make_sample_class import LOOP_CORRECT  # noqa: E402
 
 from maxpool_grader.exercise.checks import HIDDEN_CHECKS  # noqa: E402
-from maxpool_grader.isolation.process import Limits  # noqa: E402
 from maxpool_grader.names import ASSIGNMENT, grade_id  # noqa: E402
+from maxpool_grader.verdict.process import Limits  # noqa: E402
 
 FULL, ZERO = 15, 0
 SIGNATURE = "def max_pool_backward(d_output, x, pool_size, stride=None):\n"

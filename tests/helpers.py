@@ -214,7 +214,7 @@ def part_a_answer_in(page: str) -> list[str]:
     from bs4 import BeautifulSoup
 
     from maxpool_grader.exercise.part_a import EXPLANATION, MODEL_ANSWER, RUBRIC, figure_png
-    from maxpool_grader.glue.model_answer import RUBRIC_HEADING
+    from maxpool_grader.glue.modelanswer import RUBRIC_HEADING
     text = " ".join(BeautifulSoup(page, "html.parser").get_text(" ").split())
     markers = ["Part A: the model answer", RUBRIC_HEADING.strip("*"), "Figure 2:",
                "Why only the arg-max gets gradient"]

@@ -222,7 +222,7 @@ def test_a_low_contrast_colour_put_back_is_reported(service, browser):
 def test_the_brief_page_and_the_exchanges_pages_pass_axe(service, browser, notebooks, tmp_path):
     """At 'mistakes' the web page shows the brief feedback; through the exchange, a student
     finds the same page, or why a submission was not graded, as a file of its own."""
-    from maxpool_grader.operations.serve_pages import brief_page, refusal_page
+    from maxpool_grader.serve.pages import brief_page, refusal_page
     with open(service.course / "nbgrader_config.py", "a") as config:
         config.write("c.Serve.before_deadline = 'mistakes'\n")
     service.stop()

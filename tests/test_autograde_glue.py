@@ -6,7 +6,7 @@ import pytest
 from helpers import RELEASE_NOTEBOOK
 from nbconvert.preprocessors import Preprocessor
 
-from maxpool_grader.glue.submission import TolerantNotebookExporter
+from maxpool_grader.glue.tolerantnotebookexporter import TolerantNotebookExporter
 from maxpool_grader.names import NOTES_KEY
 
 

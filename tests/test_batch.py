@@ -1,4 +1,4 @@
-"""The order in which `maxpool-grader grade`'s workers take their jobs (parallel.run_batch):
+"""The order in which `maxpool-grader grade`'s workers take their jobs (pool.run_batch):
 a student's feedback right after their grading, on the same workers, before the next
 student is graded; none for a submission whose grading failed; feedback for students
 graded earlier who have none. Real worker processes, with jobs that only say who ran."""
@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import os
 
-from maxpool_grader.operations import parallel
-from maxpool_grader.operations.jobs import JobResult
+from maxpool_grader.backend import pool
+from maxpool_grader.course.jobs import JobResult
 
 
 def _no_nbgrader(course: str, db_url: str, parent: int) -> None:
@@ -24,9 +24,9 @@ def _feedback(student: str, assignment: str) -> JobResult:
 
 
 def test_feedback_follows_each_graded_submission_on_the_same_worker(monkeypatch, tmp_path, capsys):
-    monkeypatch.setattr(parallel, "start_grading_worker", _no_nbgrader)
+    monkeypatch.setattr(pool, "start_grading_worker", _no_nbgrader)
     recorded = []
-    batch = parallel.run_batch(tmp_path, "sqlite://", ["a", "broken", "c"], 1, _grade, "autograde",
+    batch = pool.run_batch(tmp_path, "sqlite://", ["a", "broken", "c"], 1, _grade, "autograde",
                                lambda item: recorded.append(item.student), then=(_feedback, "feedback"),
                                then_also=["earlier"])
     assert [item.student for item in batch.finished] == recorded == ["a", "broken", "c"]
@@ -49,11 +49,11 @@ def _dies(student: str, assignment: str) -> JobResult:
 
 
 def test_a_dead_worker_breaks_the_pool_and_its_jobs_run_again_on_a_new_one(monkeypatch, tmp_path):
-    monkeypatch.setattr(parallel, "start_grading_worker", _no_nbgrader)
+    monkeypatch.setattr(pool, "start_grading_worker", _no_nbgrader)
     monkeypatch.setenv("BATCH_TEST_DIR", str(tmp_path))
-    batch = parallel.run_batch(tmp_path, "sqlite://", ["once"], 1, _dies, "autograde", then=(_feedback, "feedback"))
+    batch = pool.run_batch(tmp_path, "sqlite://", ["once"], 1, _dies, "autograde", then=(_feedback, "feedback"))
     assert [(item.student, item.success) for item in batch.finished] == [("once", True)]
     assert [item.student for item in batch.then.finished] == ["once"]
-    batch = parallel.run_batch(tmp_path, "sqlite://", ["always"], 1, _dies, "autograde", then=(_feedback, "feedback"))
+    batch = pool.run_batch(tmp_path, "sqlite://", ["always"], 1, _dies, "autograde", then=(_feedback, "feedback"))
     assert [(item.student, item.log) for item in batch.finished] == [("always", "a grading worker died twice")]
     assert batch.then.finished == []

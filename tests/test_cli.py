@@ -8,7 +8,7 @@ from importlib.metadata import version
 import pytest
 from helpers import ROOT, copy_course, grade_command
 
-from maxpool_grader.operations.cli import main
+from maxpool_grader.cli.main import main
 
 
 def test_version_is_the_installed_packages(capsys):

@@ -235,7 +235,7 @@ def test_only_holders_of_the_course_certificates_reach_the_scheduler_and_workers
     import dask
     from distributed import Client
 
-    from maxpool_grader.operations.cluster_tls import coordinator_security
+    from maxpool_grader.cluster.tls import coordinator_security
     cluster = Cluster(hide=tmp_path, tls=True)
     try:
         # another CA's client certificate, held by someone who has the course's (public) ca.pem:

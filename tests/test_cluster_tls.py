@@ -1,4 +1,4 @@
-"""Who may reach the grading cluster (cluster_tls.py), without a cluster: which addresses the
+"""Who may reach the grading cluster (cluster/tls.py), without a cluster: which addresses the
 coordinator refuses and why, the Security it connects with, and the course's certificates.
 tests/test_cluster.py shows the same against a real TLS scheduler and workers."""
 
@@ -12,7 +12,7 @@ from cryptography import x509
 from cryptography.exceptions import InvalidSignature
 from cryptography.x509.oid import NameOID
 
-from maxpool_grader.operations.cluster_tls import InsecureCluster, coordinator_security, is_loopback, make_certificates
+from maxpool_grader.cluster.tls import InsecureCluster, coordinator_security, is_loopback, make_certificates
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from helpers import BIN, as_instructor, copy_course, instructor
 
 pytestmark = pytest.mark.integration  # real sandboxes, cgroups and users
 
-OBSERVED = ("import json; from maxpool_grader.isolation import box, cgroups; "
+OBSERVED = ("import json; from maxpool_grader.sandbox import box, cgroups; "
             "print(json.dumps({'sandbox': box.bwrap_works(), 'cgroup': cgroups.available()}))")
 
 

@@ -1,5 +1,5 @@
 """The feedback page reads top-down: the summary first, the tests by their titles, each
-explanation once (maxpool_grader/glue/feedback_page.py).
+explanation once (maxpool_grader/glue/feedbackexporter.py).
 
 The browser test grades two failing sample students with plain nbgrader (forum_compiles:
 no stride parameter, an integer dx, pool_size as an int only; forum_verbatim: does not
@@ -25,8 +25,9 @@ from maxpool_grader.exercise.catalogue import BUGS
 from maxpool_grader.exercise.checks import GRADED_CHECKS, HIDDEN_CHECKS, VISIBLE_CHECKS
 from maxpool_grader.exercise.explain import mistake_text, report, shorten_repeats, wrap_prose
 from maxpool_grader.exercise.part_a import FIGURE_1_ALT
-from maxpool_grader.glue.feedback_page import PART_A_TITLE, FeedbackExporter, FeedbackSummary
-from maxpool_grader.glue.model_answer import FIGURE_2_ALT
+from maxpool_grader.glue.feedbackexporter import FeedbackExporter
+from maxpool_grader.glue.feedbacksummary import PART_A_TITLE, FeedbackSummary
+from maxpool_grader.glue.modelanswer import FIGURE_2_ALT
 from maxpool_grader.names import REPORT_KEY, SUMMARY_TAG
 
 STUDENTS = ["forum_compiles", "forum_verbatim"]  # three mistakes, one test each; one cause, every test
@@ -209,7 +210,7 @@ def test_each_students_exporter_reuses_the_compiled_templates_and_renders_the_sa
 @pytest.mark.integration
 def test_a_page_is_the_same_byte_for_byte_with_its_code_cells_passed_through_alone(graded, tmp_path, monkeypatch):
     """The feedback page with its code cells passed through BeautifulSoup on their own
-    (feedback_page.FeedbackExporter.from_notebook_node) is the page nbconvert makes,
+    (feedbackexporter.FeedbackExporter.from_notebook_node) is the page nbconvert makes,
     for code BeautifulSoup could read otherwise: empty, whitespace, markup, entities."""
     import shutil
 
@@ -219,7 +220,7 @@ def test_a_page_is_the_same_byte_for_byte_with_its_code_cells_passed_through_alo
     from nbgrader.coursedir import CourseDirectory
     from traitlets.config.loader import PyFileConfigLoader
 
-    from maxpool_grader.glue import feedback_page
+    from maxpool_grader.glue import feedbackexporter
     course = shutil.copytree(graded, tmp_path / "course")
     notebook = course / "autograded" / STUDENTS[0] / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
     nb = nbformat.read(notebook, as_version=4)
@@ -235,8 +236,8 @@ def test_a_page_is_the_same_byte_for_byte_with_its_code_cells_passed_through_alo
     made, make = [], HTMLExporter.from_notebook_node  # made twice: a placeholder was lost
     monkeypatch.setattr(HTMLExporter, "from_notebook_node", lambda *a, **k: made.append(1) or make(*a, **k))
     pages = []
-    for template in (feedback_page.TEMPLATE, "the plain way"):
-        monkeypatch.setattr(feedback_page, "TEMPLATE", template)
+    for template in (feedbackexporter.TEMPLATE, "the plain way"):
+        monkeypatch.setattr(feedbackexporter, "TEMPLATE", template)
         for student in STUDENTS:
             assert api.generate_feedback(ASSIGNMENT, student, force=True)["success"]
         pages.append([(course / "feedback" / student / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text()

@@ -25,8 +25,8 @@ from nbgrader.api import Gradebook
 
 from maxpool_grader import names
 from maxpool_grader.exercise.checks import GRADED_CHECKS
-from maxpool_grader.isolation import cgroups
-from maxpool_grader.isolation.box import Box, Caps
+from maxpool_grader.sandbox import cgroups
+from maxpool_grader.sandbox.box import Box, Caps
 
 pytestmark = pytest.mark.integration  # real kernels, sandboxes, nbgrader or servers
 

@@ -11,51 +11,69 @@ import pytest
 
 from maxpool_grader.names import PACKAGE_DIR
 
-# A layer may import from layers before it in this list, never from one after it.
-LAYERS = ["names", "exercise", "isolation", "glue", "operations"]
-MODULE_LINES, FUNCTION_LINES = 320, 60  # "about 300" lines
+# The layers, first to last: a package may import from the packages of the layers before
+# its own, never from a later layer nor from a sibling (a package of its own layer). What
+# siblings share lives in a lower layer. docs/development.md#package draws the same.
+LAYERS = [("names",), ("exercise",), ("sandbox",), ("verdict",), ("glue",), ("course",), ("backend",),
+          ("cluster",), ("grading",), ("serve", "lms", "authoring"), ("cli",)]
+PACKAGES = [package for layer in LAYERS for package in layer]
+MODULE_LINES, FUNCTION_LINES = 300, 60
 SOURCES = sorted(PACKAGE_DIR.rglob("*.py"))
 
 
-def _layer(path: Path) -> str | None:
-    parts = path.relative_to(PACKAGE_DIR).parts
-    if len(parts) > 1:
-        return parts[0]
-    return path.stem if path.stem in LAYERS else None
+def package_of(module: str) -> str | None:
+    """The layer package of a module of maxpool_grader (``names`` is one), or None for the
+    package's own ``__init__`` and the ``checks`` shim, which sit on top of everything."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[1] in PACKAGES else None
 
 
-def _imported_layers(source: str, package: list[str]):
-    """The layers ``source`` (a module of the sub-package ``package``) imports from."""
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.ImportFrom) and node.level:
-            base = package[:len(package) - node.level + 1] if node.level > 1 else package
-            target = base + (node.module.split(".") if node.module else [])
-            names = target[:1] or [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("maxpool_grader."):
-            names = [node.module.split(".")[1]]
-        elif isinstance(node, ast.Import):
-            names = [alias.name.split(".")[1] for alias in node.names if alias.name.startswith("maxpool_grader.")]
-        else:
-            continue
-        yield from ((name, node.lineno) for name in names if name in LAYERS)
+def layer_index(package: str) -> int:
+    return next(number for number, layer in enumerate(LAYERS) if package in layer)
 
 
-@pytest.mark.parametrize("path", SOURCES, ids=lambda path: str(path.relative_to(PACKAGE_DIR)))
-def test_nothing_imports_from_a_later_layer(path):
-    layer = _layer(path)
-    if layer is None:  # the package's __init__ and the checks.py shim sit on top of everything
-        return
-    package = list(path.relative_to(PACKAGE_DIR).parts[:-1])
-    upward = [f"line {line}: {name}" for name, line in _imported_layers(path.read_text(), package)
-              if LAYERS.index(name) > LAYERS.index(layer)]
-    assert not upward, f"{layer} imports from a later layer: {upward}"
+def wrong_way_imports(graph: dict[str, set[str]]) -> list[str]:
+    """Every import of a later layer's package or a sibling's, as "module -> module"."""
+    found = []
+    for module, targets in sorted(graph.items()):
+        here = package_of(module)
+        for target in sorted(targets):
+            there = package_of(target)
+            if here is None or there is None or there == here:
+                continue
+            if layer_index(there) >= layer_index(here):
+                found.append(f"{module} -> {target}")
+    return found
 
 
-def test_the_layer_checker_sees_every_spelling_of_an_import():
-    source = ("from ..glue import grades\nfrom .. import operations\nimport maxpool_grader.isolation.box\n"
-              "from maxpool_grader.names import ASSIGNMENT\nfrom .rules import Case\n")
-    assert list(_imported_layers(source, ["exercise"])) == [
-        ("glue", 1), ("operations", 2), ("isolation", 3), ("names", 4), ("exercise", 5)]
+def _graph() -> dict[str, set[str]]:
+    return import_graph({_module_name(path): path.read_text() for path in SOURCES})
+
+
+def test_every_module_is_in_a_layer():
+    assert set(PACKAGES) == {path.parent.name for path in PACKAGE_DIR.glob("*/__init__.py")} | {"names"}
+    loose = {path.stem for path in PACKAGE_DIR.glob("*.py")} - {"__init__", "names", "checks"}
+    assert not loose, f"modules outside every package: {sorted(loose)}"
+
+
+def test_nothing_imports_from_a_later_layer_or_a_sibling():
+    graph = _graph()
+    assert sum(len(targets) for targets in graph.values()) > 100  # the checker sees the package's imports
+    assert wrong_way_imports(graph) == []
+
+
+def test_the_layer_checker_sees_an_upward_import_a_sibling_s_and_one_inside_a_function():
+    sources = {"maxpool_grader": "", "maxpool_grader.names": "",
+               "maxpool_grader.exercise": "", "maxpool_grader.exercise.a": "from ..glue import b\n",
+               "maxpool_grader.glue": "", "maxpool_grader.glue.b": "from ..names import X\n",
+               "maxpool_grader.serve": "", "maxpool_grader.serve.c": "def f():\n    from ..lms import d\n",
+               "maxpool_grader.lms": "", "maxpool_grader.lms.d": "from ..course import e\n",
+               "maxpool_grader.course": "", "maxpool_grader.course.e": "import maxpool_grader.cli.f\n",
+               "maxpool_grader.cli": "", "maxpool_grader.cli.f": "from ..serve import c\n"}
+    assert wrong_way_imports(import_graph(sources)) == [
+        "maxpool_grader.course.e -> maxpool_grader.cli.f", "maxpool_grader.exercise.a -> maxpool_grader.glue",
+        "maxpool_grader.exercise.a -> maxpool_grader.glue.b", "maxpool_grader.serve.c -> maxpool_grader.lms",
+        "maxpool_grader.serve.c -> maxpool_grader.lms.d"]
 
 
 @pytest.mark.parametrize("path", SOURCES, ids=lambda path: str(path.relative_to(PACKAGE_DIR)))
@@ -173,37 +191,71 @@ def test_the_private_name_checker_sees_both_spellings():
 
 def test_the_course_configuration_is_read_in_one_place():
     readers = [_module_name(path) for path in SOURCES if "PyFileConfigLoader" in path.read_text()]
-    assert readers == ["maxpool_grader.operations.course"]  # read_course_config
+    assert readers == ["maxpool_grader.course.directory"]  # read_course_config
 
 
-@pytest.mark.parametrize("layer", LAYERS[1:])
-def test_each_layer_s_docstring_names_every_module_of_it(layer):
-    folder = PACKAGE_DIR / layer
+def stated_imports(package: str) -> set[str] | None:
+    """What ``package``'s docstring says it may import: its "May import:" line (None without one)."""
+    text = ast.get_docstring(ast.parse((PACKAGE_DIR / package / "__init__.py").read_text())) or ""
+    found = re.search(r"^May import: (.*?)(?:\n\n|\Z)", text, re.MULTILINE | re.DOTALL)
+    if found is None:
+        return None
+    if "every package before it" in found.group(1):
+        return {other for layer in LAYERS[:layer_index(package)] for other in layer}
+    return set(re.findall(r"``(\w+)``", found.group(1)))
+
+
+@pytest.mark.parametrize("package", PACKAGES[1:])
+def test_each_package_s_docstring_names_its_modules_and_what_it_may_import(package):
+    folder = PACKAGE_DIR / package
     text = " ".join((ast.get_docstring(ast.parse((folder / "__init__.py").read_text())) or "").split())
     missing = [path.stem for path in sorted(folder.glob("*.py"))
                if path.stem != "__init__" and not re.search(rf"``{path.stem}[`.]|\b{path.stem}\.py\b", text)]
-    assert not missing, f"maxpool_grader/{layer}/__init__.py does not say what these are: {missing}"
+    assert not missing, f"maxpool_grader/{package}/__init__.py does not say what these are: {missing}"
+    stated = stated_imports(package)
+    assert stated is not None, f"maxpool_grader/{package}/__init__.py has no 'May import:' line"
+    below = {other for layer in LAYERS[:layer_index(package)] for other in layer}
+    assert stated <= below, f"{package} says it may import {sorted(stated - below)}, not below it"
+    imported = {package_of(target) for module, targets in _graph().items() if package_of(module) == package
+                for target in targets} - {package, None}
+    assert imported <= stated, f"{package} imports {sorted(imported - stated)} without saying so"
 
 
-def test_the_package_docstring_counts_its_layers():
+def test_the_package_docstring_names_its_layers_in_order():
     text = ast.get_docstring(ast.parse((PACKAGE_DIR / "__init__.py").read_text())) or ""
-    words = ["no", "one", "two", "three", "four", "five", "six", "seven"]
+    words = "no one two three four five six seven eight nine ten eleven twelve".split()
     assert f"{words[len(LAYERS)].title()} layers" in text
-    assert all(f"``{layer}``" in text for layer in LAYERS)
+    positions = [text.find(f"``{package}``") for package in PACKAGES]
+    assert -1 not in positions and positions == sorted(positions), "the layers, in LAYERS' order"
 
 
-def test_the_developers_guide_s_table_lists_every_module_in_its_layer_in_order():
-    """docs/development.md#package: one row group per layer, in LAYERS' order, naming every
-    module of it (a new module gets a line there, or this fails)."""
+def drawn_layers(text: str) -> list[tuple[str, ...]]:
+    """The picture of docs/development.md#package, one line per layer, last layer first:
+    ``  11  cli/   <- ...``; returned first layer first."""
+    picture = text.split("```text\n", 1)[1].split("```", 1)[0]
+    rows = [re.match(r"\s*\d+\s+(.*?)(?:\s{2,}[^\w\s].*)?$", line) for line in picture.splitlines()]
+    return [tuple(re.findall(r"(\w+)(?:/|\.py)", row.group(1))) for row in rows if row][::-1]
+
+
+def test_the_developers_guide_draws_the_layers_the_code_keeps():
+    """docs/development.md#package: the picture shows LAYERS (whose order the code keeps:
+    test_nothing_imports_from_a_later_layer_or_a_sibling), and the table after it names every
+    module of every package (a new module gets a line there, or this fails)."""
     text = (PACKAGE_DIR.parent / "docs" / "development.md").read_text()
-    table = text.split("| layer | modules | what it holds |", 1)[1].split("\n\n", 1)[0]
+    assert drawn_layers(text) == LAYERS
+    table = text.split("| package | modules | what it holds |", 1)[1].split("\n\n", 1)[0]
     named: dict[str, set[str]] = {}
     current = ""
     for row in table.splitlines()[2:]:
         cells = row.split("|")
-        current = cells[1].strip().strip("`").removesuffix("/").removesuffix(".py") or current  # blank: same layer
+        current = cells[1].strip().strip("`").removesuffix("/").removesuffix(".py") or current  # blank: same package
         named.setdefault(current, set()).update(re.findall(r"`(\w+)`", cells[2]))
-    assert list(named) == LAYERS
-    for layer in LAYERS[1:]:
-        missing = {path.stem for path in (PACKAGE_DIR / layer).glob("*.py")} - {"__init__"} - named[layer]
-        assert not missing, f"docs/development.md's {layer}/ rows leave out {sorted(missing)}"
+    assert list(named) == PACKAGES
+    for package in PACKAGES[1:]:
+        missing = {path.stem for path in (PACKAGE_DIR / package).glob("*.py")} - {"__init__"} - named[package]
+        assert not missing, f"docs/development.md's {package}/ rows leave out {sorted(missing)}"
+
+
+def test_the_picture_reader_reads_a_drawn_layer_of_siblings():
+    text = "x\n```text\n 2  serve/   lms/   <- may import names\n 1  names.py\n```\n"
+    assert drawn_layers(text) == [("names",), ("serve", "lms")]

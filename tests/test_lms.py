@@ -29,11 +29,10 @@ from helpers import ASSIGNMENT, BIN, copy_course, nbgrader
 from make_sample_class import LOOP_CORRECT, TIES_ALL_MAXIMA, VECTORIZED_CORRECT
 from nbgrader.api import Gradebook
 
-from maxpool_grader.names import PART_A_CELL, grade_id
-from maxpool_grader.operations.lms import LatePolicy
-from maxpool_grader.operations.lms_export import cell as csv_cell
-from maxpool_grader.operations.lms_match import match_key
-from maxpool_grader.operations.lms_zip import (
+from maxpool_grader.glue.latepolicy import LatePolicy
+from maxpool_grader.glue.safecsvexport import csv_cell
+from maxpool_grader.lms.match import match_key
+from maxpool_grader.lms.zip_upload import (
     LmsError,
     ZipLimits,
     ambiguous,
@@ -45,6 +44,7 @@ from maxpool_grader.operations.lms_zip import (
     shown,
     stage,
 )
+from maxpool_grader.names import PART_A_CELL, grade_id
 
 integration = pytest.mark.integration  # real nbgrader commands and gradebooks (the unit tests at the end are not)
 

@@ -239,7 +239,8 @@ def feedback_page(nb: nbformat.NotebookNode) -> str:
     from nbgrader.converters import GenerateFeedback
     from nbgrader.coursedir import CourseDirectory
 
-    from maxpool_grader.glue.feedback_page import FeedbackExporter, FeedbackSummary
+    from maxpool_grader.glue.feedbackexporter import FeedbackExporter
+    from maxpool_grader.glue.feedbacksummary import FeedbackSummary
     config = course_config()
     converter = GenerateFeedback(coursedir=CourseDirectory(config=config), config=config)
     assert converter.exporter_class is FeedbackExporter

@@ -13,10 +13,10 @@ import nbformat
 import pytest
 from helpers import RELEASE_NOTEBOOK, ROOT, SOURCE_NOTEBOOK, nbgrader
 
+from maxpool_grader.authoring import check as notebook_check
+from maxpool_grader.cli.main import main
 from maxpool_grader.exercise.checks import HIDDEN_CHECKS
 from maxpool_grader.exercise.part_a import EXPLANATION, MODEL_ANSWER, RUBRIC, figure_png
-from maxpool_grader.operations import check as notebook_check
-from maxpool_grader.operations.cli import main
 
 sys.path.insert(0, str(ROOT / "scripts"))
 

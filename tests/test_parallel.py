@@ -31,7 +31,7 @@ from helpers import (
 )
 from nbgrader.api import Gradebook
 
-from maxpool_grader.isolation import box as sealed_box
+from maxpool_grader.sandbox import box as sealed_box
 
 pytestmark = pytest.mark.integration  # real kernels, sandboxes, nbgrader or servers
 
@@ -198,7 +198,7 @@ def test_an_interrupted_run_resumes_and_completes(tmp_path):
     assert graded_before < len(STUDENTS)
 
     # what a worker killed inside a submission leaves: its kernel's private directory
-    ended = Path(subprocess.run([sys.executable, "-c", "from maxpool_grader.isolation import box as sealed_box; "
+    ended = Path(subprocess.run([sys.executable, "-c", "from maxpool_grader.sandbox import box as sealed_box; "
                                  "print(sealed_box.private_directory('kernel-'))"],
                                 capture_output=True, text=True, check=True).stdout.strip())
     running = sealed_box.private_directory("test-")  # this process's: in use, must stay

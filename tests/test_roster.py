@@ -8,7 +8,7 @@ import pytest
 from helpers import BIN, copy_course
 from nbgrader.api import Gradebook
 
-from maxpool_grader.operations.roster import RosterError, read_roster
+from maxpool_grader.course.roster import RosterError, read_roster
 
 
 def test_a_roster_is_read_whatever_its_header_spelling(tmp_path):

@@ -15,12 +15,12 @@ from make_sample_class import LOOP_CORRECT, NOISY_CORRECT
 
 from maxpool_grader.exercise.checks import GRADED_CHECKS
 from maxpool_grader.exercise.grading import evaluate
-from maxpool_grader.isolation import process as solution_process
-from maxpool_grader.isolation import untrusted
-from maxpool_grader.isolation.process import Limits
-from maxpool_grader.isolation.remote import Cell
-from maxpool_grader.isolation.shortcuts import find_shortcuts
-from maxpool_grader.isolation.verdicts import verdicts
+from maxpool_grader.verdict import process as solution_process
+from maxpool_grader.verdict import untrusted
+from maxpool_grader.verdict.process import Limits
+from maxpool_grader.verdict.remote import Cell
+from maxpool_grader.verdict.shortcuts import find_shortcuts
+from maxpool_grader.verdict.verdicts import verdicts
 
 pytestmark = pytest.mark.integration  # real kernels, sandboxes, nbgrader or servers
 

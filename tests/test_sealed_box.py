@@ -34,8 +34,8 @@ from helpers import ASSIGNMENT, BIN, as_instructor, cmdline, copy_course, digest
 from make_sample_class import LOOP_CORRECT, VECTORIZED_CORRECT
 from nbgrader.api import Gradebook
 
-from maxpool_grader.isolation import box as sealed_box
-from maxpool_grader.isolation import cgroups
+from maxpool_grader.sandbox import box as sealed_box
+from maxpool_grader.sandbox import cgroups
 
 pytestmark = pytest.mark.integration  # real kernels, sandboxes, nbgrader or servers
 

@@ -259,8 +259,8 @@ def test_a_student_who_edits_the_tools_cannot_pass_the_visible_tests():
     can redefine; the out-of-process verdict compares with the reference instead (and autograde
     puts the locked tools cell back). An edited tools cell that makes the comparison agree with
     anything still fails both visible tests with a zeros solution."""
-    from maxpool_grader.isolation.remote import Cell
-    from maxpool_grader.isolation.verdicts import verdicts
+    from maxpool_grader.verdict.remote import Cell
+    from maxpool_grader.verdict.verdicts import verdicts
 
     cells = release_cells()
     cheat = cells[PROVIDED_TOOLS_CELL].source + (

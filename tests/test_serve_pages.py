@@ -1,4 +1,4 @@
-"""The pages of ``maxpool-grader serve`` as templates (operations/serve_pages.py): one layout
+"""The pages of ``maxpool-grader serve`` as templates (serve/pages.py): one layout
 for all, every text from a student escaped, and one script of the service's own, allowed by
 its hash and by nothing else. The pages in a browser: tests/test_accessibility.py."""
 
@@ -11,8 +11,8 @@ import re
 from bs4 import BeautifulSoup
 from markupsafe import Markup
 
-from maxpool_grader.operations import serve_pages
-from maxpool_grader.operations.serve_pages import PAGE_POLICY, POLL_POLICY, POLL_SCRIPT, brief_page, render
+from maxpool_grader.serve import pages as serve_pages
+from maxpool_grader.serve.pages import PAGE_POLICY, POLL_POLICY, POLL_SCRIPT, brief_page, render
 
 HOSTILE = "<img src=x onerror=alert(1)>"
 

@@ -13,13 +13,13 @@ from helpers import ROOT
 from nbformat.v4 import new_code_cell, new_notebook
 from traitlets.config import Config, PyFileConfigLoader
 
-from maxpool_grader.glue.execute import SafeExecute
-from maxpool_grader.glue.sealed_box import SealedBox
-from maxpool_grader.glue.verdicts import OutOfProcessVerdicts
-from maxpool_grader.isolation.box import Box, Caps, disk_hit
-from maxpool_grader.isolation.process import Limits, describe_exit
-from maxpool_grader.operations import settings_doc
-from maxpool_grader.operations.lms import LatePolicy
+from maxpool_grader.cli import settings_doc
+from maxpool_grader.glue.latepolicy import LatePolicy
+from maxpool_grader.glue.outofprocessverdicts import OutOfProcessVerdicts
+from maxpool_grader.glue.safeexecute import SafeExecute
+from maxpool_grader.glue.sealedbox import SealedBox
+from maxpool_grader.sandbox.box import Box, Caps, disk_hit
+from maxpool_grader.verdict.process import Limits, describe_exit
 
 DOC = ROOT / "docs" / "settings.md"
 CONFIG = ROOT / "nbgrader_config.py"

@@ -15,7 +15,7 @@ from corpus import notebook_with
 from helpers import ASSIGNMENT, ROOT, copy_course, grade_command
 from make_sample_class import LOOP_CORRECT
 
-from maxpool_grader.operations.similarity import release_code, similar_pairs, student_code
+from maxpool_grader.grading.similarity import release_code, similar_pairs, student_code
 
 ORIGINAL = '''
 def _as_pair(value):
@@ -119,7 +119,7 @@ def test_the_same_class_gets_the_same_scores_in_every_process():
     program = ("import json, sys; sys.path[:0] = sys.argv[1:]\n"
                "from make_sample_class import LOOP_CORRECT, VECTORIZED_CORRECT\n"
                "from test_similarity import DISGUISED, ORIGINAL\n"
-               "from maxpool_grader.operations.similarity import similar_pairs\n"
+               "from maxpool_grader.grading.similarity import similar_pairs\n"
                "codes = {'original': ORIGINAL, 'disguised': DISGUISED, 'loop': LOOP_CORRECT,\n"
                "         'vectorized': VECTORIZED_CORRECT, 'loop_again': LOOP_CORRECT.replace('dx', 'grad')}\n"
                "print(json.dumps([pair.summary() for pair in similar_pairs(codes, [], 0.0)]))\n")

@@ -42,8 +42,8 @@ from nbgrader.api import Gradebook
 
 from maxpool_grader import names
 from maxpool_grader.exercise.checks import GRADED_CHECKS
-from maxpool_grader.isolation import box as sealed_box
-from maxpool_grader.isolation import cgroups
+from maxpool_grader.sandbox import box as sealed_box
+from maxpool_grader.sandbox import cgroups
 
 pytestmark = pytest.mark.integration  # real kernels, sandboxes, nbgrader or servers
 
@@ -59,7 +59,7 @@ def _digests(course: Path) -> dict[str, str]:
 def _grade_batch(root: Path, command: str) -> dict:
     """The corpus and the correct samples in one course, graded by ``command``: plain serial
     ``nbgrader autograde`` (cold kernels) or ``maxpool-grader grade`` (2 workers, kernels
-    and verdict processes forked warm, see maxpool_grader/isolation/zygote.py). The run has a
+    and verdict processes forked warm, see maxpool_grader/sandbox/zygote.py). The run has a
     TMPDIR of its own: its private directories are told apart from any other run's."""
     assert sealed_box.bwrap_works(), "these tests need the sandbox: apt-get install bubblewrap"
     course = copy_course(root / "course", with_submissions=False)

@@ -1,4 +1,4 @@
-"""Warm start (maxpool_grader/isolation/zygote.py): a process forked into a fresh sandbox must be
+"""Warm start (maxpool_grader/sandbox/zygote.py): a process forked into a fresh sandbox must be
 confined exactly like one started cold in it, and grade exactly the same.
 
 These tests need the bubblewrap sandbox (``.ci/run`` installs it); they do not skip.
@@ -24,11 +24,12 @@ from helpers import ROOT, cmdline, flat
 from make_sample_class import LOOP_CORRECT
 from nbclient import NotebookClient
 
-from maxpool_grader.isolation import box as sealed_box
-from maxpool_grader.isolation import filesystem, kernels, zygote
-from maxpool_grader.isolation import process as solution_process
-from maxpool_grader.isolation.process import Limits
-from maxpool_grader.isolation.verdicts import verdicts
+from maxpool_grader.sandbox import box as sealed_box
+from maxpool_grader.sandbox import filesystem, kernels, zygote
+from maxpool_grader.sandbox.limits import rlimits
+from maxpool_grader.verdict import process as solution_process
+from maxpool_grader.verdict.process import Limits
+from maxpool_grader.verdict.verdicts import verdicts
 
 pytestmark = pytest.mark.integration  # real kernels, sandboxes, nbgrader or servers
 
@@ -140,7 +141,7 @@ def test_a_warm_process_is_confined_exactly_like_a_cold_one(bare_zygote, box, pr
     code = f"COURSE = {str(ROOT)!r}\n" + REPORT
     reports = {}
     for how in ("cold", "warm"):
-        limits = sealed_box.rlimits(1 << 30)
+        limits = rlimits(1 << 30)
         assert _run(how, bare_zygote, box, private_directory(f"test-{how}-"), code, env, limits) == 0
         reports[how] = _report_of(_run.report)
     cold, warm = reports["cold"], reports["warm"]
@@ -285,7 +286,7 @@ HUGE_MESSAGE = """
 import logging, re, sys
 import nbformat
 from nbclient import NotebookClient
-from maxpool_grader.isolation import box as sealed_box, kernels
+from maxpool_grader.sandbox import box as sealed_box, kernels
 box = sealed_box.Box(log=logging.getLogger("huge"))
 cells = ["k = get_ipython().kernel\\n"
          "k.session.send(k.iopub_socket, 'stream', {'name': 'stdout', 'text': 'x' * 200_000_000}, "
@@ -328,8 +329,8 @@ NAMED_WITH_DOTS = """
 import logging, sys
 import nbformat
 from nbclient import NotebookClient
-from maxpool_grader.isolation import box as sealed_box, kernels
-from maxpool_grader.isolation.verdicts import verdicts
+from maxpool_grader.sandbox import box as sealed_box, kernels
+from maxpool_grader.verdict.verdicts import verdicts
 
 box, log = sealed_box.Box(log=logging.getLogger("dots")), logging.getLogger("dots")
 try:
@@ -362,7 +363,7 @@ def test_a_python_named_through_dots_still_starts_in_the_sandbox():
 ZYGOTE_IMPORTS = """
 import json, os, sys, threading
 before = set(os.listdir("/proc/self/fd"))
-import maxpool_grader.isolation.kernel_zygote as kernel_zygote
+import maxpool_grader.verdict.kernel_zygote as kernel_zygote
 from maxpool_grader.exercise import rules
 print(json.dumps({"threads": threading.active_count(), "new_fds": sorted(set(os.listdir("/proc/self/fd")) - before),
                   "missing": [name for name in kernel_zygote.KERNEL_START_MODULES if name not in sys.modules],
@@ -383,7 +384,7 @@ def test_what_the_kernel_zygote_imports_starts_no_thread_and_opens_no_file():
 READY = """
 import asyncio, json, logging, sys
 from queue import Empty
-from maxpool_grader.isolation import box as sealed_box, kernels
+from maxpool_grader.sandbox import box as sealed_box, kernels
 
 async def main():
     box = sealed_box.Box(log=logging.getLogger("ready"))

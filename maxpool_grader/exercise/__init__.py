@@ -13,5 +13,7 @@
   student's function so that only its results can cost points; ``diagnosis`` says why a
   solution cannot be tested at all; ``part_a`` is Part A's model answer and rubric.
 
-Nothing here starts a process or imports nbgrader: the isolation and the glue use it.
+Nothing here starts a process or imports nbgrader: the sandbox and everything after use it.
+
+May import: ``names``.
 """

@@ -5,7 +5,7 @@ same notebook always gets the same grade), a rule for the student's dx on each
 (rules.py), and small probe inputs of the same kind for explaining a failure.
 ``HIDDEN_CHECKS`` is the single source of truth for grade ids, titles and points; the
 notebook's hidden cells and their nbgrader metadata are checked against it by
-``maxpool-grader check`` (operations/check.py), whose ``--fix`` writes them from it.
+``maxpool-grader check`` (authoring/check.py), whose ``--fix`` writes them from it.
 ``VISIBLE_CHECKS`` are the visible test cells' inputs, checked again outside the
 student's process (and against the visible cells by ``maxpool-grader check``)."""
 

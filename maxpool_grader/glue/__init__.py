@@ -1,26 +1,30 @@
-"""The nbgrader glue: one configurable preprocessor per step, as nbgrader's own are.
+"""The nbgrader glue: the plugins ``nbgrader_config.py`` names, one class per file, each file
+named after its class as nbgrader's own ``preprocessors/`` are.
 
 ``nbgrader_config.py`` plugs them into ``nbgrader autograde`` (so plain nbgrader and
 ``maxpool-grader grade`` grade alike) and into the feedback:
 
-* ``submission``: read whatever was submitted (``TolerantNotebookExporter``), put moved
-  cells back (``RestoreCellOrder``), never follow a student's symbolic link;
-* ``verdicts`` (``OutOfProcessVerdicts``) and ``execute`` (``SafeExecute``): the graded
-  verdicts from a sandboxed process, and the notebook run in a sandboxed kernel; both
-  read their limits from ``sealed_box.SealedBox`` (``c.SealedBox``);
-* ``grades``: hand grades kept for unchanged answers (``KeepHandGrades``), Part A's
-  rubric for the person grading (``ShowRubric``); ``notes``: the grader's notes cell;
-* ``model_answer``, ``feedback_page``: the model answer and the student's feedback page;
-  ``mathml``: formulas as MathML, read exactly as written, on every page nbgrader renders;
-  ``inert`` and ``allow_list``: student content shown inert; ``deadline``: the
-  assignment's deadline, read once for every page that depends on it;
-* ``csv_export`` (``SafeCsvExport``): ``grades.csv`` that no spreadsheet runs;
+* reading a submission: ``tolerantnotebookexporter`` (``TolerantNotebookExporter``),
+  ``restorecellorder`` (``RestoreCellOrder``), ``makesubmissioninert``
+  (``MakeSubmissionInert``); ``submission``: what they share, and the patches that never
+  follow a student's symbolic link and grade a folder without its notebook;
+* running it: ``outofprocessverdicts`` (``OutOfProcessVerdicts``) and ``safeexecute``
+  (``SafeExecute``, with ``outputs``: what a cell may show), both reading their limits
+  from ``sealedbox`` (``SealedBox``, ``c.SealedBox``);
+* saving it: ``keephandgrades`` (``KeepHandGrades``), ``showrubric`` (``ShowRubric``),
+  ``latepolicy`` (``LatePolicy``); ``notes``: the grader's notes cell;
+* the feedback: ``modelanswer`` (``ModelAnswer``), ``feedbacksummary``
+  (``FeedbackSummary``), ``feedbackexporter`` (``FeedbackExporter``), ``makeinert``
+  (``MakeInert``) and ``markdowntohtml`` (``MarkdownToHTML``); the functions they share:
+  ``mathml`` (formulas as MathML, read exactly as written), ``inert`` and ``allow_list``
+  (student content shown inert), ``deadline`` (read once for every page that depends on it);
+* ``safecsvexport`` (``SafeCsvExport``): ``grades.csv`` that no spreadsheet runs, and
+  ``csv_cell``, the cell every CSV of ours is written with;
 * ``nbgrader_costs``: costs nbgrader pays again for every submission, paid once;
-
-* ``patches``: every run-time change of nbgrader's code, each checked against the
+  ``patches``: every run-time change of nbgrader's code, each checked against the
   installed versions, applied by ``install()`` (``nbgrader_config.py`` calls it).
 
-This layer uses the exercise and the isolation; the operations use it.
+May import: ``names``, ``exercise``, ``sandbox``, ``verdict``.
 """
 
 from .patches import install

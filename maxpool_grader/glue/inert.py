@@ -14,8 +14,7 @@ grading page, the feedback page, the autograded notebook in JupyterLab).
 * ``clean_html`` is the allow-list (glue/allow_list.py: nh3, the Ammonia sanitizer): text,
   tables, lists, emphasis, code, links to http(s) and mail, images only as
   ``data:image/...``, and MathML; no attributes that run code, style a page or name an
-  element. Markdown is rendered with its formulas held out of it (glue/mathml.py).
-"""
+  element. Markdown is rendered with its formulas held out of it (glue/mathml.py)."""
 
 from __future__ import annotations
 
@@ -28,20 +27,28 @@ import re
 from pathlib import Path
 
 import nbgrader
-from nbconvert.preprocessors import Preprocessor
 from nbformat import NotebookNode
 from nbformat.v4 import new_markdown_cell
-from traitlets import Bool
 
-from ..names import MODEL_ANSWER_TAG, NOTES_KEY, NOTES_TAG, RESOURCES_KEY, RUBRIC_TAG, SUMMARY_TAG
+from ..names import MODEL_ANSWER_TAG, NOTES_KEY, NOTES_TAG, RUBRIC_TAG, SUMMARY_TAG
 from .allow_list import NUMBER, clean_html
 from .mathml import MathRenderer, latex_to_mathml, markdown_to_html
 
 IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif")  # shown as they are: the page decodes them as pictures
+
+
 _TAG = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+
+
 _GRADE_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
+
+
 RESERVED_TAGS = {RUBRIC_TAG, MODEL_ANSWER_TAG, NOTES_TAG, SUMMARY_TAG}  # the grader's cells: never a student's
+
+
 BLOCK_CLASS = "maxpool-inert"  # the one element a cleaned markdown cell is made of
+
+
 # classic/mathjax.html.j2 (no CDN, a Content-Security-Policy instead) ahead of nbgrader's templates
 TEMPLATE_DIRS = [str(Path(__file__).resolve().parent / "templates"),
                  str(Path(nbgrader.__file__).resolve().parent / "server_extensions" / "formgrader" / "templates")]
@@ -236,44 +243,3 @@ def _inert_metadata(cell: NotebookNode, submitted: bool) -> None:
     if nbgrader is not None and not (isinstance(nbgrader, dict)
                                      and _GRADE_ID.fullmatch(str(nbgrader.get("grade_id", "x")))):
         del metadata["nbgrader"]  # nbgrader's pages put the grade id into HTML as it is
-
-
-class MakeInert(Preprocessor):
-    """Student content made inert (module doc), for ``Autograde.autograde_preprocessors``
-    (after the notebook ran) and ``HTMLExporter.preprocessors`` (every page)."""
-
-    enabled = Bool(True)
-
-    def preprocess(self, nb, resources):
-        return inert_notebook(nb), resources
-
-
-class MakeSubmissionInert(MakeInert):
-    """The same, first of ``Autograde.sanitize_preprocessors``, on the notebook as the student
-    sent it: metadata that would make the notebook invalid, and the tags of the grader's own
-    cells (a forged rubric), are gone before nbgrader's own steps read it."""
-
-    def preprocess(self, nb, resources):
-        nb = inert_notebook(nb, submitted=True)
-        noted = (resources or {}).get(RESOURCES_KEY, {}).get("reader_notes")
-        if noted:  # what the grader's reader noted (a missing or unreadable notebook) stays
-            nb.metadata[NOTES_KEY] = list(noted)
-        known = _assignment_cells(resources)
-        for cell in nb.cells:  # nbgrader fails a notebook whose cell claims an id it does not know
-            if known is not None and cell.metadata.get("nbgrader", {}).get("grade_id") not in known:
-                cell.metadata.pop("nbgrader", None)
-        return nb, resources
-
-
-def _assignment_cells(resources) -> set[str] | None:
-    """The grade ids of the released notebook's cells, from the gradebook (None: unknown)."""
-    from nbgrader.api import Gradebook, MissingEntry
-    found = (resources or {}).get("nbgrader", {})
-    if not all(key in found for key in ("db_url", "assignment", "notebook")):
-        return None
-    try:
-        with Gradebook(found["db_url"]) as gradebook:
-            notebook = gradebook.find_notebook(found["notebook"], found["assignment"])
-            return {cell.name for cell in notebook.source_cells}
-    except MissingEntry:
-        return None

@@ -2,7 +2,7 @@
 
 nbconvert's pages load MathJax from a CDN, so offline (and on many campus networks) formulas
 stayed raw ``$...$``. Here every formula of a markdown text becomes latex2mathml's MathML,
-sanitized (``allow_list.clean_mathml``: a student's ``\\text{<img ...>}`` stays inert).
+sanitized (``allow_list.clean_mathml``: a student's ``\text{<img ...>}`` stays inert).
 
 * What a formula is (``_MATH``): ``$$display$$``, and ``$inline$`` as pandoc reads it: no
   space just inside the dollars, no digit right after the closing one ("costs $5 and $6" is
@@ -19,8 +19,7 @@ sanitized (``allow_list.clean_mathml``: a student's ``\\text{<img ...>}`` stays 
 * ``MarkdownToHTML`` is the pages' ``markdown2html`` filter (``c.HTMLExporter.filters`` in
   nbgrader_config.py): formgrader's grading page, and the feedback page (its exporter is an
   HTMLExporter). It renders as the exporter's own filter does (attachments, anchor links,
-  embedded images, lexer options), formulas held out.
-"""
+  embedded images, lexer options), formulas held out."""
 
 from __future__ import annotations
 
@@ -30,10 +29,8 @@ import uuid
 from dataclasses import dataclass
 from functools import lru_cache
 
-from jinja2 import pass_context
 from latex2mathml.converter import convert
 from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
-from traitlets.config import LoggingConfigurable
 
 from .allow_list import clean_mathml
 
@@ -42,11 +39,23 @@ from .allow_list import clean_mathml
 _MATH = re.compile(r"(?P<code>```.*?```|`[^`\n]*`)"
                    r"|(?<!\\)\$\$(?P<display>.+?)\$\$"
                    r"|(?<![\\$])\$(?P<inline>[^\s$](?:[^$]*?[^\s$\\])?)\$(?!\d)", re.S)
+
+
 _BLANK_LINE = re.compile(r"\n[ \t]*\n")  # a formula across one is two paragraphs, not math
+
+
 _PLACEHOLDER = f"maxpoolmath{uuid.uuid4().hex}n{{}}x"  # letters and digits: no text holds one by chance
+
+
 _HELD = re.compile(_PLACEHOLDER.format("([0-9]+)"))
+
+
 _MARKUP = re.compile(r"<!--|-->|<[A-Za-z/!?]|[>\"']")  # where a tag, a comment or a quoted value starts or ends
+
+
 _CODE_TAG = re.compile(r"<(/?)(pre|code|kbd|samp|script|style|textarea)\b", re.I)  # their text is code
+
+
 _ANCHOR = '<a class="anchor-link"'  # nbconvert's anchor, last in a heading
 
 
@@ -61,7 +70,11 @@ class Formula:
 # the heart of Part A, among them. Operator names become \operatorname (\argmax is not LaTeX,
 # but students write it and mean it); numbering, labels and spacing carry no meaning here.
 _OPERATORS = re.compile(r"\\(arg|argmax|argmin)(?![A-Za-z])")
+
+
 _DROPPED = re.compile(r"\\(?:nolimits|nonumber|notag)(?![A-Za-z])|\\(?:label|vspace\*?)\{[^{}]*\}")
+
+
 _COMMAND_AS_TEXT = re.compile(r">[^<]*\\[A-Za-z]")  # a command latex2mathml did not know, shown as text
 
 
@@ -189,22 +202,3 @@ def markdown_to_html(markdown: str, renderer_class: type[MathRenderer] = MathRen
             return html.escape(formula.written, quote=False) if mathml is None else mathml
         return _HELD.sub(one, text)
     return _in_tags(rendered, lambda tag: renderer.written(tag, escape=True), shown)
-
-
-class MarkdownToHTML(LoggingConfigurable):
-    """The ``markdown2html`` filter of nbconvert's HTMLExporter, formulas held out of
-    Markdown (module doc). Configured by name, nbconvert makes one per exporter, its parent,
-    whose settings it reads as the exporter's own filter does."""
-
-    def __init__(self, **kwargs):
-        super().__init__(**kwargs)
-        pass_context(self)  # Jinja then gives it the template's context: the cell and its attachments
-
-    def __call__(self, context, source: str) -> str:
-        cell, exporter = context.get("cell", {}), self.parent
-        path = context.get("resources", {}).get("metadata", {}).get("path", "")
-        return markdown_to_html(
-            source, attachments=cell.get("attachments", {}), embed_images=getattr(exporter, "embed_images", False),
-            path=path, anchor_link_text=getattr(exporter, "anchor_link_text", "\u00b6"),
-            exclude_anchor_links=getattr(exporter, "exclude_anchor_links", False),
-            **getattr(exporter, "lexer_options", {}))

@@ -1,0 +1,97 @@
+"""What ``maxpool-grader grade`` does once, before it forks its grading workers, instead
+of every worker doing it for itself: the zygotes each worker forks its kernels and verdict
+processes from, started while the command prepares the run (they import on a core that is
+idle then), and the warm-up (imports, caches of pure functions) the workers inherit."""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+from ..course.directory import course_config, nbgrader_api, say
+from ..names import ASSIGNMENT, RESOURCES_KEY
+
+
+def start_zygotes(course: Path, db_url: str, count: int, assignment: str = ASSIGNMENT) -> list[tuple]:
+    """A kernel zygote and a verdict zygote for ``count`` workers to share, started now, so
+    that they import while this process does its own work; each worker forked from this
+    process adopts a socket of each (run_batch). [] when the course grades unsandboxed (no
+    zygote). One zygote serves every worker: each spawn takes it a few milliseconds."""
+    from ..glue.sealedbox import SealedBox
+    from ..sandbox import kernels
+    from ..sandbox.box import bwrap_works
+    from ..verdict import process
+    if SealedBox(config=course_config(course, db_url)).sandbox == "off" or not bwrap_works():
+        return []
+    return [(kernels.start_kernel_zygote(_assignment_code(course, assignment), count),
+             process.start_verdict_zygote(count))]
+
+
+def adopt_zygotes(zygotes, taken) -> None:
+    """The next socket of ``zygotes`` no other worker took is this worker's (a worker beyond
+    their holders starts zygotes of its own); it lets go of the others."""
+    from ..sandbox import kernels
+    from ..verdict import process
+    with taken.get_lock():
+        mine, taken.value = taken.value, taken.value + 1
+    for kernel, verdict in zygotes:
+        if mine < kernel.holders:
+            kernels.adopt_kernel_zygote(kernel, mine)
+            process.adopt_verdict_zygote(verdict, mine)
+        else:
+            kernel.let_go()
+            verdict.let_go()
+
+
+def _assignment_code(course: Path, assignment: str) -> list[str]:
+    """The code cells of the source and release notebooks: what a graded notebook holds of
+    the assignment (provided cells, tests with their hidden part)."""
+    import nbformat
+
+    from ..course.directory import notebook_path
+    cells = []
+    for step in ("source", "release"):
+        with contextlib.suppress(OSError, ValueError):
+            nb = nbformat.read(notebook_path(course, step, ".", assignment), as_version=4)
+            cells += [cell.source for cell in nb.cells if cell.cell_type == "code"]
+    return list(dict.fromkeys(cells))
+
+
+def warm_up(course: Path, db_url: str, assignment: str = ASSIGNMENT) -> None:
+    """What every worker would do once for itself (imports; for its verdicts, the released
+    code cells read as IPython reads them; for its feedback pages, nbconvert's templates
+    compiled, the code cells every page shares highlighted, Part A's figure drawn), done
+    once here before the workers are forked from this process. What it leaves are caches of
+    pure functions of their inputs: every verdict and page is the same byte for byte."""
+    import nbformat
+
+    from ..course.directory import notebook_path
+    from ..exercise.part_a import figure_png
+    from ..verdict.verdicts import as_python
+    figure_png(backward=True)
+    release = notebook_path(course, "release", ".", assignment)
+    try:
+        nb = nbformat.read(release, as_version=4)
+    except (OSError, ValueError):
+        return
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            as_python(cell.source)
+    try:  # the release as a page, with a score of 0 where GetGrades and the summary would put one
+        _feedback_page(course, db_url, assignment, nb)
+    except Exception as problem:  # noqa: BLE001  only a cost: each worker warms up by itself then
+        say(f"warm-up of the feedback pages skipped ({type(problem).__name__}: {problem})", level=2)
+
+
+def _feedback_page(course: Path, db_url: str, assignment: str, nb) -> None:
+    """``nb`` made into a feedback page by the course's exporter, and thrown away."""
+    from nbgrader.converters import GenerateFeedback
+    api = nbgrader_api(course, db_url)
+    converter = GenerateFeedback(coursedir=api.coursedir, parent=api)
+    exporter = converter.exporter_class(parent=converter, config=converter.config)
+    nb.metadata["language_info"] = {"name": "python", "pygments_lexer": "ipython3"}  # as the kernel says
+    for cell in nb.cells:
+        if "nbgrader" in cell.metadata:
+            cell.metadata.nbgrader.update(score=0, points=cell.metadata.nbgrader.get("points", 0), comment=None)
+    exporter.from_notebook_node(nb, {RESOURCES_KEY: {"titles": {}, "pending": {}, "header": ""}, "nbgrader": {
+        "notebook": assignment, "score": 0, "max_score": 0, "late_penalty": 0}})

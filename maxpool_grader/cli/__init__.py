@@ -1,0 +1,9 @@
+"""The instructor's command line, ``maxpool-grader``: on top of every capability.
+
+* ``main``: the commands (``grade``, ``serve``, ``tokens``, ``roster``, ``collect-lms``,
+  ``export-lms``, ``check``, ``doctor``, ``cluster-certs``), each handing over to its package;
+* ``doctor``: which guarantees hold on this machine for this user;
+* ``settings_doc``: docs/settings.md made from the settings' declarations.
+
+May import: every package before it.
+"""

@@ -1,0 +1,152 @@
+"""``maxpool-grader doctor``: which of the grading guarantees hold on this machine, for the
+user who runs it, each with the one step that would make it hold.
+
+It asks exactly what grading asks (``box.bwrap_works``, ``cgroups.available``, the
+gradebook's connection, ``glue.patches.mismatches``), as the same user, so what it prints
+is what a grading run here gets (tests/test_doctor.py runs it as root and as a normal user
+and compares).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from ..course.directory import configured_db_url
+from ..glue.patches import mismatches
+from ..sandbox import box, cgroups
+
+
+@dataclass(frozen=True)
+class Guarantee:
+    """One thing grading relies on: whether it holds here, what was seen, and the fix."""
+
+    name: str
+    holds: bool
+    seen: str
+    fix: str | None = None
+    needed: bool = True  # False: what it says changes no guarantee (who runs it)
+
+
+def _read(path: str) -> str | None:
+    try:
+        return Path(path).read_text().strip()
+    except OSError:
+        return None
+
+
+def _user_namespaces() -> tuple[bool, str, str | None]:
+    """Whether this kernel lets this user make user namespaces, which bubblewrap needs."""
+    limit = _read("/proc/sys/user/max_user_namespaces")
+    if limit == "0":
+        return False, "user namespaces are off (user.max_user_namespaces = 0)", \
+            "sysctl -w user.max_user_namespaces=15000 (as root; in /etc/sysctl.d/ to keep it)"
+    if os.geteuid() != 0 and _read("/proc/sys/kernel/unprivileged_userns_clone") == "0":
+        return False, "unprivileged user namespaces are off (kernel.unprivileged_userns_clone = 0)", \
+            "sysctl -w kernel.unprivileged_userns_clone=1 (as root), or grade as root"
+    if os.geteuid() != 0 and _read("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") == "1":
+        return False, "AppArmor restricts unprivileged user namespaces", \
+            "give bwrap an AppArmor profile that allows userns (Ubuntu 24.04 and later), or grade as root"
+    return True, "user namespaces allowed", None
+
+
+def _sandbox() -> list[Guarantee]:
+    if box.BWRAP is None:
+        return [Guarantee("sandbox", False, "bubblewrap (bwrap) is not installed: student code would run with "
+                        "your rights (GRADING UNSANDBOXED)", "apt-get install bubblewrap")]
+    if os.geteuid() == 0 and box.SETPRIV is None:
+        return [Guarantee("sandbox", False, "as root the sandbox drops to an unprivileged uid with setpriv, "
+                        "which is missing", "apt-get install util-linux")]
+    if box.bwrap_works():
+        return [Guarantee("sandbox", True, f"bubblewrap ({box.BWRAP}) makes the sandbox: no network, no files of "
+                        "yours, its own PID namespace, no capability")]
+    allowed, seen, fix = _user_namespaces()
+    return [Guarantee("sandbox", False, f"{box.BWRAP} is installed but cannot make the sandbox: {seen}",
+                    fix or "run `bwrap --unshare-all --bind / / true` to see bubblewrap's own error")]
+
+
+def _cgroup() -> Guarantee:
+    kinds = sorted({kind for _, kind, _ in cgroups.mounts() if kind in ("cgroup", "cgroup2")})
+    kind = {"cgroup": "v1", "cgroup2": "v2"}
+    seen = "cgroup " + "+".join(kind[k] for k in kinds) if kinds else "no cgroup file system mounted"
+    if cgroups.available():
+        return Guarantee("cgroup", True, f"{seen}: each submission gets a cgroup capping memory and processes "
+                                       "for all its processes together")
+    v1_memory = any(kind == "cgroup" and "memory" in options for _, kind, options in cgroups.mounts())
+    if os.geteuid() == 0:
+        fix = "mount the memory and pids controllers (cgroup v1) or cgroup v2 with both enabled"
+    elif v1_memory:  # the memory controller is in a v1 hierarchy: a v2 delegation cannot have it
+        fix = "grade as root, or have an administrator chown a subtree of the memory and pids hierarchies to you"
+    else:
+        fix = "run the grading command under systemd-run --user --scope -p Delegate=yes"
+    return Guarantee("cgroup", False, f"{seen}, but {cgroups.why_unavailable()}: memory is capped per process "
+                                    "only, processes by RLIMIT_NPROC (GRADING WITHOUT A CGROUP)", fix)
+
+
+def _user() -> Guarantee:
+    if os.geteuid() == 0:
+        return Guarantee("user", True, "root: student code runs as an unprivileged uid in the sandbox", needed=False)
+    return Guarantee("user", True, f"uid {os.geteuid()}: student code runs as you, without any capability, in the "
+                                 "sandbox's user namespace", needed=False)
+
+
+def _gradebook(course: Path, db_url: str | None) -> Guarantee:
+    if db_url is None and not (course / "nbgrader_config.py").is_file():
+        return Guarantee("gradebook", True, f"not checked: {course} is no course (pass --course-dir or --db)",
+                       needed=False)
+    url = db_url or configured_db_url(course)
+    shown = url.split("@")[-1] if "@" in url else url  # no password on the terminal
+    from sqlalchemy import create_engine, text
+    options = {"connect_args": {"connect_timeout": 5}} if url.startswith("postgresql") else {}
+    if url.startswith("sqlite:///"):
+        folder = Path(url[len("sqlite:///"):]).parent
+        if not os.access(folder, os.W_OK):
+            return Guarantee("gradebook", False, f"{shown}: {folder} is not writable for you",
+                           f"grade as the owner of {folder}, or pass --db")
+    try:
+        engine = create_engine(url, **options)
+        with engine.connect() as connection:
+            connection.execute(text("select 1"))
+        engine.dispose()
+    except Exception as problem:  # noqa: BLE001  a driver's own error, named
+        first = str(problem).strip().splitlines()[0] if str(problem).strip() else type(problem).__name__
+        return Guarantee("gradebook", False, f"{shown}: {first[:200]}",
+                       "start the database server, or correct --db / CourseDirectory.db_url")
+    return Guarantee("gradebook", True, f"{shown} answers")
+
+
+def _patches() -> Guarantee:
+    problems = mismatches()
+    if problems:
+        return Guarantee("nbgrader", False, f"{len(problems)} patch(es) written for other versions: "
+                       + problems[0].split(";")[0],
+                       "pip install -e . in the course (the versions pyproject.toml names)")
+    return Guarantee("nbgrader", True, "every patch of nbgrader fits the installed versions")
+
+
+def findings(course: Path, db_url: str | None = None) -> list[Guarantee]:
+    return [*_sandbox(), _cgroup(), _user(), _gradebook(course, db_url), _patches()]
+
+
+def summary(found: list[Guarantee]) -> str:
+    by_name = {finding.name: finding for finding in found}
+    sandboxed = "yes" if by_name["sandbox"].holds else "NO"
+    caps = "per submission (cgroup)" if by_name["cgroup"].holds else "per process only"
+    return f"Student code sandboxed: {sandboxed}. Memory and process caps: {caps}."
+
+
+def doctor(course: Path, db_url: str | None = None, as_json: bool = False) -> int:
+    """Print the findings; 0 when every needed one holds, else 1."""
+    found = findings(course, db_url)
+    if as_json:
+        print(json.dumps([asdict(finding) for finding in found], indent=1))
+    else:
+        for finding in found:
+            mark = "ok  " if finding.holds else "FAIL"
+            print(f"{mark} {finding.name:<10} {finding.seen}")
+            if finding.fix and not finding.holds:
+                print(f"     {'':<10} fix: {finding.fix}")
+        print(summary(found))
+    return 0 if all(finding.holds or not finding.needed for finding in found) else 1

@@ -1,0 +1,10 @@
+"""The course on disk, shared by every command: what the capability packages share.
+
+* ``directory``: the course's folders (nbgrader's ``CourseDirectory.format_path``), its
+  configuration (``nbgrader_config.py``, read here and nowhere else), nbgrader's API and
+  ``export`` run in the command's own process, the commands' verbosity;
+* ``jobs``: what one grading job reports (``JobResult``);
+* ``roster``: the roster CSV into nbgrader's student table, and the names it gives.
+
+May import: ``names``.
+"""

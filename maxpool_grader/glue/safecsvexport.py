@@ -1,0 +1,71 @@
+"""``SafeCsvExport`` (``ExportApp.plugin_class``): ``nbgrader export``'s grades.csv, safe to open.
+
+nbgrader's own CSV plugin writes names and ids exactly as the gradebook holds them, joined
+by commas without quoting: a roster name such as ``=HYPERLINK(...)`` or ``+cmd|' /C calc'!A0``
+is a formula in every spreadsheet, and a name with a comma moves every column after it.
+This plugin writes the same columns and rows with Python's ``csv`` module, and every text
+cell that a spreadsheet would read as a formula (starting with ``=``, ``+``, ``-``, ``@``, a
+tab or a carriage return: OWASP's CSV injection) gets a leading ``'``. Numbers are written
+as nbgrader writes them and stay numbers. ``maxpool-grader export-lms`` uses the same rule."""
+
+from __future__ import annotations
+
+import csv
+
+from nbgrader.api import Gradebook, MissingEntry
+from nbgrader.plugins.export import CsvExportPlugin
+
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+COLUMNS = ("assignment", "duedate", "timestamp", "student_id", "last_name", "first_name", "email",
+           "raw_score", "late_submission_penalty", "score", "max_score")
+
+
+def safe_text(value) -> str:
+    """Text that no spreadsheet runs: a ``'`` before what could start a formula."""
+    text = "" if value is None else str(value)
+    return "'" + text if text.startswith(FORMULA_STARTS) else text
+
+
+def csv_cell(value) -> str | int | float:
+    """A CSV cell: a number as a number (``-0.5`` stays ``-0.5``), text that could start a
+    formula with a ``'`` in front (``=HYPERLINK(...)`` becomes ``'=HYPERLINK(...)``)."""
+    if isinstance(value, bool):
+        value = "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, int):
+        return value
+    return safe_text(value)
+
+
+class SafeCsvExport(CsvExportPlugin):
+    """nbgrader's CSV export, quoted, its text neutralised (module doc)."""
+
+    def export(self, gradebook: Gradebook) -> None:
+        destination = self.to or "grades.csv"
+        students, assignments = {str(s) for s in self.student}, {str(a) for a in self.assignment}
+        self.log.info("Exporting grades to %s", destination)
+        with open(destination, "w", newline="") as handle:
+            rows = csv.writer(handle)  # RFC 4180: CRLF, so a CR or LF inside a name is quoted too
+            rows.writerow(COLUMNS)
+            for assignment in gradebook.assignments:
+                if assignments and assignment.name not in assignments:
+                    continue
+                for student in gradebook.students:
+                    if not students or student.id in students:
+                        rows.writerow(_row(gradebook, assignment, student))
+
+
+def _row(gradebook: Gradebook, assignment, student) -> list:
+    try:
+        submission = gradebook.find_submission(assignment.name, student.id)
+    except MissingEntry:  # nothing submitted: 0, as nbgrader's plugin writes it
+        timestamp, raw, penalty = "", 0.0, 0.0
+    else:
+        timestamp, raw, penalty = submission.timestamp, submission.score, submission.late_submission_penalty
+    numbers = [raw, penalty, max(0.0, raw - penalty), assignment.max_score]
+    texts = [assignment.name, assignment.duedate, timestamp, student.id, student.last_name, student.first_name,
+             student.email]
+    return [safe_text(value) for value in texts] + ["" if value is None else str(value) for value in numbers]

@@ -1,0 +1,268 @@
+"""``SafeExecute``: nbgrader's Execute, made safe for grading untrusted notebooks.
+
+It runs the notebook in a sandboxed kernel of the submission's box as nbgrader's
+``Execute`` does, except that a test the out-of-process verdict failed shows that verdict
+instead of running (the notebook can lower a score, never raise it), that a hidden test it
+passed is not run again when what the kernel would print is known (glue/verdicts.py,
+``passed_in_the_grader``), that a dead kernel
+or a used-up time budget costs only what the out-of-process verdict failed, that output
+on stderr in a test cell does not cost points, and that what a cell prints is capped.
+
+The kernel starts only once the verdict is decided and the box is empty (every process
+the verdict left is gone), so nothing of the verdict's can starve it: a fork bomb's
+sleeping children once filled the box's processes cap while the kernel started, and the
+kernel died before it was ready, in some runs and not in others. A kernel that still does
+not start gets one more try in an emptied box; after that every test cell scores 0 and
+says why, instead of nbgrader failing the submission with no grade."""
+
+from __future__ import annotations
+
+import json
+import time
+from concurrent.futures import Future
+
+from nbclient.exceptions import CellTimeoutError, DeadKernelError
+from nbformat import NotebookNode
+from nbformat.v4 import new_output
+from nbgrader.preprocessors import Execute
+from nbgrader.utils import is_grade
+from traitlets import Float, Integer, default
+
+from ..names import KERNEL_IMPORT_FAILED, PACKAGE_DIR, REPORT_KEY, RESOURCES_KEY, grade_id
+from ..sandbox.box import disk_hit
+from ..sandbox.kernel_client import RevivingChannel
+from ..sandbox.kernels import kernel_manager
+from ..verdict.verdicts import Verdict
+from .notes import add_note, show_notes
+from .outofprocessverdicts import error_output, passed_in_the_grader
+from .outputs import ERROR_BYTES, OUTPUT_CUT, coalesced, not_run_output, output_size, shortened_error
+from .sealedbox import SealedBox, box_for
+
+KERNEL_CPU_MARGIN_SECONDS = 30  # the kernel's CPU time beyond ``notebook_seconds``
+
+
+class SafeExecute(Execute):
+    """nbgrader's Execute, made safe for grading untrusted notebooks (see module doc)."""
+
+    # docs/settings.md is made from these traits (python -m maxpool_grader.cli.settings_doc).
+    timeout = Integer(15, allow_none=True, help=(
+        "Time limit of one cell in the kernel: the cell is interrupted, the kernel lives on. "
+        "nbgrader's own c.Execute.timeout sets it too (c.SafeExecute.timeout wins); the "
+        "notebook's time budget below caps it as well.")).tag(config=True, unit="s")
+    notebook_seconds = Float(60.0, help=(
+        "Time budget of the whole notebook in the kernel; cells after it is used up are "
+        "not run (a test among them keeps its out-of-process verdict). The kernel's CPU time "
+        "follows from it (docs/settings.md).")).tag(config=True, unit="s")
+
+    def kernel_cpu_seconds(self) -> int:
+        """RLIMIT_CPU of the kernel: the notebook's whole budget, and a margin."""
+        return int(self.notebook_seconds) + KERNEL_CPU_MARGIN_SECONDS
+
+    @default("shutdown_kernel")
+    def _kill_the_kernel(self) -> str:
+        """Every cell's output is in once the last cell has run: the kernel is killed then
+        (its box goes with it), not asked to clean up first, which costs the kernel's CPU."""
+        return "immediate"
+
+    def preprocess(self, nb, resources=None, km=None):
+        ours = (resources or {}).get(RESOURCES_KEY, {})
+        self._pending: Future | None = ours.get("verdicts")
+        self._graded: set[str] = ours.get("graded", set())
+        self._as_in_the_kernel: bool = ours.get("as_in_the_kernel", False)
+        self._verdicts: dict[str, Verdict] | None = None if self._pending else {}
+        self._not_running: str | None = None
+        self._no_kernel = False
+        settings = SealedBox(parent=self)
+        box = box_for(self, resources if resources is not None else {})
+        self._caps = box.caps if box else settings.caps()
+        self._output_left, self._output_cut = {}, False
+        self.kernel_manager_class = kernel_manager(settings.sandbox, settings.kernel_memory_mib << 20, self.log, box,
+                                                   settings.warm_start, self.kernel_cpu_seconds())
+        try:
+            nb, resources = self._run_in_kernel(nb, resources, km, box)
+            found = self._decided()
+        finally:
+            hits = box.hits() if box else []
+            if box:
+                box.close()
+        disk = next(filter(None, (disk_hit(json.dumps(cell.get("outputs", [])), self._caps)
+                                  for cell in nb.cells if cell.cell_type == "code")), None)
+        for hit in hits + ([disk] if disk else []):
+            add_note(nb, f"Your code {hit}: the grading box of a submission allows no more. "
+                         "Tests that could not finish because of it give no points.")
+        if self._output_cut:
+            add_note(nb, f"A cell of your notebook printed more than {self._caps.output_bytes >> 10} KiB; "
+                         "the rest of its output was cut.")
+        for cell in nb.cells:
+            verdict = found.get(grade_id(cell))
+            if verdict is None:
+                continue
+            # kept in the autograded notebook for the class report
+            cell.metadata[REPORT_KEY] = {"passed": verdict.passed and not self._no_kernel, "kind": verdict.kind,
+                                         "bugs": list(verdict.bugs)}
+            if verdict.passed and _failed_to_import_the_grader(cell):
+                self.log.error("%s: %s in the test cell, which scores 0 although the out-of-process "
+                               "verdict passed. The student's code may have done this; if every submission "
+                               "shows it, the kernel does not see the package "
+                               "(docs/security.md#nothing-of-the-course).", grade_id(cell), KERNEL_IMPORT_FAILED)
+            for output in cell.get("outputs", []):
+                if output.get("output_type") == "stream" and output.get("name") == "stderr":
+                    output["name"] = "stdout"  # nbgrader gives 0 for any stderr output
+        _number_cells(nb, found)
+        for cell in nb.cells:
+            if cell.cell_type == "code":
+                cell.outputs = coalesced(cell.get("outputs", []))
+        show_notes(nb)
+        # the kernel's Python version depends on the grading machine: without it, grading the
+        # same notebook anywhere writes the same file
+        nb.metadata.get("language_info", {}).pop("version", None)
+        return nb, resources
+
+    def _run_in_kernel(self, nb, resources, km, box):
+        """Run the notebook in a kernel started after the verdict, in an emptied box (module
+        doc); a kernel that does not start twice leaves every test cell a 0 and the reason."""
+        self._decided()  # the verdict's processes are closed then; an error here is the grader's
+        problem = None
+        for attempt in range(KERNEL_STARTS):
+            if box:
+                box.empty()
+            self._deadline = time.monotonic() + self.notebook_seconds
+            self._kernel_ready = False  # set by the first cell: the kernel answered kernel_info
+            try:
+                return super().preprocess(nb, resources, km)
+            except DeadKernelError:
+                if self._kernel_ready:  # while shutting down: every cell has its outputs already
+                    return nb, resources
+                problem = "it ended before it was ready"
+            except Exception as failure:  # noqa: BLE001  jupyter_client raises RuntimeError, OSError...
+                if self._kernel_ready:
+                    raise
+                problem = f"{type(failure).__name__}: {str(failure)[:300]}"
+            self.log.warning("The kernel did not start (attempt %d of %d): %s", attempt + 1, KERNEL_STARTS, problem)
+        self.log.error("The kernel did not start %d times (%s): every test cell of %s scores 0.", KERNEL_STARTS,
+                       problem, resources.get("nbgrader", {}).get("student", "this notebook"))
+        add_note(nb, KERNEL_NOT_STARTED.format(problem=problem))
+        self._no_kernel = True  # the class report counts these tests as failed, as they score
+        for cell in nb.cells:
+            if cell.cell_type == "code" and is_grade(cell):
+                cell.outputs = [error_output("Not run: the Python kernel that runs your notebook did not "
+                                              "start (see the notes at the top), so this test scores 0.")]
+        return nb, resources
+
+    def output(self, outs, msg, display_id, cell_index):
+        """nbclient's output handler, with a cap on what one cell may print: a flood of
+        output is cut here, before it fills the grader's memory. The first error of a
+        cell always passes, shortened (a test cell's failure must be seen)."""
+        content = msg.get("content", {})
+        kind = msg.get("msg_type")
+        left = self._output_left.get(cell_index, self._caps.output_bytes)
+        size = output_size(kind, content)
+        if kind == "error" and not any(out.get("output_type") == "error" for out in outs):
+            self._output_left[cell_index] = left - min(size, ERROR_BYTES)
+            if size > ERROR_BYTES:
+                self._output_cut = True
+                msg = dict(msg, content=shortened_error(content))
+            return super().output(outs, msg, display_id, cell_index)
+        self._output_left[cell_index] = left - size
+        if left <= 0:
+            return None
+        if size > left:
+            self._output_cut = True
+            if kind != "stream":
+                return None
+            msg = dict(msg, content=dict(content, text=str(content.get("text", ""))[:left] + OUTPUT_CUT))
+        return super().output(outs, msg, display_id, cell_index)
+
+    def handle_comm_msg(self, outs, msg, cell_index):
+        """Widgets are not graded: their state would bypass the output cap."""
+
+    def _update_display_id(self, display_id, msg):
+        """Display updates are not kept: they would rewrite outputs of earlier cells past the
+        output cap."""
+
+    def _dropped_output(self, cell) -> None:
+        """Mark a cell whose output the kernel connection dropped: one message over
+        MAX_MESSAGE_BYTES (the channels connect again by themselves)."""
+        client = getattr(self, "kc", None)
+        dropped = sum(channel.take_dropped() for channel in (getattr(client, "iopub_channel", None),
+                                                             getattr(client, "shell_channel", None))
+                      if isinstance(channel, RevivingChannel))
+        if dropped:
+            self._output_cut = True
+            cell.outputs = list(cell.get("outputs", [])) + [new_output("stream", name="stdout", text=OUTPUT_CUT)]
+
+    def _decided(self) -> dict[str, Verdict]:
+        if self._verdicts is None:
+            self._verdicts = self._pending.result()  # an error here is the grader's: it propagates
+        return self._verdicts
+
+    def preprocess_cell(self, cell, resources, index):
+        self._kernel_ready = True
+        if cell.cell_type != "code":
+            return cell, resources
+        verdict = self._decided().get(grade_id(cell)) if grade_id(cell) in self._graded else None
+        if verdict is not None and not verdict.passed:
+            cell.outputs = [error_output(verdict.message)]
+            return cell, resources
+        remaining = self._deadline - time.monotonic()
+        if self._not_running is None and remaining < 1:
+            self._not_running = (f"the notebook used up its {self.notebook_seconds:g} s of running "
+                                 "time in the cells above")
+        if self._not_running is not None:
+            cell.outputs = [not_run_output(self._not_running, verdict)]
+            return cell, resources
+        printed = passed_in_the_grader(cell, verdict, self._as_in_the_kernel)
+        if printed is not None:  # what the kernel would print, known: not run a second time
+            cell.outputs, cell.execution_count = [new_output("stream", name="stdout", text=printed)], 0
+            return cell, resources
+        saved_timeout = self.timeout
+        self.timeout = max(1, int(min(self.timeout or remaining, remaining)))
+        try:
+            cell, resources = super().preprocess_cell(cell, resources, index)
+            self._dropped_output(cell)
+            return cell, resources
+        except DeadKernelError:
+            self._not_running = "the kernel died in an earlier cell"
+            cell.outputs = list(cell.get("outputs", [])) + [new_output(
+                "error", ename="DeadKernelError", evalue="the kernel died",
+                traceback=["The Python kernel died while running this cell: the code ended the "
+                           "process (os._exit, a crash in C code, or too much memory). Cells below "
+                           "were not run; the tests among them were graded outside the notebook."])]
+            return cell, resources
+        except CellTimeoutError:
+            self._dropped_output(cell)
+            return cell, resources
+        finally:
+            self.timeout = saved_timeout
+
+
+def _number_cells(nb: NotebookNode, found: dict[str, Verdict]) -> None:
+    """Number the code cells that ran, in order: a test the out-of-process verdict failed ran
+    there (it shows that verdict, not a run in the kernel), and showed "In [ ]" as if it had
+    not run. Cells left unrun (a dead kernel, no time left) keep no number."""
+    count = 0
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        verdict = found.get(grade_id(cell))
+        shown = verdict is not None and not verdict.passed and any(
+            output.get("evalue") == verdict.message for output in cell.get("outputs", []))
+        if cell.get("execution_count") is not None or shown:
+            count += 1
+            cell.execution_count = count
+
+
+def _failed_to_import_the_grader(cell) -> bool:
+    return any(output.get("output_type") == "error"
+               and output.get("ename") in ("ModuleNotFoundError", "ImportError")
+               and PACKAGE_DIR.name in str(output.get("evalue", "")) for output in cell.get("outputs", []))
+
+
+KERNEL_STARTS = 2  # a kernel that does not start gets one more try, in an emptied box
+
+
+KERNEL_NOT_STARTED = (
+    "The Python kernel that runs your notebook did not start, twice ({problem}), so no cell of your "
+    "notebook ran and every test scores 0. A file in your submission's folder named like a module the "
+    "kernel loads when it starts (ipykernel_launcher.py, for one) stops it; if there is none, tell your "
+    "instructor.")

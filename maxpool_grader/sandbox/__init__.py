@@ -1,0 +1,22 @@
+"""The sandbox: where a student's code runs during grading, and all it can reach. Generic:
+it knows nothing of the exercise, only how to run a program sealed.
+
+Every process that runs a submission's code (the notebook's kernel, each out-of-process
+verdict process, everything they start) runs in a bubblewrap sandbox of that
+submission's *box* (``box``, ``filesystem``) and its cgroup (``cgroups``):
+
+* it sees only the system, Python and (the kernel) this package, read-only: never the
+  course, a home directory, the host's /tmp or the gradebook;
+* it writes only its own size-limited scratch tmpfs, and nothing it writes comes back;
+  symbolic links are never followed;
+* it runs as an unprivileged uid with no capability, no network, in its own PID
+  namespace, with an environment that holds nothing of the grader's;
+* the submission as a whole has caps on memory, processes, scratch space and output.
+
+``kernels`` runs the notebook's kernel in the box, and ``kernel_client`` caps what the
+grader reads from it; ``limits`` are each process's own rlimits; ``zygote`` starts
+sandboxed processes warm (one process that imported once forks each of them). What is run
+there, and what its answers mean, is the verdict package's.
+
+May import: ``names``.
+"""

@@ -1,0 +1,135 @@
+"""The command line of ``maxpool-grader serve`` (service.py) and ``maxpool-grader tokens`` (each
+roster student's personal link to the serve page, for the LMS to mail), for cli/main.py."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from ..course.roster import import_roster
+
+
+def add_parsers(commands, cluster_options) -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
+    """The ``serve`` and ``tokens`` commands, on cli/main.py's ``_Commands``."""
+    serving = commands.add_parser("serve", help="grade each submission as it arrives, through nbgrader's exchange "
+                                                "and a web page, and show its feedback at once, within the attempt "
+                                                "limits of nbgrader_config.py (c.Serve); Ctrl-C stops it, the queue "
+                                                "is kept")
+    serving.add_argument("--workers", type=int, default=None, help="grading processes (default: one per core)")
+    serving.add_argument("--address", default=None, help="where the web page listens (default 127.0.0.1; a reverse "
+                                                         "proxy with TLS in front for others)")
+    serving.add_argument("--port", type=int, default=None, help="its port (default 8765; with --hub-login, the "
+                                                                "port of the service's url on the Hub)")
+    serving.add_argument("--base-url", default=None, help="the page's public address, as students reach it (default: "
+                                                          "http://ADDRESS:PORT/); its path is the page's prefix")
+    serving.add_argument("--certfile", default=None, help="serve HTTPS with this certificate (PEM)")
+    serving.add_argument("--keyfile", default=None, help="the certificate's private key (PEM)")
+    serving.add_argument("--secure-cookies", action="store_true",
+                         help="mark cookies Secure: set it behind a reverse proxy that speaks HTTPS")
+    serving.add_argument("--hub-login", action="store_true",
+                         help="students sign in with their JupyterHub account (OAuth), the service registered as "
+                              "a Hub service; the Hub user name is the student id")
+    serving.add_argument("--no-web", action="store_true", help="no web page: the exchange only")
+    serving.add_argument("--no-exchange", action="store_true", help="do not watch nbgrader's exchange")
+    cluster_options(serving)
+    tokens = commands.add_parser("tokens", help="write tokens.csv: each roster student's personal link to the serve "
+                                                "page, for the LMS to mail; --revoke or --rotate ends links and "
+                                                "sessions, also while serve runs")
+    tokens.add_argument("--base-url", required=True, help="the page's public address, e.g. https://grader.example.edu/")
+    tokens.add_argument("--out", type=Path, default=Path("tokens.csv"), help="the CSV to write (default %(default)s)")
+    tokens.add_argument("--revoke", metavar="ID", action="append", default=[],
+                        help="end this student's link and session (a running serve sees it at once); the new link "
+                             "is in the CSV. Repeat it for more students")
+    tokens.add_argument("--rotate", action="store_true",
+                        help="a new secret: every link and session so far ends, the instructor's link too")
+    return serving, tokens
+
+
+def serve_command(args, parser: argparse.ArgumentParser, db_url: str, security) -> int:
+    from ..glue.deadline import parse_time
+    from . import service
+    from .policy import load_settings
+    if args.workers is not None and args.workers < 1:
+        parser.error("--workers must be at least 1")
+    if args.no_web and args.no_exchange:
+        parser.error("--no-web and --no-exchange leave no way in")
+    if bool(args.certfile) != bool(args.keyfile):
+        parser.error("--certfile and --keyfile go together")
+    try:
+        settings = load_settings(args.course_dir)
+        if settings.deadline:
+            parse_time(settings.deadline)
+    except Exception as problem:  # noqa: BLE001  traitlets names the bad value
+        parser.exit(2, f"maxpool-grader serve: nbgrader_config.py's c.Serve: {problem}\n")
+    if args.hub_login and args.no_web:
+        parser.error("--hub-login signs students in to the web page, which --no-web turns off")
+    address, port, base_url, hub = args.address, args.port, args.base_url, None
+    try:
+        if args.hub_login:  # where the Hub expects the service, unless given
+            from .hub import hub_address, hub_auth
+            if port is None or base_url is None:
+                given = hub_address()
+                address, port, base_url = address or given[0], port or given[1], base_url or given[2]
+            hub = hub_auth(base_url)
+    except Exception as problem:  # noqa: BLE001  HubSetupError, or HubOAuth refusing its environment
+        parser.exit(2, f"maxpool-grader serve: {problem}\n")
+    address, port = address or "127.0.0.1", port or 8765
+    base_url = base_url or f"{'https' if args.certfile else 'http'}://{address}:{port}/"
+    from .web import start_web  # the web layer, given to the core: the core never imports it
+    return service.run(args.course_dir.resolve(), db_url, args.workers or os.cpu_count() or 1, address=address,
+                     port=port, base_url=base_url, exchange=not args.no_exchange,
+                     start_web=None if args.no_web else start_web,
+                     certfile=args.certfile, keyfile=args.keyfile, secure_cookies=args.secure_cookies,
+                     cluster=args.cluster, security=security, hub_auth=hub)
+
+
+def tokens_command(args, db_url: str) -> int:
+    import csv
+
+    from nbgrader.api import Gradebook
+
+    from ..glue.safecsvexport import csv_cell as cell
+    from .policy import SERVE_DIR, STUDENT_ID
+    from .tokens import Credentials, revoke, rotate_secret, token_for
+    if (args.course_dir / "roster.csv").is_file():
+        import_roster(args.course_dir / "roster.csv", db_url)
+    folder = args.course_dir / SERVE_DIR
+    if args.rotate:
+        rotate_secret(folder)
+        print("A new secret: every link and session given out so far has ended (a running serve sees it at once)")
+    for student in args.revoke:
+        print(f"{student}: link and session ended (generation {revoke(folder, student)}); the new link is in the CSV")
+    credentials = Credentials(folder)
+    _instructor_link(folder, credentials)
+    base = args.base_url.rstrip("/") + "/"
+    with Gradebook(db_url) as gradebook:
+        students = [(s.id, s.first_name, s.last_name, s.email) for s in gradebook.students]
+    skipped = [student for student, *_ in students if not STUDENT_ID.fullmatch(student)]
+    out = args.out if args.out.is_absolute() else args.course_dir / args.out
+    descriptor = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # the links are passwords
+    with os.fdopen(descriptor, "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["student_id", "first_name", "last_name", "email", "link"])
+        for student, first, last, email in sorted(students):
+            if student not in skipped:
+                token = token_for(credentials.secret, student, credentials.generation(student))
+                writer.writerow([cell(student), cell(first), cell(last), cell(email), f"{base}login/{token}"])
+    print(f"{len(students) - len(skipped)} personal links written to {out} (readable by you only: each link lets "
+          "its holder submit as that student)")
+    if skipped:
+        print(f"No link for {len(skipped)} id(s) the service does not take (letters, digits, . _ @ - only, up to 64): "
+              f"{', '.join(repr(student) for student in skipped[:10])}")
+    if not students:
+        print("The gradebook has no students: import the roster first (maxpool-grader roster roster.csv)")
+        return 1
+    return 0
+
+
+def _instructor_link(folder: Path, credentials) -> None:
+    """serve writes the instructor's link when it starts; after a rotation, the new one."""
+    from .tokens import INSTRUCTOR, token_for
+    path = folder / "instructor-link"
+    if path.is_file():
+        address = path.read_text().strip().rsplit("/instructor/login/", 1)[0]
+        path.write_text(f"{address}/instructor/login/{token_for(credentials.secret, INSTRUCTOR)}\n")

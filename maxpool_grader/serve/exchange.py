@@ -1,0 +1,192 @@
+"""The exchange way of ``maxpool-grader serve``: a student's ``nbgrader submit`` lands in the
+exchange's inbound folder, which every student can write to. The service takes each new
+submission once, and only when its folder, notebook and secret belong to the user the
+submission names (nbgrader's own ``collect`` only warns, "cheating attempt?"); it never
+follows a link. A refusal of a genuine submission is released as its feedback, where
+``fetch_feedback`` finds it."""
+
+from __future__ import annotations
+
+import os
+import pwd
+import re
+import stat
+import sys
+import time
+from pathlib import Path
+
+from ..course.directory import read_course_config, say
+from .pages import refusal_page
+from .policy import NOT_ON_ROSTER, STUDENT_ID, Refused
+
+
+class ExchangeWay:
+    """The exchange watcher of the ``Service`` (serve/service.py), which holds ``queue``, ``settings``,
+    ``assignment``, ``exchange_inbound``, ``first_seen`` and ``events``."""
+
+    def scan_exchange(self) -> None:
+        """Take every new submission of the exchange's inbound folder once."""
+        inbound = self.exchange_inbound
+        if inbound is None or not inbound.is_dir():
+            return
+        try:
+            names = sorted(os.listdir(inbound))
+        except OSError:
+            return
+        for name in names:
+            parts = name.split("+")
+            if len(parts) < 3 or parts[1] != self.assignment or self.queue.seen_source(name):
+                continue  # another assignment's (plain nbgrader collect takes those) or taken already
+            self.first_seen.setdefault(name, time.time())
+            if not (inbound / name / "submission_secret.txt").exists() and time.time() - self.first_seen[name] < 30:
+                continue  # nbgrader submit writes the secret last: still being copied
+            self._take(inbound, name, parts[0])
+            self.first_seen.pop(name, None)
+
+    def _take(self, inbound: Path, name: str, student: str) -> None:
+        try:
+            content, secret, note, stems = self._read_submission(inbound, name, student)
+        except Refused as refusal:
+            who = student if STUDENT_ID.fullmatch(student) else "?"
+            self.queue.add(who, self.assignment, "exchange", None, status="refused", message=str(refusal),
+                           source=name)
+            self.events.append(f"exchange submission {name!r} refused: {refusal}")
+            print(f"serve: exchange submission {name!r} refused: {refusal}", file=sys.stderr, flush=True)
+            if getattr(refusal, "secret", ""):  # the student's own submission: they read why
+                self._release_page(refusal.secret, refusal_page(self.assignment, str(refusal)), refusal.stems)
+            return
+        try:
+            if not self.is_student(student):
+                raise Refused(NOT_ON_ROSTER, 403)
+            self.check_notebook(content)
+            self.admit(student)
+        except Refused as refusal:
+            self.queue.add(student, self.assignment, "exchange", None, status="refused", message=str(refusal),
+                           source=name)
+            if secret:
+                self._release_page(secret, refusal_page(self.assignment, str(refusal)), stems)
+            return
+        files = {".secret": secret.encode()} if secret else {}
+        if stems != [self.assignment]:  # Fetch Feedback looks for the page under the notebook's own name
+            files[".name"] = stems[0].encode()
+        attempt = self.queue.add(student, self.assignment, "exchange", content, source=name, files=files)
+        if note:
+            self.events.append(f"exchange submission {name!r} (attempt {attempt}): {note}")
+            say(f"serve: {student}'s exchange submission: {note}")
+        self.poke()
+
+    def _read_submission(self, inbound: Path, name: str, student: str) -> tuple[bytes, str]:
+        """The notebook and secret of an inbound folder, read only when the folder and both files
+        belong to the user the folder's name claims; never through a link."""
+        if not STUDENT_ID.fullmatch(student):
+            raise Refused(f"{student!r} is not a student id this service takes")
+        try:
+            expected = pwd.getpwnam(student).pw_uid
+        except KeyError:
+            raise Refused(f"claims to be from {student!r}, who has no account on this machine") from None
+        try:
+            folder = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=os.open(inbound, os.O_RDONLY))
+        except OSError:
+            raise Refused("not a folder (a link, or gone)") from None
+        try:
+            owner = os.fstat(folder).st_uid
+            if owner != expected:
+                raise Refused(f"claims to be {student}'s submission but belongs to {_user(owner)}: a submission "
+                              "made in another student's name (cheating attempt?)")
+            try:
+                secret = _read_owned(folder, "submission_secret.txt", expected, 1024).decode().strip()
+            except (Refused, UnicodeDecodeError):
+                secret = ""
+            if secret and not re.fullmatch(r"[0-9a-f]{16,256}", secret):
+                secret = ""
+            names = os.listdir(folder)
+            stems = [name[:-len(".ipynb")] for name in sorted(names) if name.endswith(".ipynb")]
+            try:
+                notebook, note = notebook_of(names, self.assignment)
+                content = _read_owned(folder, notebook, expected, self.settings.max_upload * 1024 + 1)
+            except Refused as refusal:
+                refusal.secret, refusal.stems = secret, stems
+                raise
+            return content, secret, note, [notebook[:-len(".ipynb")]]
+        finally:
+            os.close(folder)
+
+    def _release_page(self, secret: str, page: str, stems=()) -> None:
+        """A page of ours where ``fetch_feedback`` finds the feedback of the submission with this
+        secret: it looks for one per notebook of the submission, by the notebook's own name."""
+        from nbgrader.utils import notebook_hash
+        outbound = self.exchange_inbound.parent / "feedback"
+        outbound.mkdir(mode=0o755, exist_ok=True)
+        for stem in dict.fromkeys([self.assignment, *stems]):
+            target = outbound / f"{notebook_hash(secret=secret, notebook_id=stem)}.html"
+            temporary = target.with_suffix(".tmp")
+            temporary.write_text(page)
+            temporary.chmod(0o644)
+            temporary.replace(target)
+
+    def _release_under_its_name(self, attempt_id: int) -> None:
+        """The feedback released for a notebook the student named otherwise (``-Copy1``), also where
+        Fetch Feedback looks for it: under that name."""
+        from nbgrader.utils import notebook_hash
+        stem, secret = self.queue.upload_path(attempt_id).with_suffix(".name"), self.queue.secret_path(attempt_id)
+        if not (stem.exists() and secret.exists()):
+            return
+        outbound = self.exchange_inbound.parent / "feedback"
+        key = secret.read_text().strip()
+        released = outbound / f"{notebook_hash(secret=key, notebook_id=self.assignment)}.html"
+        if released.exists():
+            self._release_page(key, released.read_text(), [stem.read_text()])
+
+
+
+def notebook_of(names: list[str], assignment: str) -> tuple[str, str]:
+    """The notebook to grade among a submission's files, and a note when it is not named as
+    released: JupyterLab's copy of it (``-Copy1``) or a browser's second download (`` (1)``)
+    is taken when it is the only notebook; anything else is refused with what to do."""
+    expected = f"{assignment}.ipynb"
+    notebooks = sorted(name for name in names if name.endswith(".ipynb"))
+    if expected in notebooks:
+        return expected, ""
+    copies = [name for name in notebooks if re.fullmatch(rf"{re.escape(assignment)}(-Copy\d+| \(\d+\))\.ipynb", name)]
+    if len(notebooks) == 1 and copies:
+        return copies[0], f"graded {copies[0]} as {expected} (its only notebook)"
+    found = ", ".join(notebooks[:5]) if notebooks else "no notebook at all"
+    raise Refused(f"Your submission has no notebook named {expected} ({found}). Rename your notebook to "
+                  f"{expected} in JupyterLab's file browser (keep it in the {assignment} folder), then submit again. "
+                  "This submission does not count against your attempts.")
+
+
+def _read_owned(folder: int, name: str, uid: int, limit: int) -> bytes:
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=folder)
+    except OSError:
+        raise Refused(f"no {name} in it (or a link)") from None
+    try:
+        found = os.fstat(fd)
+        if not stat.S_ISREG(found.st_mode):
+            raise Refused(f"{name} is not a plain file")
+        if found.st_uid != uid:
+            raise Refused(f"{name} in it belongs to {_user(found.st_uid)}, not to the student it names")
+        data = os.read(fd, limit)
+        while len(data) < limit:
+            more = os.read(fd, limit - len(data))
+            if not more:
+                break
+            data += more
+        return data
+    finally:
+        os.close(fd)
+
+
+def exchange_inbound(course: Path) -> Path | None:
+    config = read_course_config(course)
+    root = config.Exchange.get("root") or "/srv/nbgrader/exchange"
+    course_id = config.CourseDirectory.get("course_id") or ""
+    return Path(root) / course_id / "inbound" if course_id else None
+
+
+def _user(uid: int) -> str:
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return f"user id {uid}"

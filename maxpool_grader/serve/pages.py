@@ -1,0 +1,169 @@
+"""The pages of ``maxpool-grader serve``, made of the service's own data, never of a
+student's notebook: from Jinja templates with autoescaping (``templates/serve/``), so every
+text from a student (a name, a message) is escaped and every page shares one layout, one
+style and its accessibility (a language, a main landmark, visible focus, no text that needs
+colour alone). The brief feedback before the deadline (each test's points, and the mistakes
+found at 'mistakes'), the same as a page of its own for the exchange's Fetch Feedback, and
+the instructor's live view (the queue, attempts per student, each test's pass rate so far,
+the most common mistakes) are here.
+
+A page that keeps itself up to date (an attempt waiting to be graded, the live view) runs
+one script of the service's own, ``poll.js``: it asks the service for the status and writes
+it into a live region, instead of reloading the page, which took the focus and the place of
+a screen reader each second. The pages' Content-Security-Policy allows that script by its
+hash (``POLL_POLICY``) and no other.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import time
+from collections import Counter
+from importlib import resources
+from typing import TYPE_CHECKING
+
+import jinja2
+from markupsafe import Markup
+
+from .policy import when_text
+
+if TYPE_CHECKING:
+    from .service import Service
+
+_FILES = resources.files("maxpool_grader.serve") / "templates"
+_PAGES = jinja2.Environment(loader=jinja2.PackageLoader("maxpool_grader.serve", "templates"),
+                            autoescape=True, trim_blocks=True, lstrip_blocks=True)
+STYLE = Markup((_FILES / "style.css").read_text())
+POLL_SCRIPT = Markup((_FILES / "poll.js").read_text())
+_HASH = "'sha256-" + base64.b64encode(hashlib.sha256(POLL_SCRIPT.encode()).digest()).decode() + "'"
+PAGE_POLICY = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; form-action 'self'; "
+               "frame-ancestors 'none'; base-uri 'none'")
+POLL_POLICY = PAGE_POLICY + f"; script-src {_HASH}; connect-src 'self'"  # poll.js, and only it
+LEVEL_TEXT = {"scores": "each test's points", "mistakes": "each test's points and the mistakes found",
+              "everything": "the whole feedback: each test, the mistake found and the smallest input it fails on"}
+
+
+def render(template: str, **context) -> str:
+    """A page of ``templates/serve``; ``script=True`` adds poll.js (send ``POLL_POLICY`` with it)."""
+    script = POLL_SCRIPT if context.pop("script", False) else None
+    return _PAGES.get_template(template).render(style=STYLE, script=script, **context)
+
+
+def status_text(attempt) -> str:
+    if attempt.status == "graded":
+        return f"graded: {attempt.result.get('score', 0):g} of {attempt.result.get('max_score', 0):g}"
+    if attempt.status in ("refused", "failed", "superseded"):
+        return f"{attempt.status}: {attempt.message}"
+    return attempt.status
+
+
+def home_view(service: Service, student: str, url) -> dict:
+    """The student's page (home.html.j2): the policy, whether uploads are taken, their attempts."""
+    settings, deadline, now = service.settings, service.deadline(), time.time()
+    return {"title": f"{service.assignment}: submit for feedback", "student": student, "assignment": service.assignment,
+            "open": service.open_now(), "action": url("/upload"), "level": LEVEL_TEXT[settings.before_deadline],
+            "deadline": (when_text(deadline.timestamp()) + (" (passed)" if now > deadline.timestamp() else ""))
+            if deadline else "none",
+            "hour": len(service.queue.counted_since(student, now - 3600)), "per_hour": settings.attempts_per_hour,
+            "day": len(service.queue.counted_since(student, now - 86400)), "per_day": settings.attempts_per_day,
+            "attempts": [{"id": a.id, "url": url(f"/attempt/{a.id}"), "received": when_text(a.received),
+                          "status": status_text(a)} for a in service.queue.of_student(student)]}
+
+
+def attempt_progress(service: Service, attempt, here: str) -> dict:
+    """What a waiting attempt's live region says, whether it is done, and where its result is."""
+    if attempt.status == "queued":
+        ahead = service.queue.position(attempt.id)
+        return {"text": f"Waiting to be graded: {ahead} submission{'s' if ahead != 1 else ''} ahead of yours.",
+                "done": False, "url": here}
+    if attempt.status == "grading":
+        return {"text": "Being graded now.", "done": False, "url": here}
+    ready = " Your feedback is ready." if attempt.status == "graded" else ""
+    return {"text": f"{status_text(attempt).capitalize()}.{ready}", "done": True, "url": here}
+
+
+def _shown(test: dict, level: str) -> dict:
+    """One test's row of the brief feedback."""
+    if test["manual"]:
+        shown = (f"graded by a person after the deadline (of {test['points']:g})" if test.get("answered", True)
+                 else f"not answered yet (of {test['points']:g}; graded by a person after the deadline)")
+        return {"title": test["title"], "shown": shown, "passed": None, "mistakes": []}
+    passed = test["score"] >= test["points"]
+    mistakes = test["mistakes"] if level == "mistakes" and not passed else []
+    return {"title": test["title"], "shown": f"{test['score']:g} of {test['points']:g}", "passed": passed,
+            "mistakes": mistakes}
+
+
+def brief(result: dict, level: str) -> Markup:
+    """The feedback before the deadline at 'scores' or 'mistakes': our own titles and numbers,
+    nothing from the student's notebook."""
+    tests = result.get("tests", [])
+    automatic = [test for test in tests if not test["manual"]]
+    return Markup(_PAGES.get_template("brief.html.j2").render(
+        tests=[_shown(test, level) for test in tests], level=LEVEL_TEXT[level],
+        scored=f"{sum(test['score'] for test in automatic):g}",
+        possible=f"{sum(test['points'] for test in automatic):g}"))
+
+
+def standalone_page(title: str, **context) -> str:
+    """A page of ours released through the exchange (no server sends its headers): the
+    policy that runs no script is in the page itself."""
+    return render(context.pop("template", "message.html.j2"), title=title,
+                  policy="default-src 'none'; style-src 'unsafe-inline'", **context)
+
+
+def brief_page(assignment: str, result: dict, level: str) -> str:
+    """The brief feedback as a page of its own, for the exchange's Fetch Feedback."""
+    if level == "everything":  # graded at 'scores' or 'mistakes', released after the deadline
+        level = "mistakes"
+    return standalone_page(f"{assignment}: your feedback so far", template="result.html.j2",
+                           brief=brief(result, level))
+
+
+def refusal_page(assignment: str, message: str) -> str:
+    """Why an exchange submission was not graded, where its feedback would be."""
+    return standalone_page(f"{assignment}: this submission was not graded", paragraphs=[message])
+
+
+def queue_summary(service: Service) -> str:
+    """The live view's first line: every attempt so far, by status, and how many are graded now."""
+    by_status = Counter(attempt.status for attempt in service.queue.all())
+    counts = ", ".join(f"{count} {status}" for status, count in sorted(by_status.items()))
+    return (f"{sum(by_status.values())} attempts: {counts or 'none yet'}; {len(service.in_flight)} being graded now "
+            f"(as of {time.strftime('%H:%M:%S')}).")
+
+
+def instructor_view(service: Service) -> dict:
+    """The live view's tables: the queue, pass rate of each test so far, the common mistakes,
+    attempts per student, refusals and failures, events (the template's context)."""
+    attempts = service.queue.all()
+    now = time.time()
+    latest = {}
+    for attempt in sorted((a for a in attempts if a.status == "graded"), key=lambda a: a.id):
+        latest[attempt.student] = attempt
+    tests: dict[str, list] = {}
+    mistakes: Counter = Counter()
+    for attempt in latest.values():
+        for test in attempt.result.get("tests", []):
+            if not test["manual"]:
+                tests.setdefault(test["title"], []).append(test["score"] >= test["points"])
+                mistakes.update(set(test["mistakes"]) if test["score"] < test["points"] else set())
+    students: dict[str, list] = {}
+    for attempt in attempts:
+        students.setdefault(attempt.student, []).append(attempt)
+    return {
+        "summary": queue_summary(service), "read_at": time.strftime("%H:%M:%S"), "students_graded": len(latest),
+        "waiting": [{"id": a.id, "student": a.student, "status": a.status, "waiting": f"{now - a.received:.0f} s"}
+                    for a in sorted((a for a in attempts if a.status in ("queued", "grading")), key=lambda a: a.id)],
+        "tests": [{"title": title, "passed": f"{sum(found)} of {len(found)} ({100 * sum(found) / len(found):.0f}%)"}
+                  for title, found in tests.items()],
+        "mistakes": [f"{title}: {count} student{'s' if count != 1 else ''}"
+                     for title, count in mistakes.most_common(10)],
+        "students": [{"student": student, "hour": len(service.queue.counted_since(student, now - 3600)),
+                      "all": len(found), "latest": status_text(max(found, key=lambda a: a.id))}
+                     for student, found in sorted(students.items())],
+        "problems": [{"id": a.id, "student": a.student, "way": a.way + (f" {a.source!r}" if a.source else ""),
+                      "why": a.message} for a in attempts if a.status in ("refused", "failed")][:30],
+        "events": service.events[-30:],
+    }

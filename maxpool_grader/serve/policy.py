@@ -1,0 +1,201 @@
+"""The instructor's policy for ``maxpool-grader serve`` (``c.Serve`` in nbgrader_config.py),
+the personal tokens of the web way, and the checks every attempt passes before it is
+queued: the deadline, the attempt limits (an attempt over a limit is refused at once, with
+the time the next one is possible), the size, and whether it is this assignment's notebook
+at all. A refusal is ``Refused``: the message for the student and the HTTP status."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+from traitlets import Enum, Float, Int, List, Unicode
+from traitlets.config import Configurable
+
+from ..course.directory import read_course_config
+from ..course.roster import read_roster
+from ..glue.deadline import deadline as course_deadline
+from ..names import SOLUTION_CELL
+from .tokens import INSTRUCTOR, service_secret, token_for, who_has  # noqa: F401  (the web way's)
+
+FEEDBACK_LEVELS = ("scores", "mistakes", "everything")
+STUDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,63}")  # what the service accepts as a student id
+SERVE_DIR = Path(".maxpool-grader") / "serve"
+DEADLINE_FRESH = 5.0  # seconds a due date read from the gradebook is used before it is read again
+NOT_ON_ROSTER = ("You are not on this course's roster (any more), so the service takes no submission from you. "
+                 "If that is a mistake, ask your instructor.")
+
+
+class Serve(Configurable):
+    """The policy of ``maxpool-grader serve`` (feedback while the assignment is open)."""
+
+    attempts_per_hour = Int(3, help=(
+        "Graded attempts a student may make in any 60 minutes; one more is refused at once, with the time "
+        "the next is possible.")).tag(config=True, unit="attempts")
+    attempts_per_day = Int(10, help=(
+        "Graded attempts a student may make in any 24 hours.")).tag(config=True, unit="attempts")
+    before_deadline = Enum(FEEDBACK_LEVELS, default_value="everything", help=(
+        "What the feedback shows before the deadline: 'scores' (each test's points), 'mistakes' (the "
+        "points and the named mistakes) or 'everything' (the whole feedback page, with the smallest "
+        "failing input). After the deadline it is always everything.")).tag(config=True, unit="")
+    deadline = Unicode("", help=(
+        "The last moment a submission is taken, e.g. '2026-12-01 23:59' (UTC) or 2026-12-01T23:59+01:00; "
+        "empty: the assignment's due date in the gradebook (none: no deadline).")).tag(config=True, unit="")
+    max_upload = Int(2048, help="The largest notebook the service takes, upload or exchange.").tag(
+        config=True, unit="KiB")
+    max_cells = Int(300, help=(
+        "The most cells a notebook the service takes may have (the assignment has about 20): one of "
+        "thousands of cells would hold a grading worker for a minute. More is refused at once, with the "
+        "reason.")).tag(config=True, unit="cells")
+    poll_interval = Float(1.0, help="How often the exchange's inbound folder is looked at.").tag(config=True, unit="s")
+    hub_instructors = List(Unicode(), default_value=[], help=(
+        "With 'serve --hub-login': the JupyterHub users who, signed in, see the instructor's live view "
+        "instead of the student's page.")).tag(config=True, unit="")
+
+
+def load_settings(course: Path) -> Serve:
+    return Serve(config=read_course_config(course))
+
+
+class Refused(Exception):
+    """An attempt the policy or the checks refuse: the message for the student, the HTTP status."""
+
+    def __init__(self, message: str, status: int = 400):
+        super().__init__(message)
+        self.status = status
+
+
+
+class Policy:
+    """The checks of the ``Service`` (serve/service.py), which holds ``settings``, ``queue``,
+    ``assignment`` and ``db_url``."""
+
+    def deadline(self) -> datetime | None:
+        """The deadline, read from the gradebook at most every DEADLINE_FRESH seconds: every
+        page and every attempt asks (a student's waiting page refreshes each second), and the
+        instructor may move the due date while the service runs."""
+        read = getattr(self, "_deadline_read", None)
+        if read is None or time.monotonic() - read[0] > DEADLINE_FRESH:
+            read = self._deadline_read = (time.monotonic(),
+                                          course_deadline(self.settings.deadline, self.db_url, self.assignment))
+        return read[1]
+
+    def open_now(self, now: float | None = None) -> bool:
+        deadline = self.deadline()
+        return deadline is None or (time.time() if now is None else now) <= deadline.timestamp()
+
+    def is_student(self, name: str) -> bool:
+        """Whether ``name`` is on the roster now: a student of the gradebook and, when the course
+        has a roster.csv, of that file too (removing a row ends their access within a request).
+        Asked at every sign-in, page, upload and exchange submission."""
+        from nbgrader.api import Gradebook, MissingEntry
+        if not STUDENT_ID.fullmatch(name) or name not in self._roster_file():
+            return False
+        with Gradebook(self.db_url) as gradebook:
+            try:
+                gradebook.find_student(name)
+            except MissingEntry:
+                return False
+        return True
+
+    def _roster_file(self):
+        """The ids of roster.csv, read again when it changes (everyone, when there is none)."""
+        path = self.course / "roster.csv"
+        try:
+            found = path.stat()
+        except OSError:
+            return _EVERYONE
+        stamp = found.st_mtime_ns, found.st_size, found.st_ino
+        cached = getattr(self, "_roster_read", None)
+        if cached is None or cached[0] != stamp:
+            try:
+                ids = frozenset(row["id"] for row in read_roster(path))
+            except Exception:  # noqa: BLE001  a roster being written, or broken: nobody until it reads
+                ids = frozenset()
+            cached = self._roster_read = (stamp, ids)
+        return cached[1]
+
+    def feedback_level(self) -> str:
+        return self.settings.before_deadline if self.open_now() else "everything"
+
+    def admit(self, student: str, now: float | None = None) -> None:
+        """Refuse (``Refused``) an attempt the policy does not allow now."""
+        now = time.time() if now is None else now
+        deadline = self.deadline()
+        if deadline is not None and now > deadline.timestamp():
+            raise Refused(f"The deadline has passed ({when_text(deadline.timestamp())}): no more submissions are "
+                          "taken. Your last on-time submission is the one that counts.", 403)
+        for limit, window, span in ((self.settings.attempts_per_hour, 3600, "hour"),
+                                    (self.settings.attempts_per_day, 86400, "24 hours")):
+            used = self.queue.counted_since(student, now - window)
+            if len(used) >= limit:
+                possible = used[len(used) - limit] + window
+                raise Refused(f"You have used your {limit} graded attempts of the last {span}. Your next attempt is "
+                              f"possible at {when_text(possible)} (in {_minutes(possible - now)}). This upload was not "
+                              "kept.", 429)
+
+    def too_large(self, size: int) -> Refused:
+        return Refused(f"The file is too large ({size // 1024} KiB; the limit is {self.settings.max_upload} KiB). "
+                       "Clear your outputs (Kernel > Restart Kernel and Clear Outputs of All Cells) and upload it "
+                       "again.", 413)
+
+    def refuse(self, student: str, refusal: Refused, way: str = "web") -> Refused:
+        """Record a refusal for the instructor's view; returns it, to be raised."""
+        self.queue.add(student, self.assignment, way, None, status="refused", message=str(refusal))
+        return refusal
+
+    def check_notebook(self, content: bytes) -> None:
+        """Refuse what is not this assignment's notebook, or too large."""
+        if len(content) > self.settings.max_upload * 1024:
+            raise self.too_large(len(content))
+        try:
+            notebook = json.loads(content.decode("utf-8"))
+            cells = notebook["cells"]
+            ids = {cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") for cell in cells
+                   if isinstance(cell, dict) and isinstance(cell.get("metadata"), dict)
+                   and isinstance(cell["metadata"].get("nbgrader", {}), dict)}
+        except (UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError):
+            raise Refused("This is not a Jupyter notebook (.ipynb): upload the notebook file of the assignment, "
+                          f"{self.assignment}.ipynb.", 400) from None
+        if len(cells) > self.settings.max_cells:
+            raise Refused(f"Your notebook has {len(cells)} cells; the service takes at most {self.settings.max_cells} "
+                          "(the assignment has about 20). Delete the cells you added for trying things out, "
+                          "or merge them, and upload it again.", 413)
+        if SOLUTION_CELL not in ids:
+            raise Refused(f"This notebook is not the {self.assignment} assignment (its cell "
+                          f"'{SOLUTION_CELL}' is missing): upload {self.assignment}.ipynb as you fetched it, "
+                          "with your answers.", 400)
+
+    def submit(self, student: str, content: bytes, way: str = "web") -> int:
+        """Check and queue an upload; a refused one is recorded (for the instructor) and raised."""
+        try:
+            if not self.is_student(student):
+                raise Refused(NOT_ON_ROSTER, 403)
+            self.check_notebook(content)
+            self.admit(student)
+        except Refused as refusal:
+            raise self.refuse(student, refusal, way) from None
+        attempt_id = self.queue.add(student, self.assignment, way, content)
+        self.poke()
+        return attempt_id
+
+
+class _Everyone:
+    def __contains__(self, name) -> bool:
+        return True
+
+
+_EVERYONE = _Everyone()
+
+
+def when_text(moment: float) -> str:
+    return datetime.fromtimestamp(moment, timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _minutes(seconds: float) -> str:
+    minutes = max(1, int(-(-seconds // 60)))
+    return f"{minutes} minute{'s' if minutes != 1 else ''}"
+

@@ -1,0 +1,296 @@
+"""``maxpool-grader serve``: feedback while the assignment is open.
+
+One long-running process on the instructor's side: warm grading workers (the ones
+``grade`` uses: nbgrader's own autograde in the sealed box, zygotes kept warm), one
+persistent queue (serve/queue.py) and two ways in:
+
+* nbgrader's exchange: a student's ``nbgrader submit`` (or Submit in the Assignment List)
+  lands in the exchange's inbound folder, which every student can write to. The service
+  takes each new submission once, only when its folder and notebook belong to the user the
+  submission names (nbgrader's own ``collect`` only warns, "cheating attempt?"), grades it
+  and releases its feedback through the exchange (``fetch_feedback`` finds it);
+* a web page (serve/web.py): a student's personal link (a token made from the roster),
+  an upload form, their queue position, then their feedback page.
+
+The instructor's policy is the ``Serve`` settings below (nbgrader_config.py): attempts per
+hour and per day (an attempt over the limit is refused at once, with the time the next
+one is possible), how much the feedback shows before the deadline, and the deadline
+(the gradebook's due date unless set). What a submission is graded on is copied into
+``submitted/<student>/``, and graded exactly as ``maxpool-grader grade --force`` grades
+it, so the last on-time submission's grade is the one ``grade --force`` gives too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import shutil
+import signal
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from datetime import datetime, timezone
+from pathlib import Path
+
+from ..backend import pool
+from ..course.directory import course_path, notebook_path, say
+from ..course.jobs import JobResult
+from ..names import ASSIGNMENT
+from .exchange import ExchangeWay, exchange_inbound
+from .grading_job import RemoteGrading, ready, serve_job, start_worker
+from .policy import NOT_ON_ROSTER, SERVE_DIR, Policy, Serve, load_settings
+from .queue import Attempt, Queue
+from .tokens import Credentials
+
+
+class Service(Policy, ExchangeWay):
+    """The queue, the policy, the workers and the exchange watcher (the web part is serve/web.py)."""
+
+    def __init__(self, course: Path, db_url: str, workers: int, settings: Serve, *, exchange: bool = True,
+                 assignment: str = ASSIGNMENT, remote: RemoteGrading | None = None):
+        self.course, self.db_url, self.workers, self.settings = course, db_url, max(1, workers), settings
+        self.remote = remote
+        self.capacity = len(remote.good) if remote is not None else self.workers  # attempts graded at once
+        self.remote_futures: dict[int, object] = {}  # attempt id -> its Dask future
+        self.assignment = assignment
+        self.queue = Queue(course / SERVE_DIR)
+        self.credentials = Credentials(course / SERVE_DIR)  # read again when tokens revokes or rotates
+        self.exchange_inbound = exchange_inbound(course) if exchange else None
+        self.executor: ProcessPoolExecutor | None = None
+        self.in_flight: dict[int, str] = {}  # attempt id -> student
+        self.wake: asyncio.Event | None = None
+        self.stopping = False
+        self.first_seen: dict[str, float] = {}
+        self.events: list[str] = []  # what the instructor should know (a forged submission, a failure)
+
+    @property
+    def secret(self) -> bytes:
+        return self.credentials.secret
+
+    def poke(self) -> None:
+        if self.wake is not None:
+            self.wake.set()
+
+    def _pool(self) -> ProcessPoolExecutor:
+        if self.executor is None:
+            self.executor = ProcessPoolExecutor(max_workers=self.workers, initializer=start_worker,
+                                                initargs=(str(self.course), self.db_url, os.getpid()))
+        return self.executor
+
+    def warm_up(self) -> None:
+        """Start every grading worker now (each starts its zygotes), not at the first attempt."""
+        with pool.ctrl_c_held():  # the pool forks its workers now
+            for _ in range(self.workers):
+                self._pool().submit(ready)
+
+    async def run_queue(self) -> None:
+        """Start the workers, then hand queued attempts to them as they free up, until stopped."""
+        self.warm_up()
+        self.wake = asyncio.Event()
+        while not self.stopping:
+            self.wake.clear()
+            free = self.capacity - len(self.in_flight)
+            if free > 0:
+                for attempt in self.queue.next_ready(set(self.in_flight.values()))[:free]:
+                    self._start(attempt)
+            try:
+                await asyncio.wait_for(self.wake.wait(), timeout=0.5)
+            except asyncio.TimeoutError:
+                pass
+
+    def _start(self, attempt: Attempt) -> None:
+        if not self.is_student(attempt.student):  # taken off the roster while it waited
+            self.queue.finish(attempt.id, "refused", NOT_ON_ROSTER)
+            return
+        self.queue.start(attempt.id)
+        self._stage(attempt)
+        self.in_flight[attempt.id] = attempt.student
+        # through the exchange, nbgrader's feedback page only when the policy shows everything now;
+        # otherwise _finished releases the brief page the web way shows
+        release = attempt.way == "exchange" and self.feedback_level() == "everything"
+        if self.remote is None:
+            return self._grade_here(attempt, release)
+        loop = asyncio.get_running_loop()
+        remote = self.remote_futures[attempt.id] = self.remote.submit(attempt)
+        remote.add_done_callback(lambda done: _back_on(loop, self._graded_remotely, attempt, release, done))
+
+    def _grade_here(self, attempt: Attempt, release: bool, remote: dict | None = None) -> None:
+        """``serve_job`` in a local worker; ``_finished`` when it ends."""
+        loop = asyncio.get_running_loop()
+        with pool.ctrl_c_held():  # the pool may fork its workers now
+            future = self._pool().submit(serve_job, attempt.student, attempt.assignment, release, remote)
+        future.add_done_callback(lambda done: _back_on(loop, self._finished, attempt, done))
+
+    def _graded_remotely(self, attempt: Attempt, release: bool, done) -> None:
+        """A Dask worker's graded notebook: recorded, its feedback written, here."""
+        self.remote_futures.pop(attempt.id, None)
+        if self.stopping:
+            return
+        try:
+            item = done.result()
+        except Exception as problem:  # noqa: BLE001  a lost worker, a refused one: this attempt's try
+            item = JobResult(attempt.student, False, log=f"{type(problem).__name__}: {problem}")
+        if not item.success:
+            self.in_flight.pop(attempt.id, None)
+            self._try_again_or_fail(attempt, "graded on the cluster: " + (item.log or "")[-600:])
+            self.poke()
+            return
+        self._grade_here(attempt, release, {"notebooks": item.notebooks, "import_failed": item.import_failed,
+                                            "seconds": item.seconds})
+
+    def _stage(self, attempt: Attempt) -> None:
+        """The attempt's notebook in submitted/<student>/ (and nothing else), as collect leaves it."""
+        folder = course_path(self.course, "submitted", attempt.student, attempt.assignment)
+        if folder.is_symlink() or folder.is_file():
+            folder.unlink()
+        elif folder.exists():
+            shutil.rmtree(folder)
+        folder.mkdir(parents=True)
+        shutil.copyfile(self.queue.upload_path(attempt.id), folder / f"{attempt.assignment}.ipynb")
+        received = datetime.fromtimestamp(attempt.received, timezone.utc)
+        (folder / "timestamp.txt").write_text(received.strftime("%Y-%m-%d %H:%M:%S.%f %Z"))
+        secret = self.queue.secret_path(attempt.id)
+        if secret.exists():
+            shutil.copyfile(secret, folder / "submission_secret.txt")
+        else:  # the web way: a secret no one knows, so `nbgrader release_feedback` finds one for every
+            # student; the exchange file it writes is named by the secret's hash: no one fetches it
+            (folder / "submission_secret.txt").write_text(secrets.token_hex(16))
+
+    def _finished(self, attempt: Attempt, future) -> None:
+        self.in_flight.pop(attempt.id, None)
+        if self.stopping:
+            return
+        try:
+            result = future.result()
+        except BrokenProcessPool:
+            self._broken()
+            self._try_again_or_fail(attempt, "a grading worker died while grading it")
+            self.poke()
+            return
+        except Exception as problem:  # noqa: BLE001  a fault of the service: reported, never lost
+            result = {"success": False, "log": f"{type(problem).__name__}: {problem}"}
+        if result.get("success"):
+            feedback = notebook_path(self.course, "feedback", attempt.student, attempt.assignment)
+            if feedback.exists():
+                shutil.copyfile(feedback, self.queue.feedback_path(attempt.id))
+            self.queue.finish(attempt.id, "graded", result=result)
+            secret = self.queue.secret_path(attempt.id)
+            if attempt.way == "exchange" and not result.get("released") and secret.exists():
+                from .pages import brief_page
+                self._release_page(secret.read_text().strip(),
+                                   brief_page(attempt.assignment, result, self.feedback_level()))
+            if attempt.way == "exchange":
+                self._release_under_its_name(attempt.id)
+            say(f"serve: graded {attempt.student} (attempt {attempt.id}): {result['score']:g} of "
+                f"{result['max_score']:g} in {result.get('seconds', 0):.1f} s")
+        else:
+            self._try_again_or_fail(attempt, (result.get("log") or "")[-600:])
+        self.poke()
+
+    def _try_again_or_fail(self, attempt: Attempt, why: str) -> None:
+        if (self.queue.get(attempt.id) or attempt).tries < 2:
+            self.queue.requeue(attempt.id)
+        else:
+            self._failed(attempt, "grading failed twice: " + why)
+
+    def _failed(self, attempt: Attempt, why: str) -> None:
+        self.queue.finish(attempt.id, "failed", message="Grading this submission failed twice; your instructor has "
+                                                        "been told. This attempt does not count against your limit.")
+        self.events.append(f"attempt {attempt.id} of {attempt.student} failed: {why}")
+        print(f"serve: attempt {attempt.id} of {attempt.student} FAILED: {why}", file=sys.stderr, flush=True)
+
+    def _broken(self) -> None:
+        """The pool's workers killed (a worker died, or the service stops); the next attempt
+        makes a new pool. What they were grading is queued again by the caller."""
+        if self.executor is not None:
+            pool.stop_pool(self.executor)
+            self.executor.shutdown(wait=False, cancel_futures=True)
+            self.executor = None
+
+    def stop(self) -> None:
+        """Kill the workers now; what they were grading is queued again for the next start."""
+        self.stopping = True
+        self._broken()
+        for remote in self.remote_futures.values():
+            remote.cancel()
+        self.remote_futures.clear()
+        for attempt_id in list(self.in_flight):
+            self.queue.requeue(attempt_id)
+        self.in_flight.clear()
+        self.poke()
+
+
+def _back_on(loop: asyncio.AbstractEventLoop, callback, *args) -> None:
+    """A worker's result handed to the event loop, unless the service has stopped: the pool's
+    futures can end (BrokenProcessPool) after the loop closed, and the attempt is queued anyway."""
+    try:
+        loop.call_soon_threadsafe(callback, *args)
+    except RuntimeError:  # the loop is closed; the attempt stays 'grading' and is requeued on start
+        pass
+
+
+def run(course: Path, db_url: str, workers: int, *, address: str, port: int, base_url: str, exchange: bool,
+        start_web=None, certfile: str | None, keyfile: str | None, secure_cookies: bool, cluster: str | None = None,
+        security=None, hub_auth=None) -> int:
+    """The command: prepare the course as ``grade`` does, then serve until Ctrl-C or SIGTERM.
+    ``start_web`` (web.start_web, or None: no web page) starts the web layer, which
+    depends on this core and is given to it, never imported by it."""
+    from ..cluster.coordinator import WorkerRefused
+    from ..grading.grade import Broke, GradingRun
+    grading = GradingRun(course=course, db_url=db_url, workers=workers)
+    try:
+        grading.release()
+    except Broke as broke:
+        print(str(broke), file=sys.stderr)
+        return broke.status
+    grading.prepare()
+    settings = load_settings(course)
+    remote = None
+    if cluster:
+        try:
+            remote = RemoteGrading(course, ASSIGNMENT, cluster, security)
+        except WorkerRefused as problem:
+            print(f"maxpool-grader serve: not started: {problem}", file=sys.stderr)
+            return 1
+    service = Service(course, db_url, workers, settings, exchange=exchange, remote=remote)
+    if requeued := service.queue.resume():
+        say(f"serve: {requeued} attempts that were being graded when the service stopped are queued again")
+    try:
+        code = asyncio.run(_serve_until_stopped(service, start_web=start_web, address=address, port=port,
+                                                base_url=base_url, certfile=certfile, keyfile=keyfile,
+                                                secure_cookies=secure_cookies, hub_auth=hub_auth))
+    finally:  # stopping now: a second Ctrl-C (a terminal's, a supervisor's) must not break the cleanup
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        if remote is not None:
+            remote.close()
+    service.queue.close()
+    return code
+
+
+async def _serve_until_stopped(service: Service, *, start_web, **web_options) -> int:
+    """The web page, the exchange scan and the queue, until Ctrl-C (130) or SIGTERM (0)."""
+    loop = asyncio.get_running_loop()
+    stopped = loop.create_future()  # done at the first Ctrl-C or SIGTERM; its result is the exit status
+
+    def stop(code: int) -> None:
+        if not stopped.done():
+            service.stop()
+            stopped.set_result(code)
+    loop.add_signal_handler(signal.SIGINT, stop, 130)
+    loop.add_signal_handler(signal.SIGTERM, stop, 0)
+    server = start_web(service, **web_options) if start_web else None
+    if service.exchange_inbound is not None:
+        say(f"serve: watching {service.exchange_inbound}")
+    queue = asyncio.create_task(service.run_queue())
+    while not stopped.done():
+        service.scan_exchange()
+        try:
+            await asyncio.wait_for(asyncio.shield(stopped), timeout=service.settings.poll_interval)
+        except asyncio.TimeoutError:
+            pass
+    if server is not None:
+        server.stop()
+    await queue
+    say("serve: stopped; the queue is kept for the next start")
+    return stopped.result()

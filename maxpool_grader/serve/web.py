@@ -1,0 +1,237 @@
+"""The web way into ``maxpool-grader serve`` (tornado, which comes with Jupyter).
+
+A student opens their personal link (``maxpool-grader tokens`` writes one per student of the
+roster): it sets a signed, HttpOnly session cookie and leads to the upload form. The token
+alone decides who the student is, never a name inside the upload. Uploads are checked
+(size, a notebook, this assignment), then the policy (deadline, attempts), and refused at
+once with the reason, or queued; the attempt's page shows the queue position, then the
+feedback. The form carries tornado's CSRF token; every page forbids scripts but the service's
+own poll.js (by its hash, on the pages that keep themselves up to date: a waiting attempt
+and the live view), and the feedback page, made from a student's notebook, is served
+sandboxed as well as inert (glue/inert.py). The instructor's view (``/instructor``, from the
+link ``serve`` writes) shows the queue, attempts per student, each test's pass rate so far
+and the most common mistakes; its counts update every few seconds. The pages are Jinja
+templates (templates/serve/, serve/pages.py); what every page does is ``Handler``'s
+(serve/handler.py). ``start_web`` starts the server: the command line gives it to the service
+core (serve.run), which never imports this layer.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import ssl
+
+import tornado.httpserver
+import tornado.httputil
+import tornado.netutil
+import tornado.web
+
+from ..course.directory import say
+from .handler import INSTRUCTOR_COOKIE, STUDENT_COOKIE, Handler, page_prefix
+from .pages import attempt_progress, brief, instructor_view, queue_summary, status_text
+from .policy import INSTRUCTOR, NOT_ON_ROSTER, SERVE_DIR, Refused
+from .service import Service
+from .tokens import token_for
+
+DROPPED_AT_MOST = 1 << 30  # an upload body read (and dropped past the limit) up to this; more ends the connection
+FORM_SLACK = 64 * 1024  # the multipart form around the notebook
+XSRF_FIELD = re.compile(rb'name="_xsrf"\r\n\r\n([^\r\n]{1,200})\r\n')
+FEEDBACK_POLICY = ("default-src 'none'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; "
+                   "frame-ancestors 'none'; base-uri 'none'; form-action 'none'; sandbox")
+class StudentLogin(Handler):
+
+
+
+    def get(self, token: str):
+        student = self.service.credentials.holder(token)
+        if student is None or student == INSTRUCTOR:
+            return self.message("This link is not valid", "Open the personal link your instructor sent you. "
+                                                          "If it does not work either, ask them for a new one.",
+                                status=403)
+        if not self.service.is_student(student):
+            return self.message("Not on the roster", NOT_ON_ROSTER, status=403)
+        self.clear_cookie(INSTRUCTOR_COOKIE, path=self.prefix)
+        self.login(STUDENT_COOKIE, student)
+        self.redirect(self.url("/"), status=303)
+
+
+class InstructorLogin(Handler):
+    def get(self, token: str):
+        if self.service.credentials.holder(token) != INSTRUCTOR:
+            return self.message("This link is not valid", "The instructor's link is in "
+                                                          ".maxpool-grader/serve/instructor-link.", status=403)
+        self.login(INSTRUCTOR_COOKIE, "yes")
+        self.redirect(self.url("/instructor"), status=303)
+
+
+class Home(Handler):
+    def get(self):
+        student = self.signed_in("This page is reached through the personal link your instructor sent you.")
+        if student is not None:
+            self.home(student)
+
+
+@tornado.web.stream_request_body
+class Upload(Handler):
+    """The upload, read as it arrives: a body past the service's limit is counted and dropped,
+    so a file of any size up to ``DROPPED_AT_MOST`` gets the service's own "too large" page,
+    never tornado's bare 400. The CSRF check waits for the form's fields in the body."""
+
+    def prepare(self):
+        super().prepare()
+        self.request.connection.set_max_body_size(DROPPED_AT_MOST)
+        self.kept, self.size = [], 0
+
+    def check_xsrf_cookie(self):
+        """Checked in ``post``, once the body (which holds the form's token) has arrived."""
+
+    def data_received(self, chunk: bytes) -> None:
+        self.size += len(chunk)
+        if self.size <= self.service.settings.max_upload * 1024 + FORM_SLACK:
+            self.kept.append(chunk)
+
+    def post(self):
+        if self.size <= self.service.settings.max_upload * 1024 + FORM_SLACK:
+            tornado.httputil.parse_body_arguments(self.request.headers.get("Content-Type", ""), b"".join(self.kept),
+                                                  self.request.body_arguments, self.request.files, self.request.headers)
+        elif found := XSRF_FIELD.search(b"".join(self.kept)[:FORM_SLACK]):  # the form's first field, kept
+            self.request.body_arguments["_xsrf"] = [found[1]]
+        for name, values in self.request.body_arguments.items():
+            self.request.arguments.setdefault(name, []).extend(values)
+        super().check_xsrf_cookie()
+        student = self.signed_in("Your session has ended: open your personal link again, then upload.")
+        if student is None:
+            return
+        files = self.request.files.get("notebook") or []
+        try:
+            if self.size > self.service.settings.max_upload * 1024 + FORM_SLACK:
+                raise self.service.refuse(student, self.service.too_large(self.size))
+            if not files:
+                raise Refused("Choose your notebook file first.", 400)
+            attempt_id = self.service.submit(student, files[0]["body"])
+        except Refused as refusal:
+            return self.home(student, str(refusal), status=refusal.status)
+        self.redirect(self.url(f"/attempt/{attempt_id}"), status=303)
+
+
+class AttemptPage(Handler):
+    def get(self, number: str):
+        attempt = self._own(int(number))
+        if attempt is None:
+            return
+        title, back = f"Attempt {attempt.id}", self.url("/")
+        if attempt.status in ("queued", "grading"):
+            return self.page("waiting.html.j2", script=True, title=title, progress=self.progress(attempt)["text"],
+                             status_url=self.url(f"/attempt/{attempt.id}/status"), every=1000, number=attempt.id,
+                             here=self.url(f"/attempt/{attempt.id}"), back=back)
+        if attempt.status != "graded":
+            return self.message(title, status_text(attempt), link=(back, "Back to your attempts"))
+        level = self.service.feedback_level()
+        if level == "everything" and self.service.queue.feedback_path(attempt.id).exists():
+            return self.redirect(self.url(f"/attempt/{attempt.id}/feedback"), status=303)
+        self.page("result.html.j2", title=title, brief=brief(attempt.result, level), back=back)
+
+    def progress(self, attempt) -> dict:
+        return attempt_progress(self.service, attempt, self.url(f"/attempt/{attempt.id}"))
+
+    def _own(self, attempt_id: int):
+        """The attempt, when it is the signed-in student's (else a 404 page, for the attempts
+        of others too: whether one exists is not told)."""
+        student = self.current_user
+        attempt = self.service.queue.get(attempt_id)
+        if student is None or attempt is None or attempt.student != student:
+            self.message("Not found", "There is no such attempt of yours.", status=404)
+            return None
+        return attempt
+
+
+class FeedbackPage(AttemptPage):
+    def get(self, number: str):
+        attempt = self._own(int(number))
+        if attempt is None:
+            return
+        path = self.service.queue.feedback_path(attempt.id)
+        if attempt.status != "graded" or not path.exists() or self.service.feedback_level() != "everything":
+            return self.redirect(self.url(f"/attempt/{attempt.id}"), status=303)
+        self.set_header("Content-Security-Policy", FEEDBACK_POLICY)
+        self.set_header("Content-Type", "text/html; charset=utf-8")
+        self.finish(path.read_bytes())
+
+
+class AttemptStatus(AttemptPage):
+    """The waiting page's question (poll.js): the attempt's status, as JSON."""
+
+    def get(self, number: str):
+        attempt = self._own(int(number))
+        if attempt is not None:
+            self.set_header("Content-Type", "application/json")
+            self.finish(json.dumps(self.progress(attempt)))
+
+
+class InstructorView(Handler):
+    def get(self):
+        if not self.is_instructor():
+            if self.to_hub_sign_in():  # c.Serve.hub_instructors sign in there
+                return
+            return self.message("Instructors only", "Open the instructor's link (in "
+                                                    ".maxpool-grader/serve/instructor-link).", status=403)
+        self.page("instructor.html.j2", script=True, title=f"{self.service.assignment}: live", every=5000,
+                  status_url=self.url("/instructor/status"), here=self.url("/instructor"),
+                  **instructor_view(self.service))
+
+
+class InstructorStatus(Handler):
+    """The live view's question (poll.js): the counts of its first line, as JSON."""
+
+    def get(self):
+        if not self.is_instructor():
+            return self.message("Instructors only", "Open the instructor's link.", status=403)
+        self.set_header("Content-Type", "application/json")
+        self.finish(json.dumps({"text": queue_summary(self.service), "done": False}))
+
+
+def make_app(service: Service, *, base_url: str, secure_cookies: bool, hub_auth=None) -> tornado.web.Application:
+    """The service's pages; with ``hub_auth`` (serve/hub.py's HubOAuth), students sign in with
+    JupyterHub as well as with their personal links."""
+    prefix = page_prefix(base_url)
+    arguments = {"service": service, "prefix": prefix}
+    routes = [(r"login/([A-Za-z0-9_.=-]+)", StudentLogin), (r"instructor/login/([A-Za-z0-9_.=-]+)", InstructorLogin),
+              (r"", Home), (r"upload", Upload), (r"attempt/([0-9]{1,12})", AttemptPage),
+              (r"attempt/([0-9]{1,12})/feedback", FeedbackPage), (r"attempt/([0-9]{1,12})/status", AttemptStatus),
+              (r"instructor", InstructorView), (r"instructor/status", InstructorStatus)]
+    if hub_auth is not None:
+        from .hub import ROUTES
+        routes += ROUTES
+    return tornado.web.Application(
+        [(prefix + pattern, handler, arguments) for pattern, handler in routes],
+        cookie_secret=service.secret.hex(), xsrf_cookies=True, secure=secure_cookies, hub_auth=hub_auth,
+        xsrf_cookie_name="maxpool_xsrf",  # not JupyterHub's "_xsrf", which its sign-in sets on the same path
+        xsrf_cookie_kwargs={"httponly": True, "samesite": "Strict", "secure": secure_cookies, "path": prefix},
+        default_handler_class=_NotFound, default_handler_args=arguments)
+
+
+class _NotFound(Handler):
+    def prepare(self):
+        super().prepare()
+        self.message("Not found", "There is no such page.", status=404)
+
+
+def start_web(service: Service, *, address: str, port: int, base_url: str, certfile: str | None,
+               keyfile: str | None, secure_cookies: bool, hub_auth=None):
+    """The web page listening (in the running event loop); the instructor's link written."""
+    ssl_options = None
+    if certfile:
+        ssl_options = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        ssl_options.load_cert_chain(certfile, keyfile)
+    app = make_app(service, base_url=base_url, secure_cookies=secure_cookies or bool(certfile), hub_auth=hub_auth)
+    server = tornado.httpserver.HTTPServer(app, ssl_options=ssl_options, xheaders=True,
+                                           max_body_size=service.settings.max_upload * 1024 * 2 + 65536)
+    sockets = tornado.netutil.bind_sockets(port, address=address)
+    server.add_sockets(sockets)
+    bound = sockets[0].getsockname()[1]
+    link = f"{base_url.rstrip('/')}/instructor/login/{token_for(service.credentials.secret, INSTRUCTOR)}"
+    (service.course / SERVE_DIR / "instructor-link").write_text(link.replace("{port}", str(bound)) + "\n")
+    say(f"serve: web page on {'https' if certfile else 'http'}://{address}:{bound}/ "
+        f"(instructor's view: .maxpool-grader/serve/instructor-link)")
+    return server
