@@ -1,34 +1,44 @@
-"""The order in which `maxpool-grader grade`'s workers take their jobs (pool.run_batch):
-a student's feedback right after their grading, on the same workers, before the next
-student is graded; none for a submission whose grading failed; feedback for students
-graded earlier who have none. Real worker processes, with jobs that only say who ran."""
+"""A batch on a grading backend (backend/batch.py), on this machine's pool (backend/pool.py):
+a student's feedback right after their grading, on the same worker, before the worker takes
+the next student; none for a submission whose grading failed; feedback for students graded
+earlier who have none; a worker that dies replaced, its submission graded once more. Real
+worker processes, with jobs that only say who ran them."""
 
 from __future__ import annotations
 
 import os
 
 from maxpool_grader.backend import pool
+from maxpool_grader.backend.batch import run_batch
+from maxpool_grader.backend.interface import GradingBackend
 from maxpool_grader.course.jobs import JobResult
 
 
-def _no_nbgrader(course: str, db_url: str, parent: int) -> None:
+def _no_nbgrader(course: str, db_url: str, parent: int, setup=None) -> None:
     """The workers' initializer, without nbgrader: these jobs need none."""
 
 
-def _grade(student: str, assignment: str) -> JobResult:
+def _grade(student: str, assignment: str, create: bool = True) -> JobResult:
     return JobResult(student, not student.startswith("broken"), seconds=0.0, log=str(os.getpid()))
 
 
-def _feedback(student: str, assignment: str) -> JobResult:
+def _feedback(student: str, assignment: str, graded: JobResult) -> JobResult:
     return JobResult(student, True, log=str(os.getpid()))
 
 
-def test_feedback_follows_each_graded_submission_on_the_same_worker(monkeypatch, tmp_path, capsys):
+def _pool(monkeypatch, tmp_path, workers: int = 1) -> pool.LocalPool:
     monkeypatch.setattr(pool, "start_grading_worker", _no_nbgrader)
+    monkeypatch.setattr(pool, "autograde_job", _grade)  # the workers are forked: they see these
+    return pool.LocalPool(tmp_path, "sqlite://", workers)
+
+
+def test_feedback_follows_each_graded_submission_on_the_same_worker(monkeypatch, tmp_path, capsys):
     recorded = []
-    batch = pool.run_batch(tmp_path, "sqlite://", ["a", "broken", "c"], 1, _grade, "autograde",
-                               lambda item: recorded.append(item.student), then=(_feedback, "feedback"),
-                               then_also=["earlier"])
+    backend = _pool(monkeypatch, tmp_path)
+    assert isinstance(backend, GradingBackend)
+    with backend:
+        batch = run_batch(backend, ["a", "broken", "c"], lambda item: recorded.append(item.student),
+                          then=(_feedback, "feedback"), then_also=["earlier"])
     assert [item.student for item in batch.finished] == recorded == ["a", "broken", "c"]
     assert [item.student for item in batch.then.finished] == ["a", "c", "earlier"]
     assert len({item.log for item in batch.finished + batch.then.finished}) == 1, "one pool, one worker"
@@ -39,7 +49,16 @@ def test_feedback_follows_each_graded_submission_on_the_same_worker(monkeypatch,
     assert not batch.interrupted and batch.failed == [batch.finished[1]] and batch.then.failed == []
 
 
-def _dies(student: str, assignment: str) -> JobResult:
+def test_each_worker_makes_the_feedback_of_what_it_graded(monkeypatch, tmp_path):
+    backend = _pool(monkeypatch, tmp_path, workers=2)
+    with backend:
+        batch = run_batch(backend, [f"s{number}" for number in range(8)], then=(_feedback, "feedback"))
+    graded_by = {item.student: item.log for item in batch.finished}
+    assert {item.student: item.log for item in batch.then.finished} == graded_by
+    assert len(graded_by) == 8
+
+
+def _dies(student: str, assignment: str, create: bool = True) -> JobResult:
     """Kills its worker: once for "once" (a marker file remembers), always for "always"."""
     marker = f"{os.environ['BATCH_TEST_DIR']}/{student}"
     if student == "always" or not os.path.exists(marker):
@@ -48,12 +67,15 @@ def _dies(student: str, assignment: str) -> JobResult:
     return _grade(student, assignment)
 
 
-def test_a_dead_worker_breaks_the_pool_and_its_jobs_run_again_on_a_new_one(monkeypatch, tmp_path):
-    monkeypatch.setattr(pool, "start_grading_worker", _no_nbgrader)
+def test_a_dead_worker_is_replaced_and_its_submission_graded_again(monkeypatch, tmp_path):
+    backend = _pool(monkeypatch, tmp_path)
+    monkeypatch.setattr(pool, "autograde_job", _dies)
     monkeypatch.setenv("BATCH_TEST_DIR", str(tmp_path))
-    batch = pool.run_batch(tmp_path, "sqlite://", ["once"], 1, _dies, "autograde", then=(_feedback, "feedback"))
+    with backend:
+        batch = run_batch(backend, ["once"], then=(_feedback, "feedback"))
     assert [(item.student, item.success) for item in batch.finished] == [("once", True)]
     assert [item.student for item in batch.then.finished] == ["once"]
-    batch = pool.run_batch(tmp_path, "sqlite://", ["always"], 1, _dies, "autograde", then=(_feedback, "feedback"))
+    with backend:
+        batch = run_batch(backend, ["always"], then=(_feedback, "feedback"))
     assert [(item.student, item.log) for item in batch.finished] == [("always", "a grading worker died twice")]
     assert batch.then.finished == []

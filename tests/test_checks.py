@@ -132,11 +132,11 @@ def _central_differences(case, step=1e-4):
 def test_the_numerical_gradient_is_computed_once_per_case_and_cannot_be_changed():
     """The gradient check's numerical gradient depends on the case alone: every submission
     is checked against the same one, computed once (the kernel zygote computes them before
-    it forks: warm_up), and no caller can change it for the next submission."""
+    it forks: warm_up_checks), and no caller can change it for the next submission."""
     from maxpool_grader.exercise import rules
-    from maxpool_grader.exercise.checks import gradient_check_cases, warm_up
+    from maxpool_grader.exercise.checks import gradient_check_cases, warm_up_checks
     rules._NUMERICAL.clear()
-    warm_up()
+    warm_up_checks()
     for case in gradient_check_cases():  # cases are made anew each time: equal, not identical
         numeric = rules.numerical_gradient(case)
         assert numeric is rules.numerical_gradient(case)

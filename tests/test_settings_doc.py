@@ -26,7 +26,7 @@ CONFIG = ROOT / "nbgrader_config.py"
 
 
 def test_docs_settings_md_is_what_the_declarations_render():
-    assert DOC.read_text() == settings_doc.render(CONFIG), (
+    assert DOC.read_text() == settings_doc.settings_page(CONFIG), (
         f"docs/settings.md is out of date: run `{settings_doc.COMMAND}` in the repository")
 
 
@@ -35,13 +35,13 @@ def test_every_setting_is_in_the_docs_with_its_default_and_help():
     for cls, _ in settings_doc.SETTINGS:
         for name, trait in settings_doc.settings_of(cls).items():
             assert trait.help and "unit" in trait.metadata, f"{cls.__name__}.{name}: help= and a unit tag"
-            assert f"| `{name}` | {settings_doc.shown(trait.default(), trait.metadata['unit'])} |" in text
+            assert f"| `{name}` | {settings_doc.value_text(trait.default(), trait.metadata['unit'])} |" in text
 
 
 def test_an_edited_default_changes_the_docs(monkeypatch):
     """The docs follow the declaration (and the caps follow the same declaration: below)."""
     monkeypatch.setattr(SealedBox.class_traits()["processes"], "default_value", 999)
-    rendered = settings_doc.render(CONFIG)
+    rendered = settings_doc.settings_page(CONFIG)
     assert "| `processes` | 999 |" in rendered and rendered != DOC.read_text()
 
 
@@ -63,7 +63,7 @@ def test_a_value_in_a_course_config_shows_in_the_docs(tmp_path):
     config = tmp_path / "nbgrader_config.py"
     config.write_text(CONFIG.read_text() + "\nc.SealedBox.memory_mib = 1024\nc.Execute.timeout = 20\n"
                       "c.Exchange.root = '/srv'\n")
-    rendered = settings_doc.render(config)
+    rendered = settings_doc.settings_page(config)
     assert "| `memory_mib` | 2048 (2 GiB) | MiB | 1024 (1 GiB) (`c.SealedBox.memory_mib`) |" in rendered
     assert "| `timeout` | 15 | s | 20 (`c.Execute.timeout`) |" in rendered
     assert "Exchange" not in rendered

@@ -373,7 +373,7 @@ print(json.dumps({"threads": threading.active_count(), "new_fds": sorted(set(os.
 
 def test_what_the_kernel_zygote_imports_starts_no_thread_and_opens_no_file():
     """A forked child keeps only the thread that forked it, and would inherit any open file:
-    the kernel zygote's imports (and its warm_up) must leave neither."""
+    the kernel zygote's imports (and its warm_up_checks) must leave neither."""
     result = subprocess.run([sys.executable, "-c", ZYGOTE_IMPORTS], capture_output=True, text=True, timeout=120,
                             env=filesystem.environment(home=tempfile.gettempdir(), **filesystem.kernel_search_path()))
     assert result.returncode == 0 and not result.stderr, result.stderr[-2000:]

@@ -38,10 +38,10 @@ from ..course.directory import notebook_path
 from .answer import leak_findings, part_a_findings, prose_findings, solution_findings
 from .cells import Finding, format_findings, graded_cell_findings, hidden_cell_findings, layout, visible_cell_findings
 
-__all__ = ["Finding", "check", "findings", "fix", "layout", "refresh_class"]
+__all__ = ["Finding", "check", "notebook_findings", "fix", "layout", "refresh_class"]
 
 
-def findings(notebook: nbformat.NotebookNode, text: str | None = None) -> list[Finding]:
+def notebook_findings(notebook: nbformat.NotebookNode, text: str | None = None) -> list[Finding]:
     """Every problem of the instructor notebook (``text``: its file's text, for the layout)."""
     return (format_findings(notebook, text) + graded_cell_findings(notebook) + hidden_cell_findings(notebook)
             + visible_cell_findings(notebook) + part_a_findings(notebook) + prose_findings(notebook)
@@ -51,12 +51,12 @@ def findings(notebook: nbformat.NotebookNode, text: str | None = None) -> list[F
 def fix(notebook: nbformat.NotebookNode) -> list[Finding]:
     """Apply every fixable finding (to ``notebook``); return the findings that are left."""
     for _ in range(3):  # a fix can reveal another (a hidden cell added, then its outputs)
-        fixable = [finding for finding in findings(notebook) if finding.apply]
+        fixable = [finding for finding in notebook_findings(notebook) if finding.apply]
         if not fixable:
             break
         for finding in fixable:
             finding.apply(notebook)
-    return findings(notebook, layout(notebook))
+    return notebook_findings(notebook, layout(notebook))
 
 
 # --- the command ---------------------------------------------------------------------------
@@ -66,7 +66,7 @@ def check(course: Path, *, apply_fixes: bool = False, db_url: str | None = None,
     path = notebook_path(course, "source")
     text = path.read_text(encoding="utf-8")
     notebook = nbformat.reads(text, as_version=nbformat.NO_CONVERT)
-    found = findings(notebook, text)
+    found = notebook_findings(notebook, text)
     if apply_fixes and any(finding.apply for finding in found):
         found = fix(notebook)
         path.write_text(layout(notebook), encoding="utf-8")

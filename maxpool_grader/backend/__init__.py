@@ -1,9 +1,12 @@
-"""Grading backends: where a batch of submissions is autograded.
+"""Grading backends: where submissions are autograded, for ``grade`` and ``serve`` alike.
 
-* ``pool``: this machine's worker processes, forked from the command (one ``NbGraderAPI``
-  each, the feedback made right after each grading on the same workers);
-* ``warm``: what the command does once before it forks them (their zygotes, started while
-  it prepares; the warm-up they inherit).
+* ``interface``: ``GradingBackend`` (start, submit, stop) and ``WorkerDied``; the cluster
+  package's ``DaskCluster`` is the other backend;
+* ``pool``: ``LocalPool``, this machine's worker processes, forked from the command (one
+  ``NbGraderAPI`` each; a submission's follow-up, its feedback, on the same worker);
+* ``batch``: a class's submissions run on a backend, with ``progress`` shown;
+* ``warm``: what the command does once before it forks the workers (their zygotes,
+  started while it prepares; the warm-up they inherit).
 
 May import: ``names``, ``exercise``, ``sandbox``, ``verdict``, ``glue``, ``course``.
 """

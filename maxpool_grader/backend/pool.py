@@ -1,17 +1,17 @@
-"""Grading a whole class on this machine: in parallel, with progress.
+"""Grading on this machine: ``LocalPool``, the grading backend of worker processes forked
+from the command.
 
 nbgrader grades submissions one after another (its issue 174). Here worker processes
 each hold one ``NbGraderAPI`` (no per-submission start-up of nbgrader) and autograde
 one submission at a time, each in a fresh kernel, through nbgrader's own ``autograde``
 with the course's ``nbgrader_config.py``: the grades are the ones plain
-``nbgrader autograde`` records (a test compares them cell for cell). What needs grading
-is grading/state.py's.
+``nbgrader autograde`` records (a test compares them cell for cell).
 
-A student's feedback is made by the same workers right after their submission is graded
-(``run_batch``'s ``then``), not by a second pool once every submission is: a new pool
-imported nbconvert, nbgrader and matplotlib again and warmed its caches again, and the
-feedback's CPU time fills what grading leaves idle while a kernel starts. Feedback only
-reads the gradebook, so the grades are the same.
+A submission's ``then`` (its feedback, say) runs in the same worker right after its
+grading, not in a second pool once every submission is graded: a new pool imported
+nbconvert, nbgrader and matplotlib again and warmed its caches again, and the feedback's
+CPU time fills what grading leaves idle while another worker's kernel starts. Feedback
+only reads the gradebook, so the grades are the same.
 """
 
 from __future__ import annotations
@@ -20,23 +20,23 @@ import gc
 import multiprocessing
 import os
 import signal
-import sys
 import time
-from collections import deque
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
-from ..course.directory import nbgrader_api, quiet
+from ..course.directory import nbgrader_api
 from ..course.jobs import JobResult
 from ..glue.nbgrader_costs import close_pooled_connections
 from ..names import ASSIGNMENT, KERNEL_IMPORT_FAILED
 from ..sandbox.zygote import die_with_parent
+from .interface import GradingBackend, WorkerDied
 from .warm import adopt_zygotes
 
 _API = None
+_ZYGOTES: list = [(), None]  # the zygotes for the workers forked next, and a count of those taken
 
 
 def default_workers() -> int:
@@ -47,17 +47,113 @@ def default_workers() -> int:
     return (os.cpu_count() or 1) + 1
 
 
-def start_grading_worker(course: str, db_url: str, parent: int) -> None:
+class LocalPool(GradingBackend):
+    """Worker processes forked from this one (they inherit what it imported and warmed up).
+
+    ``create_students``: whether autograde may add a student the gradebook does not know
+    (``grade``: yes; ``serve``: no, the roster decides); ``setup``: a module-level function
+    each worker runs once after its ``NbGraderAPI`` is made; ``zygotes``:
+    warm.start_zygotes's, for the workers forked first; ``before_fork``: called before the
+    workers are forked (this process must have no thread then). A pool whose worker died is
+    replaced by a new one at the next submission."""
+
+    def __init__(self, course: Path, db_url: str, workers: int, assignment: str = ASSIGNMENT, *,
+                 create_students: bool = True, setup: Callable | None = None, zygotes=(), before_fork=None):
+        self.course, self.db_url, self.workers, self.assignment = course, db_url, max(1, workers), assignment
+        self.create_students, self.setup, self.zygotes, self.before_fork = create_students, setup, zygotes, before_fork
+        self.executor: ProcessPoolExecutor | None = None
+
+    @property
+    def capacity(self) -> int:
+        return self.workers
+
+    def start(self, warm: bool = False) -> None:
+        """``warm``: the workers forked now (a job for each, long enough that each gets its own);
+        otherwise at the first submission."""
+        if warm:
+            for future in [self.submit_call(ready) for _ in range(self.workers)]:
+                future.add_done_callback(lambda done: done.exception())
+
+    def submit(self, student: str, *, autograde: bool = True, then: Callable | None = None,
+               args: tuple = ()) -> Future:
+        return self.submit_call(pool_job, student, self.assignment, autograde, self.create_students, then, args)
+
+    def submit_call(self, function: Callable, *args) -> Future:
+        """``function(*args)`` in a worker; a future that fails with WorkerDied if the worker dies."""
+        outer: Future = Future()
+        try:
+            with ctrl_c_held():  # the first submission forks the workers and starts the pool's threads
+                inner = self._pool().submit(function, *args)
+        except BrokenProcessPool:
+            self.stop(now=True)
+            outer.set_exception(WorkerDied("a grading worker died"))
+            return outer
+        self.zygotes = let_go(self.zygotes)  # the workers are forked: each holds its own pair now
+        inner.add_done_callback(lambda done, executor=self.executor: self._settle(done, outer, executor))
+        return outer
+
+    def _settle(self, inner: Future, outer: Future, executor: ProcessPoolExecutor) -> None:
+        if inner.cancelled():
+            outer.cancel() or outer.set_exception(WorkerDied("stopped"))
+            return
+        problem = inner.exception()
+        if isinstance(problem, BrokenProcessPool):
+            if self.executor is executor:  # the next submission makes a new pool
+                self.executor = None
+            _kill(executor)  # what is left of the broken one
+            outer.set_exception(WorkerDied("a grading worker died"))
+        elif problem is not None:
+            outer.set_exception(problem)
+        else:
+            outer.set_result(inner.result())
+
+    def _pool(self) -> ProcessPoolExecutor:
+        if self.executor is None:
+            close_pooled_connections()  # the workers are forked from this process: no connection to inherit
+            if self.before_fork is not None:
+                self.before_fork()
+            gc.freeze()  # what this process made so far: never collected (nor copied) by the workers' GC
+            _ZYGOTES[:] = [self.zygotes, multiprocessing.Value("i", 0)]  # inherited by the workers forked now
+            self.executor = ProcessPoolExecutor(max_workers=self.workers,
+                                                mp_context=multiprocessing.get_context("fork"),
+                                                initializer=start_grading_worker,
+                                                initargs=(str(self.course), self.db_url, os.getpid(), self.setup))
+        return self.executor
+
+    def stop(self, now: bool = False) -> None:
+        executor, self.executor = self.executor, None
+        if executor is not None and now:
+            _kill(executor)
+        elif executor is not None:
+            executor.shutdown(wait=True)
+        self.zygotes = let_go(self.zygotes)
+
+
+def _kill(executor: ProcessPoolExecutor) -> None:
+    """The pool's workers killed now (their kernels and sandboxes die with them)."""
+    for process in list((getattr(executor, "_processes", None) or {}).values()):
+        try:
+            process.kill()
+        except (OSError, ValueError):
+            pass
+    executor.shutdown(wait=False, cancel_futures=True)
+
+
+# ------------------------------------------------------------------ in a worker
+
+def start_grading_worker(course: str, db_url: str, parent: int, setup: Callable | None = None) -> None:
     """Runs once in each worker process: one NbGraderAPI for all its submissions."""
     global _API
     die_with_parent(parent)  # a killed grade leaves no worker (nor its zygotes, sandboxes) behind
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # blocked while the parent forked it
     os.chdir(course)
-    if _ZYGOTES[0]:  # what run_batch left for the workers it forks
+    if _ZYGOTES[0]:  # what the pool left for the workers it forks
         adopt_zygotes(*_ZYGOTES)
     # one worker grades many notebooks: fork kernels and verdict processes warm (zygote.py)
     _API = nbgrader_api(Path(course), db_url, warm_start=True)
+    if setup is not None:
+        setup()
 
 
 def worker_api():
@@ -65,14 +161,37 @@ def worker_api():
     return _API
 
 
-def autograde_job(student: str, assignment: str) -> JobResult:
+def pool_job(student: str, assignment: str, autograde: bool, create: bool, then: Callable | None,
+             args: tuple) -> JobResult:
+    """One submission in a worker: its autograde, then ``then`` when that worked."""
+    graded = autograde_job(student, assignment, create) if autograde else JobResult(student, True)
+    if then is not None and graded.success:
+        graded.then = then(student, assignment, graded, *args)
+    return graded
+
+
+def autograde_job(student: str, assignment: str, create: bool = True) -> JobResult:
     started, cpu = time.monotonic(), time.process_time()
-    result = _API.autograde(assignment, student, force=True, create=True)
+    result = _API.autograde(assignment, student, force=True, create=create)
     if not result["success"] and "database is locked" in (result.get("log") or ""):
-        result = _API.autograde(assignment, student, force=True, create=True)  # one retry
+        result = _API.autograde(assignment, student, force=True, create=create)  # one retry
     return JobResult(student, bool(result["success"]), seconds=time.monotonic() - started,
                      cpu_seconds=time.process_time() - cpu,
                      import_failed=kernel_import_failed(result), log=failure_log(result, 4000))
+
+
+def feedback_job(student: str, assignment: str, graded: JobResult | None = None) -> JobResult:
+    """The student's feedback page (a ``then``)."""
+    cpu = time.process_time()
+    result = _API.generate_feedback(assignment, student, force=True)
+    return JobResult(student, bool(result["success"]), cpu_seconds=time.process_time() - cpu,
+                     log=failure_log(result, 2000))
+
+
+def ready() -> int:
+    """A job that only makes the pool start a worker (``LocalPool.start(warm=True)``)."""
+    time.sleep(0.5)  # long enough that each of the jobs sent at once gets a worker of its own
+    return os.getpid()
 
 
 def failure_log(result: dict, characters: int) -> str:
@@ -85,186 +204,6 @@ def kernel_import_failed(result: dict) -> bool:
     return KERNEL_IMPORT_FAILED in (result.get("log") or "")
 
 
-def feedback_job(student: str, assignment: str) -> JobResult:
-    cpu = time.process_time()
-    result = _API.generate_feedback(assignment, student, force=True)
-    return JobResult(student, bool(result["success"]), cpu_seconds=time.process_time() - cpu,
-                     log=failure_log(result, 2000))
-
-
-class Progress:
-    """A live bar (done/total, failures, ETA) on a terminal, plain lines otherwise; ``add``
-    puts a second counter (feedback beside autograde) on the same display."""
-
-    def __init__(self, total: int, label: str, stream=None):
-        self.label = label
-        self.stream = stream or sys.stdout
-        self.counters: dict[str, dict] = {}
-        self.live = None
-        self.add(total, label)
-
-    def add(self, total: int, label: str) -> None:
-        counter = {"total": total, "done": 0, "failures": 0, "started": time.monotonic(), "task": None}
-        if self.live is None and total and self.stream.isatty() and not quiet():
-            from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-            from rich.progress import Progress as Bar
-            self.live = Bar(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                            TextColumn("{task.fields[failures]} failed"), TimeElapsedColumn(),
-                            TextColumn("ETA"), TimeRemainingColumn())
-            self.live.start()
-        if self.live is not None and total:
-            counter["task"] = self.live.add_task(label, total=total, failures=0)
-        self.counters[label] = counter
-
-    def expect(self, label: str, change: int) -> None:
-        """``change`` more (or fewer) jobs of ``label`` than it was made with."""
-        counter = self.counters[label]
-        counter["total"] += change
-        if counter["task"] is not None:
-            self.live.update(counter["task"], total=counter["total"])
-
-    def advance(self, student: str, ok: bool, seconds: float | None = None, label: str | None = None) -> None:
-        label = label or self.label
-        counter = self.counters[label]
-        counter["done"] += 1
-        counter["failures"] += not ok
-        if self.live is not None:
-            if counter["task"] is not None:
-                self.live.update(counter["task"], advance=1, failures=counter["failures"])
-            return
-        if quiet():
-            return
-        done, total, failures = counter["done"], counter["total"], counter["failures"]
-        elapsed = time.monotonic() - counter["started"]
-        eta = elapsed / done * max(0, total - done)
-        took = f" in {seconds:.1f} s" if seconds is not None else ""
-        print(f"[{label} {done}/{total}] {student}{took}"
-              f"{'' if ok else ' FAILED'}; {failures} failed, ETA {eta:.0f} s",
-              file=self.stream, flush=True)
-
-    def close(self) -> None:
-        if self.live is not None:
-            self.live.stop()
-
-
-@dataclass
-class BatchResult:
-    finished: list[JobResult] = field(default_factory=list)
-    interrupted: bool = False
-    then: BatchResult | None = None  # run_batch's follow-up jobs (feedback after autograde)
-    last_seconds: float | None = None  # when the last of its jobs ended, from the batch's start
-
-    @property
-    def failed(self) -> list[JobResult]:
-        return [item for item in self.finished if not item.success]
-
-
-def run_batch(course: Path, db_url: str, students: list[str], workers: int, job, label: str,
-              on_done=None, assignment: str = ASSIGNMENT, then=None, then_also=(), zygotes=(),
-              before_fork=None) -> BatchResult:
-    """Run ``job(student, assignment)`` for every student on ``workers`` processes, forked
-    from this one (they inherit what it imported and warmed up).
-
-    ``then``: a ``(job, label)`` run for each student whose ``job`` succeeded, on the same
-    workers and before the next student's ``job`` (so the two overlap); ``then_also``:
-    students it runs for anyway. Its results are the returned batch's ``then``.
-    ``zygotes``: warm.start_zygotes's, for the workers of the first pool;
-    ``before_fork``: called before each pool is made (this process must have no thread then).
-
-    A worker that dies (killed, out of memory) breaks the pool: the jobs it had not
-    finished are run again once on a new pool. Ctrl-C stops the workers at once and
-    returns what finished (``interrupted``, for ``then`` too)."""
-    jobs = _Jobs(students, job, label, on_done, then, then_also)
-    close_pooled_connections()  # the workers are forked from this process: no connection to inherit
-    try:
-        for _ in range(2):  # a pool that breaks is made again once
-            if not jobs.queue:
-                break
-            if before_fork is not None:
-                before_fork()
-            gc.freeze()  # what this process made so far: never collected (nor copied) by the workers' GC
-            _ZYGOTES[:] = [zygotes, multiprocessing.Value("i", 0)]  # inherited by the workers forked now
-            executor = ProcessPoolExecutor(max_workers=max(1, min(workers, len(jobs.queue))),
-                                           mp_context=multiprocessing.get_context("fork"),
-                                           initializer=start_grading_worker,
-                                           initargs=(str(course), db_url, os.getpid()))
-            pending: dict = {}
-            try:
-                with ctrl_c_held():  # the first submit forks the workers and starts the pool's threads
-                    jobs.submit(executor, pending, workers, assignment)
-                zygotes = let_go(zygotes)  # each worker holds its own pair now
-                while pending:
-                    done, _ = wait(pending, return_when=FIRST_COMPLETED)
-                    for future in done:
-                        jobs.take(future, *pending.pop(future))
-                    jobs.submit(executor, pending, workers, assignment)
-            except KeyboardInterrupt:
-                jobs.result.interrupted = True
-                if jobs.result.then is not None:
-                    jobs.result.then.interrupted = True
-                stop_pool(executor)
-                return jobs.result
-            finally:
-                executor.shutdown(wait=not jobs.result.interrupted, cancel_futures=True)
-        jobs.give_up()
-    finally:
-        let_go(zygotes)
-        jobs.progress.close()
-    return jobs.result
-
-
-class _Jobs:
-    """run_batch's jobs: those still to run, first to run first, and what came of the others."""
-
-    def __init__(self, students: list[str], job, label: str, on_done, then, then_also):
-        self.started, self.label, self.then = time.monotonic(), label, then
-        self.result = BatchResult(then=BatchResult() if then else None)
-        self.progress = Progress(len(students), label)
-        self.batches = {label: (job, self.result, on_done)}  # what runs, where it is kept, what is told first
-        self.queue = deque((label, student) for student in students)
-        if then:
-            self.progress.add(len(students) + len(then_also), then[1])
-            self.batches[then[1]] = (then[0], self.result.then, None)
-            self.queue.extend((then[1], student) for student in then_also)
-
-    def submit(self, executor: ProcessPoolExecutor, pending: dict, workers: int, assignment: str) -> None:
-        """Jobs from the front of the queue until each worker has one: a follow-up put first
-        then runs before the next student's job (a pool takes its jobs first come, first run)."""
-        while self.queue and len(pending) < max(1, workers):
-            kind, student = self.queue.popleft()
-            try:
-                pending[executor.submit(self.batches[kind][0], student, assignment)] = (kind, student)
-            except BrokenProcessPool:
-                self.queue.appendleft((kind, student))
-                return
-
-    def take(self, future, kind: str, student: str) -> None:
-        try:
-            item = future.result()
-        except BrokenProcessPool:
-            self.queue.appendleft((kind, student))  # run again on the next pool
-            return
-        _, batch, on_done = self.batches[kind]
-        batch.finished.append(item)
-        batch.last_seconds = time.monotonic() - self.started
-        if on_done is not None:  # recorded before it is shown as done
-            on_done(item)
-        self.progress.advance(student, item.success, item.seconds, kind)
-        if self.then and kind == self.label:
-            if item.success:  # its follow-up next, before the next student's job
-                self.queue.appendleft((self.then[1], student))
-            else:
-                self.progress.expect(self.then[1], -1)
-
-    def give_up(self) -> None:
-        """The pool broke twice on what is left."""
-        for kind, student in self.queue:
-            self.batches[kind][1].finished.append(JobResult(student, False, log="a grading worker died twice"))
-            self.progress.advance(student, False, label=kind)
-            if self.then and kind == self.label:
-                self.progress.expect(self.then[1], -1)
-
-
 def let_go(zygotes) -> tuple:
     """This process's ends of the zygotes' sockets closed; a later pool starts its own."""
     for pair in zygotes:
@@ -272,9 +211,6 @@ def let_go(zygotes) -> tuple:
             zygote.let_go()
     _ZYGOTES[:] = [(), None]
     return ()
-
-
-_ZYGOTES: list = [(), None]  # run_batch's zygotes for the workers it forks, and a count of those taken
 
 
 @contextmanager
@@ -287,12 +223,3 @@ def ctrl_c_held():
         yield
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, held)
-
-
-def stop_pool(executor: ProcessPoolExecutor) -> None:
-    """Kill the workers now (their kernels and sandboxes die with them)."""
-    for process in list(getattr(executor, "_processes", {}).values()):
-        try:
-            process.kill()
-        except (OSError, ValueError):
-            pass

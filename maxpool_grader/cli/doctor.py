@@ -126,7 +126,7 @@ def _patches() -> Guarantee:
     return Guarantee("nbgrader", True, "every patch of nbgrader fits the installed versions")
 
 
-def findings(course: Path, db_url: str | None = None) -> list[Guarantee]:
+def guarantees(course: Path, db_url: str | None = None) -> list[Guarantee]:
     return [*_sandbox(), _cgroup(), _user(), _gradebook(course, db_url), _patches()]
 
 
@@ -139,7 +139,7 @@ def summary(found: list[Guarantee]) -> str:
 
 def doctor(course: Path, db_url: str | None = None, as_json: bool = False) -> int:
     """Print the findings; 0 when every needed one holds, else 1."""
-    found = findings(course, db_url)
+    found = guarantees(course, db_url)
     if as_json:
         print(json.dumps([asdict(finding) for finding in found], indent=1))
     else:

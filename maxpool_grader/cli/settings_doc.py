@@ -74,7 +74,7 @@ def course_values(config: Path | None) -> dict[str, object]:
     return {key: value for key, value in found.items() if key in known}
 
 
-def shown(value: object, unit: str = "") -> str:
+def value_text(value: object, unit: str = "") -> str:
     """A value as the tables show it: a number with its unit, a bigger unit when it is whole."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return f"`{value!r}`" if isinstance(value, str) else f"`{value}`"
@@ -97,11 +97,11 @@ def _row(cls: type[Configurable], name: str, trait: TraitType, course: dict[str,
     if isinstance(getattr(trait, "values", None), (list, tuple)):
         help_text += " One of " + ", ".join(f"`{value!r}`" for value in trait.values) + "."
     set_here = [key for key in (f"{cls.__name__}.{name}", f"Execute.{name}") if key in course]
-    here = f"{shown(course[set_here[0]], unit)} (`c.{set_here[0]}`)" if set_here else ""
-    return f"| `{name}` | {shown(trait.default(), unit)} | {unit} | {here} | {help_text} |"
+    here = f"{value_text(course[set_here[0]], unit)} (`c.{set_here[0]}`)" if set_here else ""
+    return f"| `{name}` | {value_text(trait.default(), unit)} | {unit} | {here} | {help_text} |"
 
 
-def render(config: Path | None = None) -> str:
+def settings_page(config: Path | None = None) -> str:
     """docs/settings.md: a table per class, then what follows from the settings; ``config``
     is the course's nbgrader_config.py, whose own values get a column."""
     course = course_values(config)
@@ -156,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="the course's nbgrader_config.py (default: the one in the current directory)")
     parser.add_argument("--fix", type=Path, metavar="FILE", help="write FILE instead of printing it")
     args = parser.parse_args(argv)
-    text = render(args.config)
+    text = settings_page(args.config)
     if args.fix is None:
         sys.stdout.write(text)
     elif not args.fix.is_file() or args.fix.read_text() != text:

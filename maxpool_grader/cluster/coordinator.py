@@ -13,10 +13,11 @@ runs it, the *coordinator*.
 * **Each worker grades in its own sealed box**, with plain nbgrader's autograde and the
   course's configuration, exactly as the local pool does (sandbox/box.py, warm start).
   Only the graded notebook comes back.
-* **The coordinator writes the gradebook**: it records each graded notebook with
-  nbgrader's own preprocessors (``KeepHandGrades``, ``AssignLatePenalties``) into the
-  gradebook it was given (SQLite, or the shared PostgreSQL server with ``--db``), and
-  puts it in ``autograded/``. Workers never reach the gradebook.
+* **The coordinator writes the gradebook**: its own pool of local workers (the one the
+  local backend is) records each graded notebook with nbgrader's own preprocessors
+  (``KeepHandGrades``, ``AssignLatePenalties``) into the gradebook it was given (SQLite,
+  or the shared PostgreSQL server with ``--db``), puts it in ``autograded/``, and makes
+  the student's feedback right after. Dask workers never reach the gradebook.
 * **Refused workers.** Before grading, every worker is asked for its grader digest (the
   package's code, nbgrader's version) and whether bubblewrap works there; a worker that
   differs or has no sandbox is named and gets no submission.
@@ -40,17 +41,18 @@ is not thread-safe)::
 
 from __future__ import annotations
 
-import multiprocessing
-import os
 import shutil
 import stat
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
+import uuid
+from concurrent.futures import Future
 from pathlib import Path
 
 import nbformat
 
+from ..backend.interface import GradingBackend, WorkerDied
+from ..backend.pool import ctrl_c_held, worker_api
 from ..course.directory import course_config, course_path, say
 from ..course.jobs import JobResult
 from ..names import ASSIGNMENT
@@ -97,13 +99,6 @@ def record(course: Path, db_url: str, assignment: str, student: str, notebooks: 
         path.chmod(0o444)  # as nbgrader leaves autograded notebooks
 
 
-def record_job(course: str, db_url: str, assignment: str, student: str, notebooks: dict[str, bytes]) -> float:
-    """``record``, timed (the gradebook's share of a submission)."""
-    started = time.monotonic()
-    record(Path(course), db_url, assignment, student, notebooks)
-    return time.monotonic() - started
-
-
 def check_workers(client, grader: str) -> tuple[list[str], dict[str, list[str]]]:
     """(addresses of the workers that may grade, {address: why not} of the others)."""
     try:
@@ -121,100 +116,110 @@ def check_workers(client, grader: str) -> tuple[list[str], dict[str, list[str]]]
     return sorted(good), refused
 
 
-def run_batch(course: Path, db_url: str, students: list[str], address: str, on_done=None,
-              assignment: str = ASSIGNMENT, security=None):
-    """Grade ``students`` on the cluster at ``address`` (see the module doc), connecting with
-    ``security`` (tls.coordinator_security); returns what ``pool.run_batch``
-    returns, so the rest of ``grade`` is the same."""
-    from dask.distributed import Client, as_completed
+class DaskCluster(GradingBackend):
+    """The grading backend on the Dask cluster at ``address`` (see the module doc), reached
+    with ``security`` (tls.coordinator_security). Each graded notebook is recorded, and its
+    ``then`` run, by ``local`` (this machine's pool): the gradebook never leaves this machine."""
 
-    from ..backend.pool import BatchResult
-    if not students:  # nothing changed: no need for the cluster
-        return BatchResult()
-    try:
-        client = Client(address, timeout=30, security=security)
-    except OSError as problem:  # with TLS also: a certificate either side refuses
-        raise WorkerRefused(f"no Dask scheduler answers at {address} ({problem}); start one with "
-                            "'dask scheduler' and workers with 'dask worker ADDRESS --nthreads 1' "
-                            "(docs/operations.md#cluster; with tls:// both need the course's certificates)") from None
-    with client:
-        futures = _submit(client, course, students, address, assignment)
-        collector = _Collector(course, db_url, assignment, len(futures), on_done)
+    def __init__(self, course: Path, address: str, local: GradingBackend, assignment: str = ASSIGNMENT,
+                 security=None):
+        self.course, self.address, self.local, self.assignment = course, address, local, assignment
+        self.security, self.client, self.good, self.package = security, None, [], None
+        self.futures: set = set()  # the Dask futures not done yet (stop cancels them)
+
+    @property
+    def capacity(self) -> int:
+        return max(1, len(self.good))
+
+    def start(self, warm: bool = False) -> None:
+        """Connect, and ask every worker whether it may grade (WorkerRefused when none may)."""
+        if self.client is not None:
+            return
+        from dask.distributed import Client  # distributed: heavy, and only for --cluster
         try:
-            for future in as_completed(futures):
-                collector.take(futures[future], future)
-            collector.drain()
-        except KeyboardInterrupt:
-            collector.result.interrupted = True
-            client.cancel(list(futures))
-        finally:
-            collector.close()
-    return collector.result
+            with ctrl_c_held():  # the client's threads never take a Ctrl-C
+                self.client = Client(self.address, timeout=30, security=self.security)
+        except OSError as problem:  # with TLS also: a certificate either side refuses
+            raise WorkerRefused(f"no Dask scheduler answers at {self.address} ({problem}); start one with "
+                                "'dask scheduler' and workers with 'dask worker ADDRESS --nthreads 1' "
+                                "(docs/operations.md#cluster; with tls:// both need the course's certificates)"
+                                ) from None
+        # each task carries the bundle itself (70 KB), not a scattered copy: Dask's memory manager
+        # keeps one replica of scattered data, and losing the worker that holds it would cancel
+        # every task that needs it ("already forgotten"); a task's own data is rescheduled with it
+        self.package = bundle(self.course, self.assignment)
+        self.good, refused = check_workers(self.client, self.package.grader)
+        for worker, problems in sorted(refused.items()):
+            print(f"worker {worker} refused: {'; '.join(problems)}", file=sys.stderr, flush=True)
+        if not self.good:
+            self.stop()
+            raise WorkerRefused(f"no worker of {self.address} may grade ({len(refused)} refused): see above")
+        say(f"cluster {self.address}: {len(self.good)} worker(s) grade")
+        # the local workers forked now, from this thread: not later from Dask's, whose results they take
+        self.local.start(warm=True)
 
+    def submit(self, student: str, *, autograde: bool = True, then=None, args: tuple = ()) -> Future:
+        if not autograde:
+            return self.local.submit(student, autograde=False, then=then, args=args)
+        self.start()
+        files = submission_files(course_path(self.course, "submitted", student, self.assignment))
+        remote = self.client.submit(grade_submission, self.package, student, files, workers=self.good, pure=False,
+                                    key=f"maxpool-grade-{student}-{uuid.uuid4().hex[:8]}", allow_other_workers=False)
+        self.futures.add(remote)
+        outer: Future = Future()
+        remote.add_done_callback(lambda done: self._graded(done, student, then, args, outer))
+        return outer
 
-def _submit(client, course: Path, students: list[str], address: str, assignment: str) -> dict:
-    """One task per submission, carrying the bundle, for the workers that may grade (the
-    others are named)."""
-    import uuid
-    package = bundle(course, assignment)
-    good, refused = check_workers(client, package.grader)
-    for worker, problems in sorted(refused.items()):
-        print(f"worker {worker} refused: {'; '.join(problems)}", file=sys.stderr, flush=True)
-    if not good:
-        raise WorkerRefused(f"no worker of {address} may grade ({len(refused)} refused): see above")
-    say(f"cluster {address}: {len(good)} worker(s) grade")
-    run = uuid.uuid4().hex[:8]
-    return {client.submit(grade_submission, package, student,
-                          submission_files(course_path(course, "submitted", student, assignment)),
-                          key=f"maxpool-grade-{run}-{student}", workers=good, allow_other_workers=False,
-                          pure=False): student for student in students}
-
-
-class _Collector:
-    """Takes the workers' results as they come: records them in the gradebook (on
-    PostgreSQL with one recording process per core: a record is ~0.15 s of ORM work;
-    SQLite has one writer), then reports each one done."""
-
-    def __init__(self, course: Path, db_url: str, assignment: str, total: int, on_done):
-        from ..backend.pool import BatchResult, Progress
-        self.course, self.db_url, self.assignment, self.on_done = course, db_url, assignment, on_done
-        self.result, self.progress = BatchResult(), Progress(total, "autograde")
-        self.recorders = ProcessPoolExecutor(max_workers=os.cpu_count() or 1, mp_context=multiprocessing.get_context(
-            "spawn")) if db_url.startswith("postgres") else None  # spawn: Dask's threads run here
-        self.recording: dict = {}
-
-    def take(self, student: str, future) -> None:
+    def _graded(self, remote, student: str, then, args: tuple, outer: Future) -> None:
+        """A worker's graded notebooks: recorded, and ``then`` run, by the local pool."""
+        self.futures.discard(remote)
         try:
-            item = future.result()
-            notebooks, item.notebooks = item.notebooks, None  # recorded here, not kept
-            if item.success and self.recorders is not None:
-                self.recording[self.recorders.submit(record_job, str(self.course), self.db_url, self.assignment,
-                                                     student, notebooks)] = item
-                self.drain(block=False)
-                return
-            if item.success:
-                item.record_seconds = record_job(str(self.course), self.db_url, self.assignment, student, notebooks)
-        except Exception as problem:  # noqa: BLE001  one submission's trouble, not the batch's
+            item = remote.result()
+        except Exception as problem:  # noqa: BLE001  a lost worker, a cancelled task: this submission's
             item = JobResult(student, False, log=f"graded on the cluster: {type(problem).__name__}: {problem}")
-        self._finish(item)
-        self.drain(block=False)
+        if not item.success or outer.cancelled():
+            outer.cancelled() or outer.set_result(item)
+            return
+        notebooks, item.notebooks = item.notebooks, None  # recorded there, not kept
+        try:
+            recorded = self.local.submit(student, autograde=False, then=record_then, args=(item, notebooks, then, args))
+        except RuntimeError as problem:  # the local pool is stopping
+            outer.set_exception(WorkerDied(str(problem)))
+            return
+        recorded.add_done_callback(lambda done: _pass_on(done, outer))
 
-    def drain(self, block: bool = True) -> None:
-        for done in list(self.recording) if block else [future for future in self.recording if future.done()]:
-            item = self.recording.pop(done)
-            try:
-                item.record_seconds = done.result()
-            except Exception as problem:  # noqa: BLE001
-                item.failing(f"recording the grades failed: {type(problem).__name__}: {problem}")
-            self._finish(item)
+    def stop(self, now: bool = False) -> None:
+        if self.client is not None:
+            if now:
+                self.client.cancel(list(self.futures))
+            self.futures.clear()
+            self.client.close()
+            self.client = None
+        self.local.stop(now)
 
-    def _finish(self, item: JobResult) -> None:
-        self.result.finished.append(item)
-        if self.on_done is not None:
-            self.on_done(item)
-        self.progress.advance(item.student, item.success, item.seconds)
 
-    def close(self) -> None:
-        if self.recorders is not None:
-            self.recorders.shutdown(wait=not self.result.interrupted, cancel_futures=True)
-        self.progress.close()
+def record_then(student: str, assignment: str, placeholder: JobResult, graded: JobResult, notebooks: dict,
+                then, args: tuple) -> JobResult:
+    """In a local worker: the notebooks a Dask worker graded recorded, then ``then`` run."""
+    api = worker_api()
+    started = time.monotonic()
+    try:
+        record(Path(api.coursedir.root), api.coursedir.db_url, assignment, student, notebooks)
+    except Exception as problem:  # noqa: BLE001  one submission's trouble
+        return graded.failing(f"recording the grades failed: {type(problem).__name__}: {problem}")
+    graded.record_seconds = time.monotonic() - started
+    if then is not None:
+        graded.then = then(student, assignment, graded, *args)
+    return graded
+
+
+def _pass_on(done: Future, outer: Future) -> None:
+    """The local pool's answer (a placeholder holding the graded result) handed on."""
+    if outer.cancelled():
+        return
+    if done.cancelled():
+        outer.set_exception(WorkerDied("stopped"))
+    elif done.exception() is not None:
+        outer.set_exception(done.exception())
+    else:
+        outer.set_result(done.result().then)

@@ -64,7 +64,7 @@ def bundle(course: Path, assignment: str = ASSIGNMENT) -> Bundle:
 
 def submission_files(folder: Path) -> dict[str, bytes]:
     """The regular files of a submission folder (links are not followed nor sent)."""
-    from ..sandbox.filesystem import submission_files as regular
+    from ..sandbox.filesystem import regular_files as regular
     return {relative: Path(host).read_bytes() for relative, host in regular(folder)}
 
 

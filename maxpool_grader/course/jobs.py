@@ -19,6 +19,7 @@ class JobResult:
     record_seconds: float | None = None  # --cluster: the coordinator's gradebook write of it
     notebooks: dict[str, bytes] | None = None  # --cluster: the graded notebooks, sent back to be recorded
     worker: str = ""  # --cluster: host:pid of the worker that graded it
+    then: object = None  # what the backend's ``then`` gave, run right after this grading (backend/interface.py)
 
     def failing(self, log: str) -> JobResult:
         """This job, failed after all (recording its grades broke, say)."""

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from nbgrader.api import Gradebook
 
-COLUMNS = {"id": ("id", "student_id", "student id", "student"),
+HEADINGS = {"id": ("id", "student_id", "student id", "student"),
            "first_name": ("first_name", "first name", "firstname", "given name"),
            "last_name": ("last_name", "last name", "lastname", "surname", "family name"),
            "email": ("email", "e-mail", "mail"),
@@ -40,7 +40,7 @@ def read_roster(path: Path) -> list[dict[str, str | None]]:
         raise RosterError(f"{path} is empty: it needs a header row (id, first name, last name, email)")
     header = [cell.strip().lower() for cell in rows[0]]
     where = {}
-    for field, names in COLUMNS.items():
+    for field, names in HEADINGS.items():
         found = [index for index, cell in enumerate(header) if cell in names]
         if found:
             where[field] = found[0]

@@ -18,7 +18,7 @@ from nbgrader.plugins.export import CsvExportPlugin
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
-COLUMNS = ("assignment", "duedate", "timestamp", "student_id", "last_name", "first_name", "email",
+EXPORT_COLUMNS = ("assignment", "duedate", "timestamp", "student_id", "last_name", "first_name", "email",
            "raw_score", "late_submission_penalty", "score", "max_score")
 
 
@@ -49,7 +49,7 @@ class SafeCsvExport(CsvExportPlugin):
         self.log.info("Exporting grades to %s", destination)
         with open(destination, "w", newline="") as handle:
             rows = csv.writer(handle)  # RFC 4180: CRLF, so a CR or LF inside a name is quoted too
-            rows.writerow(COLUMNS)
+            rows.writerow(EXPORT_COLUMNS)
             for assignment in gradebook.assignments:
                 if assignments and assignment.name not in assignments:
                     continue

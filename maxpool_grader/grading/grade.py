@@ -15,6 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..backend import pool, warm
+from ..backend.batch import BatchResult, run_batch
+from ..backend.interface import GradingBackend
+from ..cluster import coordinator
 from ..course.directory import configured_db_url, course_path, export_grades, nbgrader_api, notebook_path, say
 from ..course.jobs import JobResult
 from ..course.roster import RosterError, import_roster
@@ -63,7 +66,7 @@ class GradingRun:
             steps[name] = {"seconds": time.monotonic() - wall - (inner("seconds") - before["seconds"]),
                            "cpu_seconds": time.process_time() - cpu - (inner("cpu_seconds") - before["cpu_seconds"])}
 
-    def count_job_cpu(self, *batches: pool.BatchResult) -> None:
+    def count_job_cpu(self, *batches: BatchResult) -> None:
         """The CPU time the workers spent in each kind of job (their processes' threads)."""
         for label, batch in zip(("autograde", "feedback"), batches):
             self.timings[f"{label}_jobs_cpu_seconds"] = [item.cpu_seconds for item in batch.finished
@@ -112,7 +115,7 @@ class GradingRun:
             except RosterError as problem:
                 print(f"roster not imported: {problem}", file=sys.stderr)
 
-    def autograde(self) -> tuple[pool.BatchResult, list[str]]:
+    def autograde(self) -> tuple[BatchResult, list[str]]:
         """Grade what changed; returns the batch and the students already up to date."""
         grader = state.grader_digest(self.course, self.db_url, self.assignment)
         todo, current = state.students_to_grade(self.course, self.state, grader, self.force, self.assignment)
@@ -160,17 +163,22 @@ class GradingRun:
                              "Run the command again to grade the rest.")
         return batch, current
 
-    def _run_batch(self, todo: list[str], done, feedback_due: list[str], zygotes=()) -> pool.BatchResult:
-        """The local pool makes each student's feedback right after their grading, on the same
-        workers (pool.py); a cluster only grades, and ``feedback`` follows."""
-        if not self.cluster:
-            return pool.run_batch(self.course, self.db_url, todo, self.workers, pool.autograde_job,
-                                      "autograde", done, self.assignment, then=(pool.feedback_job, "feedback"),
-                                      then_also=feedback_due, zygotes=zygotes, before_fork=self.reading.drain)
-        from ..cluster import coordinator
+    def backend(self, zygotes=(), grading: bool = True) -> GradingBackend:
+        """Where the submissions are graded: this machine's pool, or the Dask cluster, whose
+        graded notebooks the local pool records (and makes the feedback of); the cluster is
+        not reached when nothing is to be graded (``grading``)."""
+        local = pool.LocalPool(self.course, self.db_url, self.workers, self.assignment, zygotes=zygotes,
+                               before_fork=self.reading.drain if self.reading is not None else None)
+        if not self.cluster or not grading:
+            return local
+        return coordinator.DaskCluster(self.course, self.cluster, local, self.assignment, security=self.security)
+
+    def _run_batch(self, todo: list[str], done, feedback_due: list[str], zygotes=()) -> BatchResult:
+        """Each student's feedback is made right after their grading, on the same local worker."""
+        backend = self.backend(zygotes, grading=bool(todo))
         try:
-            return coordinator.run_batch(self.course, self.db_url, todo, self.cluster, done, self.assignment,
-                                     security=self.security)
+            with backend:
+                return run_batch(backend, todo, done, then=(pool.feedback_job, "feedback"), then_also=feedback_due)
         except coordinator.WorkerRefused as problem:
             raise Broke(1, f"\nNot graded: {problem}") from None
 
@@ -185,15 +193,6 @@ class GradingRun:
                 return True
             return graded.exists() and page.stat().st_mtime_ns < graded.stat().st_mtime_ns
         return [student for student in current if stale(student)]
-
-    def feedback(self, batch: pool.BatchResult, current: list[str]) -> pool.BatchResult:
-        """Feedback of what was graded now, and of anyone graded earlier whose page is missing or
-        stale (made already, beside the grading, unless a cluster graded)."""
-        if batch.then is not None:
-            return batch.then
-        students = [item.student for item in batch.finished if item.success] + self._feedback_due(current)
-        return pool.run_batch(self.course, self.db_url, students, self.workers, pool.feedback_job,
-                                  "feedback", None, self.assignment)
 
     def export(self) -> bool:
         """grades.csv, as ``nbgrader export`` writes it with the course's plugin, from this
@@ -240,9 +239,9 @@ def grade(course: Path, *, workers: int | None = None, force: bool = False, db_u
         with run.step("prepare"):
             run.prepare()
         with run.step("autograde"):
-            batch, current = run.autograde()
-            feedback = run.feedback(batch, current)
-        run.count_job_cpu(batch, feedback)
+            graded, _ = run.autograde()
+            feedback = graded.then
+        run.count_job_cpu(graded, feedback)
         if feedback.interrupted:
             raise KeyboardInterrupt
         with run.step("export"):
@@ -263,4 +262,4 @@ def grade(course: Path, *, workers: int | None = None, force: bool = False, db_u
     state.save_timings(course, run.timings)
     run.summary(paths["html"])
     gc.freeze()  # the command is done: Python's exit need not collect everything it made (0.3 s)
-    return 1 if batch.failed or feedback.failed or not exported else 0
+    return 1 if graded.failed or feedback.failed or not exported else 0

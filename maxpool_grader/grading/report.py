@@ -161,7 +161,7 @@ class Reading:
                 None if own is None else similarity.fingerprint(own, boilerplate))
 
 
-def collect(course: Path, db_url: str, assignment: str = ASSIGNMENT, reading: Reading | None = None) -> dict:
+def report_data(course: Path, db_url: str, assignment: str = ASSIGNMENT, reading: Reading | None = None) -> dict:
     """Every number of the report, from the gradebook and the autograded notebooks (as
     ``reading`` read them, when given)."""
     cells, students = gradebook_table(db_url, assignment)
@@ -275,7 +275,7 @@ def write_report(course: Path, db_url: str, assignment: str = ASSIGNMENT,
     ours = reading is None
     reading = reading or Reading(course, assignment)
     try:
-        data = collect(course, db_url, assignment, reading)
+        data = report_data(course, db_url, assignment, reading)
         found = {student: reading.student(student) for student in sorted(data["totals"])}
     finally:
         if ours:
@@ -291,4 +291,3 @@ def write_report(course: Path, db_url: str, assignment: str = ASSIGNMENT,
     return {"html": folder / "index.html", "json": folder / "report.json"}
 
 
-SHOWN_PAIRS = 50  # side by side in the page; report.json lists them all

@@ -19,7 +19,7 @@ from ..course.roster import read_roster
 from ..glue.safecsvexport import csv_cell as cell
 from ..names import ASSIGNMENT
 
-STATE = Path(".maxpool-grader") / "lms.json"  # written by collect-lms (lms/intake.py)
+LMS_STATE = Path(".maxpool-grader") / "lms.json"  # written by collect-lms (lms/intake.py)
 
 
 def export(course: Path, db_url: str, out_dir: Path, *, canvas_column: str | None = None,
@@ -49,7 +49,7 @@ def export(course: Path, db_url: str, out_dir: Path, *, canvas_column: str | Non
 
 def _rows(course: Path, db_url: str, assignment: str) -> tuple[list[dict], float]:
     """One row per student with a submission, and the assignment's maximum score."""
-    state = course / STATE
+    state = course / LMS_STATE
     lms = json.loads(state.read_text()) if state.exists() else {}
     roster = {row["id"]: row for row in read_roster(course / "roster.csv")} \
         if (course / "roster.csv").is_file() else {}

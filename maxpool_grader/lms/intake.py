@@ -53,7 +53,7 @@ from nbgrader.api import Gradebook
 from ..course.directory import course_path
 from ..course.roster import read_roster
 from ..names import ASSIGNMENT
-from .export import STATE, export  # noqa: F401  (the other half of "from the LMS and back")
+from .export import LMS_STATE, export  # noqa: F401  (the other half of "from the LMS and back")
 from .match import known_users, match
 from .store import STAGING, Collected, KeepOut, recover, submitted_time, swap_in
 from .zip_upload import (
@@ -84,18 +84,18 @@ def collect(zip_path: Path, course: Path, db_url: str, *, due: dt.datetime | Non
     except (OSError, zipfile.BadZipFile) as problem:
         raise LmsError(f"{zip_path} is not a zip file that can be read ({problem})") from None
     result = Collected()
-    (course / STATE.parent).mkdir(exist_ok=True)
+    (course / LMS_STATE.parent).mkdir(exist_ok=True)
     submitted = course_path(course, "submitted", "_", assignment).parent.parent
-    with archive, _locked(course / STATE.parent / "collect-lms.lock"):
-        result.messages += recover(course, submitted, course / UNMATCHED, course / STATE.parent, assignment)
-        with tempfile.TemporaryDirectory(prefix=STAGING, dir=course / STATE.parent) as staging:
+    with archive, _locked(course / LMS_STATE.parent / "collect-lms.lock"):
+        result.messages += recover(course, submitted, course / UNMATCHED, course / LMS_STATE.parent, assignment)
+        with tempfile.TemporaryDirectory(prefix=STAGING, dir=course / LMS_STATE.parent) as staging:
             _collect_zip(archive, zip_path, Path(staging), course, result, roster, limits or ZipLimits(), lms,
                          assignment=assignment, due=due, zip_timezone=zip_timezone, replace_newer=replace_newer)
         if due is not None:
             with Gradebook(db_url) as book:
                 book.update_or_create_assignment(assignment,
                                                  duedate=due.astimezone(dt.timezone.utc).replace(tzinfo=None))
-        _save_state(course / STATE, result)
+        _save_state(course / LMS_STATE, result)
     return result
 
 
@@ -114,7 +114,7 @@ def _collect_zip(archive: zipfile.ZipFile, zip_path: Path, staging: Path, course
                             "is cannot be told (download the submissions in folders)")
         elif entry not in parsed:
             keep_out(entry, f"not named as {result.layout or 'Canvas or Moodle'} names its files")
-    why = match(uploads, roster, known_users(course / STATE))
+    why = match(uploads, roster, known_users(course / LMS_STATE))
     by_student: dict[str, list[ZipUpload]] = {}
     for upload in uploads:
         if upload.student is None:

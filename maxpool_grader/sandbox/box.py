@@ -45,7 +45,7 @@ from .filesystem import (
     WORKDIR,
     identity_file,
     read_only_trees,
-    submission_files,
+    regular_files,
     system_binds,
 )
 from .limits import prlimit
@@ -160,7 +160,7 @@ class Box:
                  log: logging.Logger | None = None):
         self.caps = caps
         self.log = log or logging.getLogger(__name__)
-        self.files = submission_files(files_from) if files_from else []
+        self.files = regular_files(files_from) if files_from else []
         self.cgroup = cgroups.open_cgroup(caps.memory_bytes, caps.processes)
         if self.cgroup is None:
             if mode == "required":

@@ -37,7 +37,7 @@ VERDICT_DIR = "/run/verdict"  # the verdict process's program
 ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "alternatives", "nsswitch.conf", "fonts")
 
 
-def submission_files(folder: Path, most: int = 200, total: int = 64 << 20) -> list[tuple[str, str]]:
+def regular_files(folder: Path, most: int = 200, total: int = 64 << 20) -> list[tuple[str, str]]:
     """(path inside the submission, host path) of the regular files of ``folder``: symbolic
     links are skipped, not followed, and so are folders reached through them."""
     found, size = [], 0

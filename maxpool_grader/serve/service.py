@@ -23,22 +23,21 @@ it, so the last on-time submission's grade is the one ``grade --force`` gives to
 from __future__ import annotations
 
 import asyncio
-import os
 import secrets
 import shutil
 import signal
 import sys
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ..backend import pool
+from ..backend.interface import GradingBackend, WorkerDied
+from ..backend.pool import LocalPool
+from ..cluster.coordinator import DaskCluster, WorkerRefused
 from ..course.directory import course_path, notebook_path, say
-from ..course.jobs import JobResult
+from ..grading.grade import Broke, GradingRun
 from ..names import ASSIGNMENT
 from .exchange import ExchangeWay, exchange_inbound
-from .grading_job import RemoteGrading, ready, serve_job, start_worker
+from .grading_job import serve_followup, serve_worker_setup
 from .policy import NOT_ON_ROSTER, SERVE_DIR, Policy, Serve, load_settings
 from .queue import Attempt, Queue
 from .tokens import Credentials
@@ -47,17 +46,13 @@ from .tokens import Credentials
 class Service(Policy, ExchangeWay):
     """The queue, the policy, the workers and the exchange watcher (the web part is serve/web.py)."""
 
-    def __init__(self, course: Path, db_url: str, workers: int, settings: Serve, *, exchange: bool = True,
-                 assignment: str = ASSIGNMENT, remote: RemoteGrading | None = None):
-        self.course, self.db_url, self.workers, self.settings = course, db_url, max(1, workers), settings
-        self.remote = remote
-        self.capacity = len(remote.good) if remote is not None else self.workers  # attempts graded at once
-        self.remote_futures: dict[int, object] = {}  # attempt id -> its Dask future
+    def __init__(self, course: Path, db_url: str, settings: Serve, backend: GradingBackend, *,
+                 exchange: bool = True, assignment: str = ASSIGNMENT):
+        self.course, self.db_url, self.settings, self.backend = course, db_url, settings, backend
         self.assignment = assignment
         self.queue = Queue(course / SERVE_DIR)
         self.credentials = Credentials(course / SERVE_DIR)  # read again when tokens revokes or rotates
         self.exchange_inbound = exchange_inbound(course) if exchange else None
-        self.executor: ProcessPoolExecutor | None = None
         self.in_flight: dict[int, str] = {}  # attempt id -> student
         self.wake: asyncio.Event | None = None
         self.stopping = False
@@ -72,17 +67,9 @@ class Service(Policy, ExchangeWay):
         if self.wake is not None:
             self.wake.set()
 
-    def _pool(self) -> ProcessPoolExecutor:
-        if self.executor is None:
-            self.executor = ProcessPoolExecutor(max_workers=self.workers, initializer=start_worker,
-                                                initargs=(str(self.course), self.db_url, os.getpid()))
-        return self.executor
-
     def warm_up(self) -> None:
         """Start every grading worker now (each starts its zygotes), not at the first attempt."""
-        with pool.ctrl_c_held():  # the pool forks its workers now
-            for _ in range(self.workers):
-                self._pool().submit(ready)
+        self.backend.start(warm=True)
 
     async def run_queue(self) -> None:
         """Start the workers, then hand queued attempts to them as they free up, until stopped."""
@@ -90,7 +77,7 @@ class Service(Policy, ExchangeWay):
         self.wake = asyncio.Event()
         while not self.stopping:
             self.wake.clear()
-            free = self.capacity - len(self.in_flight)
+            free = self.backend.capacity - len(self.in_flight)
             if free > 0:
                 for attempt in self.queue.next_ready(set(self.in_flight.values()))[:free]:
                     self._start(attempt)
@@ -109,35 +96,9 @@ class Service(Policy, ExchangeWay):
         # through the exchange, nbgrader's feedback page only when the policy shows everything now;
         # otherwise _finished releases the brief page the web way shows
         release = attempt.way == "exchange" and self.feedback_level() == "everything"
-        if self.remote is None:
-            return self._grade_here(attempt, release)
         loop = asyncio.get_running_loop()
-        remote = self.remote_futures[attempt.id] = self.remote.submit(attempt)
-        remote.add_done_callback(lambda done: _back_on(loop, self._graded_remotely, attempt, release, done))
-
-    def _grade_here(self, attempt: Attempt, release: bool, remote: dict | None = None) -> None:
-        """``serve_job`` in a local worker; ``_finished`` when it ends."""
-        loop = asyncio.get_running_loop()
-        with pool.ctrl_c_held():  # the pool may fork its workers now
-            future = self._pool().submit(serve_job, attempt.student, attempt.assignment, release, remote)
+        future = self.backend.submit(attempt.student, then=serve_followup, args=(release,))
         future.add_done_callback(lambda done: _back_on(loop, self._finished, attempt, done))
-
-    def _graded_remotely(self, attempt: Attempt, release: bool, done) -> None:
-        """A Dask worker's graded notebook: recorded, its feedback written, here."""
-        self.remote_futures.pop(attempt.id, None)
-        if self.stopping:
-            return
-        try:
-            item = done.result()
-        except Exception as problem:  # noqa: BLE001  a lost worker, a refused one: this attempt's try
-            item = JobResult(attempt.student, False, log=f"{type(problem).__name__}: {problem}")
-        if not item.success:
-            self.in_flight.pop(attempt.id, None)
-            self._try_again_or_fail(attempt, "graded on the cluster: " + (item.log or "")[-600:])
-            self.poke()
-            return
-        self._grade_here(attempt, release, {"notebooks": item.notebooks, "import_failed": item.import_failed,
-                                            "seconds": item.seconds})
 
     def _stage(self, attempt: Attempt) -> None:
         """The attempt's notebook in submitted/<student>/ (and nothing else), as collect leaves it."""
@@ -162,9 +123,9 @@ class Service(Policy, ExchangeWay):
         if self.stopping:
             return
         try:
-            result = future.result()
-        except BrokenProcessPool:
-            self._broken()
+            graded = future.result()
+            result = graded.then if graded.success else {"success": False, "log": graded.log}
+        except WorkerDied:  # the backend replaced the worker: the attempt is tried again
             self._try_again_or_fail(attempt, "a grading worker died while grading it")
             self.poke()
             return
@@ -200,21 +161,10 @@ class Service(Policy, ExchangeWay):
         self.events.append(f"attempt {attempt.id} of {attempt.student} failed: {why}")
         print(f"serve: attempt {attempt.id} of {attempt.student} FAILED: {why}", file=sys.stderr, flush=True)
 
-    def _broken(self) -> None:
-        """The pool's workers killed (a worker died, or the service stops); the next attempt
-        makes a new pool. What they were grading is queued again by the caller."""
-        if self.executor is not None:
-            pool.stop_pool(self.executor)
-            self.executor.shutdown(wait=False, cancel_futures=True)
-            self.executor = None
-
     def stop(self) -> None:
         """Kill the workers now; what they were grading is queued again for the next start."""
         self.stopping = True
-        self._broken()
-        for remote in self.remote_futures.values():
-            remote.cancel()
-        self.remote_futures.clear()
+        self.backend.stop(now=True)
         for attempt_id in list(self.in_flight):
             self.queue.requeue(attempt_id)
         self.in_flight.clear()
@@ -236,8 +186,6 @@ def run(course: Path, db_url: str, workers: int, *, address: str, port: int, bas
     """The command: prepare the course as ``grade`` does, then serve until Ctrl-C or SIGTERM.
     ``start_web`` (web.start_web, or None: no web page) starts the web layer, which
     depends on this core and is given to it, never imported by it."""
-    from ..cluster.coordinator import WorkerRefused
-    from ..grading.grade import Broke, GradingRun
     grading = GradingRun(course=course, db_url=db_url, workers=workers)
     try:
         grading.release()
@@ -246,14 +194,16 @@ def run(course: Path, db_url: str, workers: int, *, address: str, port: int, bas
         return broke.status
     grading.prepare()
     settings = load_settings(course)
-    remote = None
-    if cluster:
+    # the workers grade as grade does, but never add a student (the roster decides)
+    backend = LocalPool(course, db_url, workers, ASSIGNMENT, create_students=False, setup=serve_worker_setup)
+    if cluster:  # --cluster: Dask autogrades; the local workers record, and make the feedback
+        backend = DaskCluster(course, cluster, backend, ASSIGNMENT, security=security)
         try:
-            remote = RemoteGrading(course, ASSIGNMENT, cluster, security)
+            backend.start(warm=True)  # the workers are checked now: a refused cluster starts no service
         except WorkerRefused as problem:
             print(f"maxpool-grader serve: not started: {problem}", file=sys.stderr)
             return 1
-    service = Service(course, db_url, workers, settings, exchange=exchange, remote=remote)
+    service = Service(course, db_url, settings, backend, exchange=exchange)
     if requeued := service.queue.resume():
         say(f"serve: {requeued} attempts that were being graded when the service stopped are queued again")
     try:
@@ -262,8 +212,7 @@ def run(course: Path, db_url: str, workers: int, *, address: str, port: int, bas
                                                 secure_cookies=secure_cookies, hub_auth=hub_auth))
     finally:  # stopping now: a second Ctrl-C (a terminal's, a supervisor's) must not break the cleanup
         signal.signal(signal.SIGINT, signal.SIG_IGN)
-        if remote is not None:
-            remote.close()
+        backend.stop(now=True)
     service.queue.close()
     return code
 

@@ -44,10 +44,10 @@ SET_BY_IMPORTS = {name: value for name, value in os.environ.items() if _BEFORE_I
 
 import maxpool_grader.checks  # noqa: E402, F401  (what the hidden test cells import)
 
-from ..exercise.checks import warm_up  # noqa: E402
+from ..exercise.checks import warm_up_checks  # noqa: E402
 from ..sandbox import zygote  # noqa: E402
 
-warm_up()  # the checks' work that is the same for every submission, done once here
+warm_up_checks()  # the checks' work that is the same for every submission, done once here
 WARM_CELLS = "warm-cells.json"  # in the zygote's own directory: code cells every kernel will run
 
 
