@@ -259,3 +259,39 @@ def test_the_developers_guide_draws_the_layers_the_code_keeps():
 def test_the_picture_reader_reads_a_drawn_layer_of_siblings():
     text = "x\n```text\n 2  serve/   lms/   <- may import names\n 1  names.py\n```\n"
     assert drawn_layers(text) == [("names",), ("serve", "lms")]
+
+
+# Sign-in is decided in one module: the cookies' names and values, the tokens, the Hub's client.
+SIGN_IN_DEFINES = {"STUDENT_COOKIE", "INSTRUCTOR_COOKIE", "INSTRUCTOR", "token_for", "who_has", "service_secret",
+                   "rotate_secret", "revoke", "generations", "Credentials", "SignIn", "hub_auth", "hub_address"}
+SIGN_IN_TEXTS = ("maxpool_student", "maxpool_instructor", "HubOAuth(")
+
+
+def sign_in_parts(sources: dict[str, str]) -> dict[str, set[str]]:
+    """Module -> which of SIGN_IN_DEFINES it defines at its top (an assignment, a def or a
+    class) and which of SIGN_IN_TEXTS its text holds; modules with none left out."""
+    found: dict[str, set[str]] = {}
+    for name, source in sources.items():
+        defined = set()
+        for node in ast.parse(source).body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                defined.add(node.name)
+            elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                defined.update(leaf.id for target in targets for leaf in ast.walk(target) if isinstance(leaf, ast.Name))
+        parts = (defined & SIGN_IN_DEFINES) | {text for text in SIGN_IN_TEXTS if text in source}
+        if parts:
+            found[name] = parts
+    return found
+
+
+def test_one_module_owns_sign_in():
+    found = sign_in_parts({_module_name(path): path.read_text() for path in SOURCES})
+    assert list(found) == ["maxpool_grader.serve.signin"], found
+    assert found["maxpool_grader.serve.signin"] == SIGN_IN_DEFINES | set(SIGN_IN_TEXTS)
+
+
+def test_the_sign_in_finder_sees_a_tuple_a_def_and_a_cookie_s_name():
+    sources = {"p.a": 'STUDENT_COOKIE, X = "s", 1\ndef token_for():\n    pass\n', "p.b": 'name = "maxpool_student"\n',
+               "p.c": "def f():\n    INSTRUCTOR = 1\n"}
+    assert sign_in_parts(sources) == {"p.a": {"STUDENT_COOKIE", "token_for"}, "p.b": {"maxpool_student"}}

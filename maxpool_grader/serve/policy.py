@@ -1,8 +1,8 @@
 """The instructor's policy for ``maxpool-grader serve`` (``c.Serve`` in nbgrader_config.py),
-the personal tokens of the web way, and the checks every attempt passes before it is
-queued: the deadline, the attempt limits (an attempt over a limit is refused at once, with
-the time the next one is possible), the size, and whether it is this assignment's notebook
-at all. A refusal is ``Refused``: the message for the student and the HTTP status."""
+and the checks every attempt passes before it is queued: the roster, the deadline, the
+attempt limits (an attempt over a limit is refused at once, with the time the next one is
+possible), the size, and whether it is this assignment's notebook at all. A refusal is
+``Refused``: the message for the student and the HTTP status."""
 
 from __future__ import annotations
 
@@ -19,7 +19,6 @@ from ..course.directory import read_course_config
 from ..course.roster import read_roster
 from ..glue.deadline import deadline as course_deadline
 from ..names import SOLUTION_CELL
-from .tokens import INSTRUCTOR, service_secret, token_for, who_has  # noqa: F401  (the web way's)
 
 FEEDBACK_LEVELS = ("scores", "mistakes", "everything")
 STUDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,63}")  # what the service accepts as a student id

@@ -41,7 +41,7 @@ from .exchange import ExchangeWay, exchange_inbound
 from .grading_job import RemoteGrading, ready, serve_job, start_worker
 from .policy import NOT_ON_ROSTER, SERVE_DIR, Policy, Serve, load_settings
 from .queue import Attempt, Queue
-from .tokens import Credentials
+from .signin import SignIn
 
 
 class Service(Policy, ExchangeWay):
@@ -55,7 +55,7 @@ class Service(Policy, ExchangeWay):
         self.remote_futures: dict[int, object] = {}  # attempt id -> its Dask future
         self.assignment = assignment
         self.queue = Queue(course / SERVE_DIR)
-        self.credentials = Credentials(course / SERVE_DIR)  # read again when tokens revokes or rotates
+        self.signin = SignIn(course / SERVE_DIR, is_student=self.is_student, hub_instructors=settings.hub_instructors)
         self.exchange_inbound = exchange_inbound(course) if exchange else None
         self.executor: ProcessPoolExecutor | None = None
         self.in_flight: dict[int, str] = {}  # attempt id -> student
@@ -63,10 +63,6 @@ class Service(Policy, ExchangeWay):
         self.stopping = False
         self.first_seen: dict[str, float] = {}
         self.events: list[str] = []  # what the instructor should know (a forged submission, a failure)
-
-    @property
-    def secret(self) -> bytes:
-        return self.credentials.secret
 
     def poke(self) -> None:
         if self.wake is not None:
