@@ -104,10 +104,10 @@ class Upload(Handler):
         files = self.request.files.get("notebook") or []
         try:
             if self.size > self.service.settings.max_upload * 1024 + FORM_SLACK:
-                raise self.service.refuse(student, self.service.too_large(self.size))
+                raise self.service.policy.refuse(student, self.service.policy.too_large(self.size))
             if not files:
                 raise Refused("Choose your notebook file first.", 400)
-            attempt_id = self.service.submit(student, files[0]["body"])
+            attempt_id = self.service.policy.submit(student, files[0]["body"])
         except Refused as refusal:
             return self.home(student, str(refusal), status=refusal.status)
         self.redirect(self.url(f"/attempt/{attempt_id}"), status=303)
@@ -125,7 +125,7 @@ class AttemptPage(Handler):
                              here=self.url(f"/attempt/{attempt.id}"), back=back)
         if attempt.status != "graded":
             return self.message(title, status_text(attempt), link=(back, "Back to your attempts"))
-        level = self.service.feedback_level()
+        level = self.service.policy.feedback_level()
         if level == "everything" and self.service.queue.feedback_path(attempt.id).exists():
             return self.redirect(self.url(f"/attempt/{attempt.id}/feedback"), status=303)
         self.page("result.html.j2", title=title, brief=brief(attempt.result, level), back=back)
@@ -150,7 +150,7 @@ class FeedbackPage(AttemptPage):
         if attempt is None:
             return
         path = self.service.queue.feedback_path(attempt.id)
-        if attempt.status != "graded" or not path.exists() or self.service.feedback_level() != "everything":
+        if attempt.status != "graded" or not path.exists() or self.service.policy.feedback_level() != "everything":
             return self.redirect(self.url(f"/attempt/{attempt.id}"), status=303)
         self.set_header("Content-Security-Policy", FEEDBACK_POLICY)
         self.set_header("Content-Type", "text/html; charset=utf-8")
