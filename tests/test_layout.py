@@ -259,3 +259,98 @@ def test_the_developers_guide_draws_the_layers_the_code_keeps():
 def test_the_picture_reader_reads_a_drawn_layer_of_siblings():
     text = "x\n```text\n 2  serve/   lms/   <- may import names\n 1  names.py\n```\n"
     assert drawn_layers(text) == [("names",), ("serve", "lms")]
+
+
+# The service is composed of its parts, never mixed from them: a class made of two bases, or of
+# a class of the package, is a contract kept only in docstrings ("which holds queue, settings").
+# tornado's request handlers are the exception: a page is a ``Handler`` (serve/handler.py), and
+# JupyterHub's sign-in is its handlers mixed in, tornado's and JupyterHub's own way.
+HANDLER_HOMES = ("tornado", "jupyterhub")
+
+
+def mixed_classes(classes: list[type]) -> list[str]:
+    """Each class of ``classes`` with more than one base or a base of the package, as
+    "module.Class(Base, ...)"; a request handler may have only tornado's, JupyterHub's
+    and the package's handlers as bases."""
+    from tornado.web import RequestHandler
+
+    def ours(base: type) -> bool:
+        return base.__module__.split(".")[0] == "maxpool_grader"
+    found = []
+    for cls in classes:
+        if issubclass(cls, RequestHandler):
+            wrong = [base for base in cls.__bases__ if not (base.__module__.split(".")[0] in HANDLER_HOMES
+                                                              or (ours(base) and issubclass(base, RequestHandler)))]
+        else:
+            wrong = list(cls.__bases__) if len(cls.__bases__) > 1 else [base for base in cls.__bases__ if ours(base)]
+        if wrong:
+            found.append(f"{cls.__module__}.{cls.__qualname__}({', '.join(b.__name__ for b in cls.__bases__)})")
+    return found
+
+
+def classes_defined_in(package: str) -> list[type]:
+    """The classes each module of ``package`` defines (not those it imports)."""
+    import importlib
+    import inspect
+    found = []
+    for path in sorted((PACKAGE_DIR / package).glob("*.py")):
+        module = importlib.import_module(_module_name(path))
+        found += [value for _, value in inspect.getmembers(module, inspect.isclass)
+                  if value.__module__ == module.__name__]
+    return found
+
+
+def test_the_service_is_composed_not_mixed_in():
+    classes = classes_defined_in("serve")
+    assert {"Service", "Policy", "ExchangeWatcher", "SignIn", "HubSignedIn"} <= {cls.__name__ for cls in classes}
+    assert mixed_classes(classes) == []
+
+
+def test_the_mixin_checker_sees_two_bases_and_a_base_of_the_package_but_lets_pages_be_handlers():
+    from tornado.web import RequestHandler
+
+    def made(name: str, *bases: type) -> type:
+        return type(name, bases, {"__module__": "maxpool_grader.serve.x"})
+    policy, exchange, page = made("Policy"), made("Way"), made("Handler", RequestHandler)
+    helper = made("Helper")
+    classes = [made("Service", policy, exchange), made("Strict", policy), made("Home", page),
+               made("Odd", helper, page), made("Fine", Exception), policy]
+    assert mixed_classes(classes) == ["maxpool_grader.serve.x.Service(Policy, Way)",
+                                      "maxpool_grader.serve.x.Strict(Policy)",
+                                      "maxpool_grader.serve.x.Odd(Helper, Handler)"]
+
+
+# Sign-in is decided in one module: the cookies' names and values, the tokens, the Hub's client.
+SIGN_IN_DEFINES = {"STUDENT_COOKIE", "INSTRUCTOR_COOKIE", "INSTRUCTOR", "token_for", "who_has", "service_secret",
+                   "rotate_secret", "revoke", "generations", "Credentials", "SignIn", "hub_auth", "hub_address"}
+SIGN_IN_TEXTS = ("maxpool_student", "maxpool_instructor", "HubOAuth(")
+
+
+def sign_in_parts(sources: dict[str, str]) -> dict[str, set[str]]:
+    """Module -> which of SIGN_IN_DEFINES it defines at its top (an assignment, a def or a
+    class) and which of SIGN_IN_TEXTS its text holds; modules with none left out."""
+    found: dict[str, set[str]] = {}
+    for name, source in sources.items():
+        defined = set()
+        for node in ast.parse(source).body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                defined.add(node.name)
+            elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                defined.update(leaf.id for target in targets for leaf in ast.walk(target) if isinstance(leaf, ast.Name))
+        parts = (defined & SIGN_IN_DEFINES) | {text for text in SIGN_IN_TEXTS if text in source}
+        if parts:
+            found[name] = parts
+    return found
+
+
+def test_one_module_owns_sign_in():
+    found = sign_in_parts({_module_name(path): path.read_text() for path in SOURCES})
+    assert list(found) == ["maxpool_grader.serve.signin"], found
+    assert found["maxpool_grader.serve.signin"] == SIGN_IN_DEFINES | set(SIGN_IN_TEXTS)
+
+
+def test_the_sign_in_finder_sees_a_tuple_a_def_and_a_cookie_s_name():
+    sources = {"p.a": 'STUDENT_COOKIE, X = "s", 1\ndef token_for():\n    pass\n', "p.b": 'name = "maxpool_student"\n',
+               "p.c": "def f():\n    INSTRUCTOR = 1\n"}
+    assert sign_in_parts(sources) == {"p.a": {"STUDENT_COOKIE", "token_for"}, "p.b": {"maxpool_student"}}

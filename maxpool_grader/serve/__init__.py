@@ -1,14 +1,14 @@
 """``maxpool-grader serve``: feedback while the assignment is open.
 
-* ``service``: the core (its workers, its event loop, the queue handed to them);
-  ``policy``: ``c.Serve``, refusals and limits; ``queue``: the persistent queue;
-  ``grading_job``: what a grading worker does with one attempt (and ``--cluster``);
-  ``exchange``: the exchange way, with its owner check; ``tokens``: links, sessions,
-  revoking and rotating;
+* ``service``: the core (its workers, its event loop, the queue handed to them), which holds
+  the others: ``policy``: ``c.Serve``, the roster, refusals and limits; ``queue``: the
+  persistent queue; ``grading_job``: what a grading worker does with one attempt (and
+  ``--cluster``); ``exchange``: the exchange watcher, with its owner check; ``signin``: who
+  a request is: links, sessions and their cookies, revoking and rotating, JupyterHub's OAuth;
 * the web way, which the core is given and never imports: ``handler`` (what every page
-  does: headers, the session read against the roster), ``web`` (tornado, its handlers and
-  server), ``hub`` (signing in with JupyterHub), ``pages`` (the pages made of our own
-  data, from ``templates/``, Jinja, autoescaped);
+  does: headers, the session cookies signin decides on), ``web`` (tornado, its handlers and
+  server), ``hub`` (the pages of signing in with JupyterHub), ``pages`` (the pages made of
+  our own data, from ``templates/``, Jinja, autoescaped);
 * ``cli``: the ``serve`` and ``tokens`` command lines.
 
 May import: ``names``, ``exercise``, ``sandbox``, ``verdict``, ``glue``, ``course``, ``backend``, ``cluster``,

@@ -67,7 +67,7 @@ def serve_command(args, parser: argparse.ArgumentParser, db_url: str, security) 
     address, port, base_url, hub = args.address, args.port, args.base_url, None
     try:
         if args.hub_login:  # where the Hub expects the service, unless given
-            from .hub import hub_address, hub_auth
+            from .signin import hub_address, hub_auth
             if port is None or base_url is None:
                 given = hub_address()
                 address, port, base_url = address or given[0], port or given[1], base_url or given[2]
@@ -91,7 +91,7 @@ def tokens_command(args, db_url: str) -> int:
 
     from ..glue.safecsvexport import csv_cell as cell
     from .policy import SERVE_DIR, STUDENT_ID
-    from .tokens import Credentials, revoke, rotate_secret, token_for
+    from .signin import Credentials, revoke, rotate_secret, token_for
     if (args.course_dir / "roster.csv").is_file():
         import_roster(args.course_dir / "roster.csv", db_url)
     folder = args.course_dir / SERVE_DIR
@@ -128,8 +128,8 @@ def tokens_command(args, db_url: str) -> int:
 
 def _instructor_link(folder: Path, credentials) -> None:
     """serve writes the instructor's link when it starts; after a rotation, the new one."""
-    from .tokens import INSTRUCTOR, token_for
+    from .signin import instructor_link
     path = folder / "instructor-link"
     if path.is_file():
         address = path.read_text().strip().rsplit("/instructor/login/", 1)[0]
-        path.write_text(f"{address}/instructor/login/{token_for(credentials.secret, INSTRUCTOR)}\n")
+        path.write_text(instructor_link(credentials.secret, address) + "\n")

@@ -13,21 +13,33 @@ import re
 import stat
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from ..course.directory import read_course_config, say
 from .pages import refusal_page
-from .policy import NOT_ON_ROSTER, STUDENT_ID, Refused
+from .policy import NOT_ON_ROSTER, STUDENT_ID, Policy, Refused
+from .queue import Queue
 
 
-class ExchangeWay:
-    """The exchange watcher of the ``Service`` (serve/service.py), which holds ``queue``, ``settings``,
-    ``assignment``, ``exchange_inbound``, ``first_seen`` and ``events``."""
+class ExchangeWatcher:
+    """The exchange way: the submissions of the ``inbound`` folder, checked by ``policy`` (its
+    assignment, roster, limits and notebook checks) and added to ``queue``; ``events`` is the
+    instructor's list of what to know (a forged submission), ``on_queued`` is called after an
+    attempt is queued. The feedback it releases goes to the exchange's ``feedback`` folder,
+    beside ``inbound``."""
 
-    def scan_exchange(self) -> None:
+    def __init__(self, inbound: Path, *, policy: Policy, queue: Queue, events: list[str],
+                 on_queued: Callable[[], None]):
+        self.inbound, self.outbound = inbound, inbound.parent / "feedback"
+        self.policy, self.assignment, self.queue = policy, policy.assignment, queue
+        self.events, self.on_queued = events, on_queued
+        self.first_seen: dict[str, float] = {}  # a folder's name -> when the scan saw it without its secret
+
+    def scan(self) -> None:
         """Take every new submission of the exchange's inbound folder once."""
-        inbound = self.exchange_inbound
-        if inbound is None or not inbound.is_dir():
+        inbound = self.inbound
+        if not inbound.is_dir():
             return
         try:
             names = sorted(os.listdir(inbound))
@@ -53,18 +65,18 @@ class ExchangeWay:
             self.events.append(f"exchange submission {name!r} refused: {refusal}")
             print(f"serve: exchange submission {name!r} refused: {refusal}", file=sys.stderr, flush=True)
             if getattr(refusal, "secret", ""):  # the student's own submission: they read why
-                self._release_page(refusal.secret, refusal_page(self.assignment, str(refusal)), refusal.stems)
+                self.release_page(refusal.secret, refusal_page(self.assignment, str(refusal)), refusal.stems)
             return
         try:
-            if not self.is_student(student):
+            if not self.policy.is_student(student):
                 raise Refused(NOT_ON_ROSTER, 403)
-            self.check_notebook(content)
-            self.admit(student)
+            self.policy.check_notebook(content)
+            self.policy.admit(student)
         except Refused as refusal:
             self.queue.add(student, self.assignment, "exchange", None, status="refused", message=str(refusal),
                            source=name)
             if secret:
-                self._release_page(secret, refusal_page(self.assignment, str(refusal)), stems)
+                self.release_page(secret, refusal_page(self.assignment, str(refusal)), stems)
             return
         files = {".secret": secret.encode()} if secret else {}
         if stems != [self.assignment]:  # Fetch Feedback looks for the page under the notebook's own name
@@ -73,7 +85,7 @@ class ExchangeWay:
         if note:
             self.events.append(f"exchange submission {name!r} (attempt {attempt}): {note}")
             say(f"serve: {student}'s exchange submission: {note}")
-        self.poke()
+        self.on_queued()
 
     def _read_submission(self, inbound: Path, name: str, student: str) -> tuple[bytes, str]:
         """The notebook and secret of an inbound folder, read only when the folder and both files
@@ -103,7 +115,7 @@ class ExchangeWay:
             stems = [name[:-len(".ipynb")] for name in sorted(names) if name.endswith(".ipynb")]
             try:
                 notebook, note = notebook_of(names, self.assignment)
-                content = _read_owned(folder, notebook, expected, self.settings.max_upload * 1024 + 1)
+                content = _read_owned(folder, notebook, expected, self.policy.settings.max_upload * 1024 + 1)
             except Refused as refusal:
                 refusal.secret, refusal.stems = secret, stems
                 raise
@@ -111,31 +123,29 @@ class ExchangeWay:
         finally:
             os.close(folder)
 
-    def _release_page(self, secret: str, page: str, stems=()) -> None:
+    def release_page(self, secret: str, page: str, stems=()) -> None:
         """A page of ours where ``fetch_feedback`` finds the feedback of the submission with this
         secret: it looks for one per notebook of the submission, by the notebook's own name."""
         from nbgrader.utils import notebook_hash
-        outbound = self.exchange_inbound.parent / "feedback"
-        outbound.mkdir(mode=0o755, exist_ok=True)
+        self.outbound.mkdir(mode=0o755, exist_ok=True)
         for stem in dict.fromkeys([self.assignment, *stems]):
-            target = outbound / f"{notebook_hash(secret=secret, notebook_id=stem)}.html"
+            target = self.outbound / f"{notebook_hash(secret=secret, notebook_id=stem)}.html"
             temporary = target.with_suffix(".tmp")
             temporary.write_text(page)
             temporary.chmod(0o644)
             temporary.replace(target)
 
-    def _release_under_its_name(self, attempt_id: int) -> None:
+    def release_under_its_name(self, attempt_id: int) -> None:
         """The feedback released for a notebook the student named otherwise (``-Copy1``), also where
         Fetch Feedback looks for it: under that name."""
         from nbgrader.utils import notebook_hash
         stem, secret = self.queue.upload_path(attempt_id).with_suffix(".name"), self.queue.secret_path(attempt_id)
         if not (stem.exists() and secret.exists()):
             return
-        outbound = self.exchange_inbound.parent / "feedback"
         key = secret.read_text().strip()
-        released = outbound / f"{notebook_hash(secret=key, notebook_id=self.assignment)}.html"
+        released = self.outbound / f"{notebook_hash(secret=key, notebook_id=self.assignment)}.html"
         if released.exists():
-            self._release_page(key, released.read_text(), [stem.read_text()])
+            self.release_page(key, released.read_text(), [stem.read_text()])
 
 
 

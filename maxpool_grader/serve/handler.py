@@ -2,26 +2,25 @@
 way's handlers (serve/web.py) and of the JupyterHub sign-in's (serve/hub.py).
 
 It sets the headers every page sends (no scripts but the service's own, no framing, no
-caching, no referrer: a personal link carries a token), reads the session cookie at every
-request against the roster and the current links (serve/tokens.py: ``tokens --revoke`` and
-``--rotate`` take effect at the next request), and renders the templates (serve/pages.py).
+caching, no referrer: a personal link carries a token), reads and sets the session cookies
+that serve/signin.py decides on (who they name, against the roster and the current links:
+``tokens --revoke`` and ``--rotate`` take effect at the next request), and renders the
+templates (serve/pages.py).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
-from urllib.parse import urlparse
 
 import tornado.web
 from markupsafe import Markup
 
 from .pages import PAGE_POLICY, POLL_POLICY, home_view, render
 from .policy import NOT_ON_ROSTER
+from .signin import COOKIE_DAYS, INSTRUCTOR_COOKIE, INSTRUCTOR_SIGNED_IN, STUDENT_COOKIE, cookie_flags
 
 if TYPE_CHECKING:  # annotations only: the service core never imports its web layer
     from .service import Service
-
-STUDENT_COOKIE, INSTRUCTOR_COOKIE = "maxpool_student", "maxpool_instructor"
 
 
 class Handler(tornado.web.RequestHandler):
@@ -39,19 +38,21 @@ class Handler(tornado.web.RequestHandler):
 
     def prepare(self):
         """The links and sessions as they are now: ``tokens --revoke``/``--rotate`` while the
-        service runs take effect at the next request (serve/tokens.py)."""
-        if self.service.credentials.refresh():  # a new secret: every session cookie so far ends
-            self.application.settings["cookie_secret"] = self.service.credentials.secret.hex()
+        service runs take effect at the next request (serve/signin.py)."""
+        if self.service.signin.refresh():  # a new secret: every session cookie so far ends
+            self.application.settings["cookie_secret"] = self.service.signin.cookie_secret
+
+    def cookie(self, name: str) -> bytes | None:
+        """A session cookie's value, if its signature is the service's and young enough."""
+        return self.get_signed_cookie(name, max_age_days=COOKIE_DAYS[name])
 
     def session_holder(self) -> str | None:
         """Whose valid session this request carries, on the roster or not."""
-        value = self.get_signed_cookie(STUDENT_COOKIE, max_age_days=120)
-        return self.service.credentials.session_holder(value.decode()) if value else None
+        return self.service.signin.session_holder(self.cookie(STUDENT_COOKIE))
 
     def get_current_user(self) -> str | None:
         """The signed-in student, while they are on the roster (asked at every request)."""
-        who = self.session_holder()
-        return who if who is not None and self.service.is_student(who) else None
+        return self.service.signin.student(self.cookie(STUDENT_COOKIE))
 
     def signed_in(self, why: str) -> str | None:
         """The signed-in student; None, with a page that says ``why``, for anyone else."""
@@ -69,7 +70,7 @@ class Handler(tornado.web.RequestHandler):
         return True
 
     def is_instructor(self) -> bool:
-        return self.get_signed_cookie(INSTRUCTOR_COOKIE, max_age_days=30) == b"yes"
+        return self.service.signin.is_instructor(self.cookie(INSTRUCTOR_COOKIE))
 
     def url(self, path: str) -> str:
         return self.prefix + path.lstrip("/")
@@ -91,21 +92,18 @@ class Handler(tornado.web.RequestHandler):
                                              "Go back and try again; if it keeps happening, tell your instructor.",
                      status=status_code)
 
-    def login(self, cookie: str, value: str) -> None:
-        if cookie == STUDENT_COOKIE:  # the session of the student's generation (serve/tokens.py)
-            value = self.service.credentials.session(value)
-        self.set_signed_cookie(cookie, value, httponly=True, samesite="Lax", secure=self.application.settings["secure"],
-                               path=self.prefix, expires_days=None)
+    def sign_in_student(self, student: str) -> None:
+        """The student's session cookie (their generation's), and no instructor's session beside it."""
+        self.clear_cookie(INSTRUCTOR_COOKIE, path=self.prefix)
+        self.set_signed_cookie(STUDENT_COOKIE, self.service.signin.student_session(student),
+                               **cookie_flags(self.application.settings["secure"], self.prefix))
+
+    def sign_in_instructor(self) -> None:
+        self.set_signed_cookie(INSTRUCTOR_COOKIE, INSTRUCTOR_SIGNED_IN,
+                               **cookie_flags(self.application.settings["secure"], self.prefix))
 
     def home(self, student: str, refusal: str = "", status: int = 200) -> None:
         """The student's page: the policy, the upload form, their attempts (and why an upload was refused)."""
         self.xsrf_token  # noqa: B018  the CSRF cookie, for a form opened before the deadline too
         self.page("home.html.j2", status=status, refusal=refusal, xsrf=Markup(self.xsrf_form_html()),
                   **home_view(self.service, student, self.url))
-
-
-
-def page_prefix(base_url: str) -> str:
-    """The path every page of the service is under: --base-url's, ending in '/'."""
-    prefix = urlparse(base_url).path or "/"
-    return prefix if prefix.endswith("/") else prefix + "/"

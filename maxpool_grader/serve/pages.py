@@ -60,9 +60,9 @@ def status_text(attempt) -> str:
 
 def home_view(service: Service, student: str, url) -> dict:
     """The student's page (home.html.j2): the policy, whether uploads are taken, their attempts."""
-    settings, deadline, now = service.settings, service.deadline(), time.time()
+    settings, deadline, now = service.settings, service.policy.deadline(), time.time()
     return {"title": f"{service.assignment}: submit for feedback", "student": student, "assignment": service.assignment,
-            "open": service.open_now(), "action": url("/upload"), "level": LEVEL_TEXT[settings.before_deadline],
+            "open": service.policy.open_now(), "action": url("/upload"), "level": LEVEL_TEXT[settings.before_deadline],
             "deadline": (when_text(deadline.timestamp()) + (" (passed)" if now > deadline.timestamp() else ""))
             if deadline else "none",
             "hour": len(service.queue.counted_since(student, now - 3600)), "per_hour": settings.attempts_per_hour,

@@ -1,14 +1,15 @@
 """The instructor's policy for ``maxpool-grader serve`` (``c.Serve`` in nbgrader_config.py),
-the personal tokens of the web way, and the checks every attempt passes before it is
-queued: the deadline, the attempt limits (an attempt over a limit is refused at once, with
-the time the next one is possible), the size, and whether it is this assignment's notebook
-at all. A refusal is ``Refused``: the message for the student and the HTTP status."""
+and the checks every attempt passes before it is queued: the roster, the deadline, the
+attempt limits (an attempt over a limit is refused at once, with the time the next one is
+possible), the size, and whether it is this assignment's notebook at all. A refusal is
+``Refused``: the message for the student and the HTTP status."""
 
 from __future__ import annotations
 
 import json
 import re
 import time
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from ..course.directory import read_course_config
 from ..course.roster import read_roster
 from ..glue.deadline import deadline as course_deadline
 from ..names import SOLUTION_CELL
-from .tokens import INSTRUCTOR, service_secret, token_for, who_has  # noqa: F401  (the web way's)
+from .queue import Queue
 
 FEEDBACK_LEVELS = ("scores", "mistakes", "everything")
 STUDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,63}")  # what the service accepts as a student id
@@ -68,16 +69,24 @@ class Refused(Exception):
         self.status = status
 
 
-
 class Policy:
-    """The checks of the ``Service`` (serve/service.py), which holds ``settings``, ``queue``,
-    ``assignment`` and ``db_url``."""
+    """The service's checks: ``settings`` (``c.Serve``), the roster of ``course`` and the
+    gradebook at ``db_url``, the ``assignment`` taken, the ``queue`` the attempts so far are
+    counted in and an accepted one goes to; ``on_queued`` is called after one is queued (it
+    wakes the service's hand-out loop)."""
+
+    def __init__(self, settings: Serve, *, course: Path, db_url: str, assignment: str, queue: Queue,
+                 on_queued: Callable[[], None]):
+        self.settings, self.course, self.db_url, self.assignment = settings, course, db_url, assignment
+        self.queue, self.on_queued = queue, on_queued
+        self._deadline_read: tuple[float, datetime | None] | None = None  # (when, what): deadline()
+        self._roster_read: tuple[tuple, frozenset] | None = None  # (the file's stamp, its ids): _roster_file()
 
     def deadline(self) -> datetime | None:
         """The deadline, read from the gradebook at most every DEADLINE_FRESH seconds: every
         page and every attempt asks (a student's waiting page refreshes each second), and the
         instructor may move the due date while the service runs."""
-        read = getattr(self, "_deadline_read", None)
+        read = self._deadline_read
         if read is None or time.monotonic() - read[0] > DEADLINE_FRESH:
             read = self._deadline_read = (time.monotonic(),
                                           course_deadline(self.settings.deadline, self.db_url, self.assignment))
@@ -109,7 +118,7 @@ class Policy:
         except OSError:
             return _EVERYONE
         stamp = found.st_mtime_ns, found.st_size, found.st_ino
-        cached = getattr(self, "_roster_read", None)
+        cached = self._roster_read
         if cached is None or cached[0] != stamp:
             try:
                 ids = frozenset(row["id"] for row in read_roster(path))
@@ -179,7 +188,7 @@ class Policy:
         except Refused as refusal:
             raise self.refuse(student, refusal, way) from None
         attempt_id = self.queue.add(student, self.assignment, way, content)
-        self.poke()
+        self.on_queued()
         return attempt_id
 
 

@@ -36,32 +36,33 @@ from ..cluster.coordinator import DaskCluster, WorkerRefused
 from ..course.directory import course_path, notebook_path, say
 from ..grading.grade import Broke, GradingRun
 from ..names import ASSIGNMENT
-from .exchange import ExchangeWay, exchange_inbound
+from .exchange import ExchangeWatcher, exchange_inbound
 from .grading_job import serve_followup, serve_worker_setup
 from .policy import NOT_ON_ROSTER, SERVE_DIR, Policy, Serve, load_settings
 from .queue import Attempt, Queue
-from .tokens import Credentials
+from .signin import SignIn
 
 
-class Service(Policy, ExchangeWay):
-    """The queue, the policy, the workers and the exchange watcher (the web part is serve/web.py)."""
+class Service:
+    """The queue and the workers, holding the rest: ``policy`` (every attempt's checks), ``signin``
+    (who a request is), ``exchange`` (the exchange watcher, or None). The web part is serve/web.py."""
 
     def __init__(self, course: Path, db_url: str, settings: Serve, backend: GradingBackend, *,
                  exchange: bool = True, assignment: str = ASSIGNMENT):
         self.course, self.db_url, self.settings, self.backend = course, db_url, settings, backend
         self.assignment = assignment
         self.queue = Queue(course / SERVE_DIR)
-        self.credentials = Credentials(course / SERVE_DIR)  # read again when tokens revokes or rotates
-        self.exchange_inbound = exchange_inbound(course) if exchange else None
         self.in_flight: dict[int, str] = {}  # attempt id -> student
         self.wake: asyncio.Event | None = None
         self.stopping = False
-        self.first_seen: dict[str, float] = {}
         self.events: list[str] = []  # what the instructor should know (a forged submission, a failure)
-
-    @property
-    def secret(self) -> bytes:
-        return self.credentials.secret
+        self.policy = Policy(settings, course=course, db_url=db_url, assignment=assignment, queue=self.queue,
+                             on_queued=self.poke)
+        self.signin = SignIn(course / SERVE_DIR, is_student=self.policy.is_student,
+                             hub_instructors=settings.hub_instructors)
+        inbound = exchange_inbound(course) if exchange else None
+        self.exchange = None if inbound is None else ExchangeWatcher(
+            inbound, policy=self.policy, queue=self.queue, events=self.events, on_queued=self.poke)
 
     def poke(self) -> None:
         if self.wake is not None:
@@ -87,7 +88,7 @@ class Service(Policy, ExchangeWay):
                 pass
 
     def _start(self, attempt: Attempt) -> None:
-        if not self.is_student(attempt.student):  # taken off the roster while it waited
+        if not self.policy.is_student(attempt.student):  # taken off the roster while it waited
             self.queue.finish(attempt.id, "refused", NOT_ON_ROSTER)
             return
         self.queue.start(attempt.id)
@@ -95,7 +96,7 @@ class Service(Policy, ExchangeWay):
         self.in_flight[attempt.id] = attempt.student
         # through the exchange, nbgrader's feedback page only when the policy shows everything now;
         # otherwise _finished releases the brief page the web way shows
-        release = attempt.way == "exchange" and self.feedback_level() == "everything"
+        release = attempt.way == "exchange" and self.policy.feedback_level() == "everything"
         loop = asyncio.get_running_loop()
         future = self.backend.submit(attempt.student, then=serve_followup, args=(release,))
         future.add_done_callback(lambda done: _back_on(loop, self._finished, attempt, done))
@@ -137,12 +138,13 @@ class Service(Policy, ExchangeWay):
                 shutil.copyfile(feedback, self.queue.feedback_path(attempt.id))
             self.queue.finish(attempt.id, "graded", result=result)
             secret = self.queue.secret_path(attempt.id)
-            if attempt.way == "exchange" and not result.get("released") and secret.exists():
+            exchange = self.exchange if attempt.way == "exchange" else None  # None too after a --no-exchange restart
+            if exchange is not None and not result.get("released") and secret.exists():
                 from .pages import brief_page
-                self._release_page(secret.read_text().strip(),
-                                   brief_page(attempt.assignment, result, self.feedback_level()))
-            if attempt.way == "exchange":
-                self._release_under_its_name(attempt.id)
+                exchange.release_page(secret.read_text().strip(),
+                                      brief_page(attempt.assignment, result, self.policy.feedback_level()))
+            if exchange is not None:
+                exchange.release_under_its_name(attempt.id)
             say(f"serve: graded {attempt.student} (attempt {attempt.id}): {result['score']:g} of "
                 f"{result['max_score']:g} in {result.get('seconds', 0):.1f} s")
         else:
@@ -229,11 +231,12 @@ async def _serve_until_stopped(service: Service, *, start_web, **web_options) ->
     loop.add_signal_handler(signal.SIGINT, stop, 130)
     loop.add_signal_handler(signal.SIGTERM, stop, 0)
     server = start_web(service, **web_options) if start_web else None
-    if service.exchange_inbound is not None:
-        say(f"serve: watching {service.exchange_inbound}")
+    if service.exchange is not None:
+        say(f"serve: watching {service.exchange.inbound}")
     queue = asyncio.create_task(service.run_queue())
     while not stopped.done():
-        service.scan_exchange()
+        if service.exchange is not None:
+            service.exchange.scan()
         try:
             await asyncio.wait_for(asyncio.shield(stopped), timeout=service.settings.poll_interval)
         except asyncio.TimeoutError:

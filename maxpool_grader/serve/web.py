@@ -2,7 +2,7 @@
 
 A student opens their personal link (``maxpool-grader tokens`` writes one per student of the
 roster): it sets a signed, HttpOnly session cookie and leads to the upload form. The token
-alone decides who the student is, never a name inside the upload. Uploads are checked
+alone decides who the student is (serve/signin.py), never a name inside the upload. Uploads are checked
 (size, a notebook, this assignment), then the policy (deadline, attempts), and refused at
 once with the reason, or queued; the attempt's page shows the queue position, then the
 feedback. The form carries tornado's CSRF token; every page forbids scripts but the service's
@@ -28,40 +28,38 @@ import tornado.netutil
 import tornado.web
 
 from ..course.directory import say
-from .handler import INSTRUCTOR_COOKIE, STUDENT_COOKIE, Handler, page_prefix
+from .handler import Handler
 from .pages import attempt_progress, brief, instructor_view, queue_summary, status_text
-from .policy import INSTRUCTOR, NOT_ON_ROSTER, SERVE_DIR, Refused
+from .policy import NOT_ON_ROSTER, SERVE_DIR, Refused
 from .service import Service
-from .tokens import token_for
+from .signin import instructor_link, page_prefix
 
 DROPPED_AT_MOST = 1 << 30  # an upload body read (and dropped past the limit) up to this; more ends the connection
 FORM_SLACK = 64 * 1024  # the multipart form around the notebook
 XSRF_FIELD = re.compile(rb'name="_xsrf"\r\n\r\n([^\r\n]{1,200})\r\n')
 FEEDBACK_POLICY = ("default-src 'none'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; "
                    "frame-ancestors 'none'; base-uri 'none'; form-action 'none'; sandbox")
+
+
 class StudentLogin(Handler):
-
-
-
     def get(self, token: str):
-        student = self.service.credentials.holder(token)
-        if student is None or student == INSTRUCTOR:
+        kind, student = self.service.signin.link(token)
+        if kind not in ("student", "stranger"):  # not valid now, or the instructor's
             return self.message("This link is not valid", "Open the personal link your instructor sent you. "
                                                           "If it does not work either, ask them for a new one.",
                                 status=403)
-        if not self.service.is_student(student):
+        if kind == "stranger":
             return self.message("Not on the roster", NOT_ON_ROSTER, status=403)
-        self.clear_cookie(INSTRUCTOR_COOKIE, path=self.prefix)
-        self.login(STUDENT_COOKIE, student)
+        self.sign_in_student(student)
         self.redirect(self.url("/"), status=303)
 
 
 class InstructorLogin(Handler):
     def get(self, token: str):
-        if self.service.credentials.holder(token) != INSTRUCTOR:
+        if self.service.signin.link(token)[0] != "instructor":
             return self.message("This link is not valid", "The instructor's link is in "
                                                           ".maxpool-grader/serve/instructor-link.", status=403)
-        self.login(INSTRUCTOR_COOKIE, "yes")
+        self.sign_in_instructor()
         self.redirect(self.url("/instructor"), status=303)
 
 
@@ -106,10 +104,10 @@ class Upload(Handler):
         files = self.request.files.get("notebook") or []
         try:
             if self.size > self.service.settings.max_upload * 1024 + FORM_SLACK:
-                raise self.service.refuse(student, self.service.too_large(self.size))
+                raise self.service.policy.refuse(student, self.service.policy.too_large(self.size))
             if not files:
                 raise Refused("Choose your notebook file first.", 400)
-            attempt_id = self.service.submit(student, files[0]["body"])
+            attempt_id = self.service.policy.submit(student, files[0]["body"])
         except Refused as refusal:
             return self.home(student, str(refusal), status=refusal.status)
         self.redirect(self.url(f"/attempt/{attempt_id}"), status=303)
@@ -127,7 +125,7 @@ class AttemptPage(Handler):
                              here=self.url(f"/attempt/{attempt.id}"), back=back)
         if attempt.status != "graded":
             return self.message(title, status_text(attempt), link=(back, "Back to your attempts"))
-        level = self.service.feedback_level()
+        level = self.service.policy.feedback_level()
         if level == "everything" and self.service.queue.feedback_path(attempt.id).exists():
             return self.redirect(self.url(f"/attempt/{attempt.id}/feedback"), status=303)
         self.page("result.html.j2", title=title, brief=brief(attempt.result, level), back=back)
@@ -152,7 +150,7 @@ class FeedbackPage(AttemptPage):
         if attempt is None:
             return
         path = self.service.queue.feedback_path(attempt.id)
-        if attempt.status != "graded" or not path.exists() or self.service.feedback_level() != "everything":
+        if attempt.status != "graded" or not path.exists() or self.service.policy.feedback_level() != "everything":
             return self.redirect(self.url(f"/attempt/{attempt.id}"), status=303)
         self.set_header("Content-Security-Policy", FEEDBACK_POLICY)
         self.set_header("Content-Type", "text/html; charset=utf-8")
@@ -192,7 +190,7 @@ class InstructorStatus(Handler):
 
 
 def make_app(service: Service, *, base_url: str, secure_cookies: bool, hub_auth=None) -> tornado.web.Application:
-    """The service's pages; with ``hub_auth`` (serve/hub.py's HubOAuth), students sign in with
+    """The service's pages; with ``hub_auth`` (serve/signin.py's HubOAuth), students sign in with
     JupyterHub as well as with their personal links."""
     prefix = page_prefix(base_url)
     arguments = {"service": service, "prefix": prefix}
@@ -205,7 +203,7 @@ def make_app(service: Service, *, base_url: str, secure_cookies: bool, hub_auth=
         routes += ROUTES
     return tornado.web.Application(
         [(prefix + pattern, handler, arguments) for pattern, handler in routes],
-        cookie_secret=service.secret.hex(), xsrf_cookies=True, secure=secure_cookies, hub_auth=hub_auth,
+        cookie_secret=service.signin.cookie_secret, xsrf_cookies=True, secure=secure_cookies, hub_auth=hub_auth,
         xsrf_cookie_name="maxpool_xsrf",  # not JupyterHub's "_xsrf", which its sign-in sets on the same path
         xsrf_cookie_kwargs={"httponly": True, "samesite": "Strict", "secure": secure_cookies, "path": prefix},
         default_handler_class=_NotFound, default_handler_args=arguments)
@@ -230,7 +228,7 @@ def start_web(service: Service, *, address: str, port: int, base_url: str, certf
     sockets = tornado.netutil.bind_sockets(port, address=address)
     server.add_sockets(sockets)
     bound = sockets[0].getsockname()[1]
-    link = f"{base_url.rstrip('/')}/instructor/login/{token_for(service.credentials.secret, INSTRUCTOR)}"
+    link = instructor_link(service.signin.credentials.secret, base_url)
     (service.course / SERVE_DIR / "instructor-link").write_text(link.replace("{port}", str(bound)) + "\n")
     say(f"serve: web page on {'https' if certfile else 'http'}://{address}:{bound}/ "
         f"(instructor's view: .maxpool-grader/serve/instructor-link)")
