@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import ast
 import json
+import shutil
 import subprocess
 import sys
 
 import pytest
-from helpers import copy_course
+from helpers import GRADED_CELLS, ROOT, copy_course
 
 from maxpool_grader.names import PACKAGE_DIR
 
@@ -96,3 +97,65 @@ def test_grade_grades_every_submission_through_the_backend_it_is_given(tmp_path)
     assert found["status"] == 0, done.stderr[-3000:]
     assert sorted(map(tuple, found["seen"][0])) == [("loop_correct", True), ("ties_all_maxima", True)]
     assert all((course / "feedback" / student).is_dir() for student in ("loop_correct", "ties_all_maxima"))
+
+
+SERVING = """
+import asyncio, json, sys
+from pathlib import Path
+from maxpool_grader.backend.interface import GradingBackend
+from maxpool_grader.backend.pool import LocalPool
+from maxpool_grader.course.directory import configured_db_url
+from maxpool_grader.grading.grade import GradingRun
+from maxpool_grader.serve.grading_job import serve_worker_setup
+from maxpool_grader.serve.policy import load_settings
+from maxpool_grader.serve.service import Service
+
+class Counting(GradingBackend):
+    def __init__(self, inner):
+        self.inner, self.seen = inner, []
+    capacity = property(lambda self: self.inner.capacity)
+    def start(self, warm=False):
+        self.inner.start(warm)
+    def submit(self, student, **kw):
+        self.seen.append(student)
+        return self.inner.submit(student, **kw)
+    def stop(self, now=False):
+        self.inner.stop(now)
+
+course, notebook = Path(sys.argv[1]), Path(sys.argv[2]).read_bytes()
+db_url = configured_db_url(course)
+run = GradingRun(course=course, db_url=db_url, workers=1)
+run.release()
+run.prepare()
+backend = Counting(LocalPool(course, db_url, 1, create_students=False, setup=serve_worker_setup))
+service = Service(course, db_url, load_settings(course), backend, exchange=False)
+attempt = service.policy.submit("loop_correct", notebook)
+
+async def serve_one():
+    queue = asyncio.create_task(service.run_queue())
+    while service.queue.get(attempt).status not in ("graded", "failed"):
+        await asyncio.sleep(0.2)
+    service.stop()
+    await queue
+
+asyncio.run(serve_one())
+row = service.queue.get(attempt)
+tests = row.result.get("tests", [])
+print(json.dumps({"seen": backend.seen, "status": row.status,
+                  "tests passed": sum(test["score"] == test["points"] for test in tests if not test["manual"]),
+                  "tests": sum(not test["manual"] for test in tests)}))
+"""
+
+
+@pytest.mark.integration
+def test_serve_grades_an_attempt_through_the_backend_it_is_given(tmp_path):
+    course = copy_course(tmp_path / "course", with_submissions=False)
+    shutil.copy(ROOT / "roster.csv", course)  # the students the service takes attempts from
+    notebook = copy_course(tmp_path / "class", students=["loop_correct"]) / "submitted" / "loop_correct"
+    notebook = next(notebook.rglob("*.ipynb"))
+    done = subprocess.run([sys.executable, "-c", SERVING, str(course), str(notebook)], capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert found["seen"] == ["loop_correct"] and found["status"] == "graded", done.stderr[-3000:]
+    assert found["tests passed"] == found["tests"] == GRADED_CELLS - 1  # every test, Part A aside (by hand)

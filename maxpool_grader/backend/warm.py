@@ -15,7 +15,7 @@ from ..names import ASSIGNMENT, RESOURCES_KEY
 def start_zygotes(course: Path, db_url: str, count: int, assignment: str = ASSIGNMENT) -> list[tuple]:
     """A kernel zygote and a verdict zygote for ``count`` workers to share, started now, so
     that they import while this process does its own work; each worker forked from this
-    process adopts a socket of each (run_batch). [] when the course grades unsandboxed (no
+    process adopts a socket of each (pool.LocalPool). [] when the course grades unsandboxed (no
     zygote). One zygote serves every worker: each spawn takes it a few milliseconds."""
     from ..glue.sealedbox import SealedBox
     from ..sandbox import kernels

@@ -25,7 +25,7 @@ runs it, the *coordinator*.
   to another worker (Dask's own rescheduling). Each task carries the course's bundle itself
   (about 70 KB), not a scattered copy: Dask's memory manager keeps one replica of scattered
   data, and losing the worker that held it cancelled every task that needed it ("already
-  forgotten"); a task's own data is rescheduled with it (serve/grading_job.py's RemoteGrading too).
+  forgotten"); a task's own data is rescheduled with it.
 
 Start the scheduler and workers with the course's certificates (cluster/tls.py: only
 the coordinator may reach them), each worker with one thread per process (nbgrader's API
