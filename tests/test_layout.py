@@ -4,6 +4,7 @@ stay short enough to read, and a longer one says why in its docstring."""
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
 
@@ -46,6 +47,7 @@ def wrong_way_imports(graph: dict[str, set[str]]) -> list[str]:
     return found
 
 
+@functools.cache
 def _graph() -> dict[str, set[str]]:
     return import_graph({_module_name(path): path.read_text() for path in SOURCES})
 
@@ -354,3 +356,30 @@ def test_the_sign_in_finder_sees_a_tuple_a_def_and_a_cookie_s_name():
     sources = {"p.a": 'STUDENT_COOKIE, X = "s", 1\ndef token_for():\n    pass\n', "p.b": 'name = "maxpool_student"\n',
                "p.c": "def f():\n    INSTRUCTOR = 1\n"}
     assert sign_in_parts(sources) == {"p.a": {"STUDENT_COOKIE", "token_for"}, "p.b": {"maxpool_student"}}
+
+
+def configured_plugins(config: str) -> list[tuple[str, str]]:
+    """(module, class) of every glue class nbgrader_config.py names by its dotted path."""
+    return re.findall(r"maxpool_grader\.glue\.(\w+)\.([A-Z]\w+)", config)
+
+
+def test_each_nbgrader_plugin_is_alone_in_a_file_named_after_it():
+    """As nbgrader's own preprocessors/: saveautogrades.py holds SaveAutoGrades, and nothing else."""
+    plugins = configured_plugins((PACKAGE_DIR.parent / "nbgrader_config.py").read_text())
+    assert len(plugins) >= 10
+    for module, name in plugins + [("sealedbox", "SealedBox")]:  # c.SealedBox: a settings class, named by its own
+        tree = ast.parse((PACKAGE_DIR / "glue" / f"{module}.py").read_text())
+        classes = [node.name for node in tree.body if isinstance(node, ast.ClassDef) and not node.name.startswith("_")]
+        assert module == name.lower() and classes == [name], f"glue/{module}.py holds {classes}"
+
+
+def test_the_plugin_reader_reads_a_class_path():
+    assert configured_plugins('c.X.y = ["maxpool_grader.glue.safeexecute.SafeExecute"]\n') == [
+        ("safeexecute", "SafeExecute")]
+
+
+def test_the_sandbox_knows_nothing_of_the_exercise():
+    graph = _graph()
+    found = [f"{module} -> {target}" for module, targets in graph.items() if package_of(module) == "sandbox"
+             for target in targets if package_of(target) in ("exercise", "verdict")]
+    assert found == [] and any(package_of(module) == "sandbox" for module in graph)
