@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import ast
 import functools
+import io
 import re
+import tokenize
 from pathlib import Path
 
 import pytest
@@ -163,6 +165,81 @@ def test_the_circle_checker_sees_a_circle_through_a_function_and_not_a_type_only
                "p.c": "from .a import x\n", "p.d": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
                "    from .e import Y\n", "p.e": "from .d import z\n"}
     assert circles(import_graph(sources)) == [["p.a", "p.b", "p.c"]]
+
+
+# An import inside a function is for a heavy or optional dependency (tornado, jupyterhub,
+# distributed, playwright, matplotlib, cryptography, rich) or for what must wait, and a comment
+# on its line or just above it says which. Everything else is imported at the top, where a
+# reader sees what a module needs; the package's own modules too, except in these modules:
+OWN_IMPORTS_INSIDE = {
+    "maxpool_grader.glue.patches": "each patch imports its module as install() applies it, after the version check",
+    "maxpool_grader.serve.cli": "the web layer (tornado's server) is imported only to start the page",
+    "maxpool_grader.serve.web": "hub.py imports jupyterhub, only for --hub-login",
+}
+
+
+def function_imports(source: str) -> list[tuple[int, str, bool, bool]]:
+    """Each import inside a function of ``source``, in line order: (line, the import, whether of
+    the package's own modules, whether a comment says why). A comment says why on one of its
+    lines, or alone on the line just above it inside the function; an import just below one
+    that has a reason shares it (one comment above a run of imports)."""
+    lines = source.splitlines()
+    commented = {token.start[0] for token in tokenize.generate_tokens(io.StringIO(source).readline)
+                 if token.type == tokenize.COMMENT}
+    found: dict[int, tuple[int, str, bool, bool]] = {}
+    for function in ast.walk(ast.parse(source)):
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        explained_ends: set[int] = set()
+        imports = sorted((node for node in ast.walk(function) if isinstance(node, (ast.Import, ast.ImportFrom))),
+                         key=lambda node: node.lineno)
+        for node in imports:
+            above = node.lineno - 1
+            explained = (any(line in commented for line in range(node.lineno, node.end_lineno + 1))
+                         or (above > function.lineno and lines[above - 1].lstrip().startswith("#"))
+                         or above in explained_ends)
+            if explained:
+                explained_ends.add(node.end_lineno)
+            names = [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]
+            own = bool(getattr(node, "level", 0)) or any(name.split(".")[0] == "maxpool_grader" for name in names)
+            found[node.lineno] = (node.lineno, ast.unparse(node), own, explained)  # the innermost function's
+    return [found[line] for line in sorted(found)]
+
+
+def function_import_problems(sources: dict[str, str], own_allowed) -> list[str]:
+    """Each import inside a function that no comment explains, and each of the package's own
+    modules inside a function of a module not in ``own_allowed``, as "module:line: import: what"."""
+    found = []
+    for name, source in sorted(sources.items()):
+        for line, text, own, explained in function_imports(source):
+            if not explained:
+                found.append(f"{name}:{line}: {text}: no comment says why it is inside a function")
+            if own and name not in own_allowed:
+                found.append(f"{name}:{line}: {text}: the package's own module, inside a function")
+    return found
+
+
+def test_imports_inside_functions_say_why_and_the_package_s_own_only_where_allowed():
+    sources = {_module_name(path): path.read_text() for path in SOURCES}
+    assert function_import_problems(sources, OWN_IMPORTS_INSIDE) == []
+    unused = [name for name in OWN_IMPORTS_INSIDE if not any(own for _, _, own, _ in function_imports(sources[name]))]
+    assert not unused, f"OWN_IMPORTS_INSIDE names modules that import none of the package inside a function: {unused}"
+
+
+def test_the_function_import_checker_wants_a_comment_and_the_package_s_own_only_where_allowed():
+    sources = {"p.bare": "def f():\n    import json\n",
+               "p.run": "def f():\n    # rich: only on a terminal\n    from rich import a\n    from rich import b\n",
+               "p.code_above": "def f():\n    x = 1  # about x\n    import csv\n",
+               "p.above_the_def": "# why\ndef f():\n    import csv\n",
+               "p.nested": "def f():\n    def g():\n        import os  # why\n",
+               "p.own": "def f():\n    from .d import g  # after the check\n",
+               "p.allowed": "def f():\n    from . import d  # after the check\n    import maxpool_grader.x  # too\n",
+               "p.top": "import json\n"}
+    assert function_import_problems(sources, {"p.allowed"}) == [
+        "p.above_the_def:3: import csv: no comment says why it is inside a function",
+        "p.bare:2: import json: no comment says why it is inside a function",
+        "p.code_above:3: import csv: no comment says why it is inside a function",
+        "p.own:2: from .d import g: the package's own module, inside a function"]
 
 
 def private_names_used_across(sources: dict[str, str]) -> list[str]:

@@ -11,6 +11,7 @@ import re
 import warnings
 
 from ..exercise.checks import GRADED_CHECKS, VISIBLE_CHECKS
+from ..exercise.grading import evaluate
 from ..exercise.part_a import (
     EXPLANATION,
     FIGURE_1_ALT,
@@ -76,7 +77,7 @@ def _run_solution(notebook, indices: dict[str, int], name: str) -> list[Finding]
                                 "fix the cell: the notebook must run from the top")]
         function = namespace.get(FUNCTION)
         for check_id in GRADED_CHECKS:
-            problem = _evaluate(check_id, function)
+            problem = evaluate(check_id, function)
             if problem:
                 found.append(Finding(name, f"fails the check {check_id}: {problem.strip().splitlines()[0]}",
                                      "fix the solution (or the check in maxpool_grader/exercise/)"))
@@ -91,11 +92,6 @@ def _run_solution(notebook, indices: dict[str, int], name: str) -> list[Finding]
                                      f"{str(error).strip().splitlines()[0] if str(error).strip() else ''}",
                                      "fix the test or the solution"))
     return found
-
-
-def _evaluate(check_id: str, function) -> str | None:
-    from ..exercise.grading import evaluate
-    return evaluate(check_id, function)
 
 
 def part_a_findings(notebook) -> list[Finding]:

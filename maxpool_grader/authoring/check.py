@@ -34,7 +34,8 @@ from pathlib import Path
 
 import nbformat
 
-from ..course.directory import notebook_path
+from ..course.directory import configured_db_url, notebook_path
+from ..grading.grade import Broke, GradingRun, grade
 from .answer import leak_findings, part_a_findings, prose_findings, solution_findings
 from .cells import Finding, format_findings, graded_cell_findings, hidden_cell_findings, layout, visible_cell_findings
 
@@ -86,8 +87,6 @@ def check(course: Path, *, apply_fixes: bool = False, db_url: str | None = None,
 
 def refresh_class(course: Path, db_url: str | None) -> int:
     """Regenerate release/, the sample class in submitted/ and its graded copies."""
-    from ..course.directory import configured_db_url
-    from ..grading.grade import Broke, GradingRun, grade
     db_url = db_url or configured_db_url(course)
     try:  # generate_assignment, recorded as grade records it (so that grade does not run it again)
         GradingRun(course.resolve(), db_url, workers=1).release()

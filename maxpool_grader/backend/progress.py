@@ -23,6 +23,7 @@ class Progress:
     def add(self, total: int, label: str) -> None:
         counter = {"total": total, "done": 0, "failures": 0, "started": time.monotonic(), "task": None}
         if self.live is None and total and self.stream.isatty() and not quiet():
+            # rich: the live bar is drawn only on a terminal; a log or a test never imports it
             from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
             from rich.progress import Progress as Bar
             self.live = Bar(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),

@@ -8,8 +8,17 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
-from ..course.directory import course_config, nbgrader_api, say
+import nbformat
+from nbgrader.converters import GenerateFeedback
+
+from ..course.directory import course_config, nbgrader_api, notebook_path, say
+from ..exercise.part_a import figure_png
+from ..glue.sealedbox import SealedBox
 from ..names import ASSIGNMENT, RESOURCES_KEY
+from ..sandbox import kernels
+from ..sandbox.box import bwrap_works
+from ..verdict import process
+from ..verdict.verdicts import as_python
 
 
 def start_zygotes(course: Path, db_url: str, count: int, assignment: str = ASSIGNMENT) -> list[tuple]:
@@ -17,10 +26,6 @@ def start_zygotes(course: Path, db_url: str, count: int, assignment: str = ASSIG
     that they import while this process does its own work; each worker forked from this
     process adopts a socket of each (pool.LocalPool). [] when the course grades unsandboxed (no
     zygote). One zygote serves every worker: each spawn takes it a few milliseconds."""
-    from ..glue.sealedbox import SealedBox
-    from ..sandbox import kernels
-    from ..sandbox.box import bwrap_works
-    from ..verdict import process
     if SealedBox(config=course_config(course, db_url)).sandbox == "off" or not bwrap_works():
         return []
     return [(kernels.start_kernel_zygote(_assignment_code(course, assignment), count),
@@ -30,8 +35,6 @@ def start_zygotes(course: Path, db_url: str, count: int, assignment: str = ASSIG
 def adopt_zygotes(zygotes, taken) -> None:
     """The next socket of ``zygotes`` no other worker took is this worker's (a worker beyond
     their holders starts zygotes of its own); it lets go of the others."""
-    from ..sandbox import kernels
-    from ..verdict import process
     with taken.get_lock():
         mine, taken.value = taken.value, taken.value + 1
     for kernel, verdict in zygotes:
@@ -46,9 +49,6 @@ def adopt_zygotes(zygotes, taken) -> None:
 def _assignment_code(course: Path, assignment: str) -> list[str]:
     """The code cells of the source and release notebooks: what a graded notebook holds of
     the assignment (provided cells, tests with their hidden part)."""
-    import nbformat
-
-    from ..course.directory import notebook_path
     cells = []
     for step in ("source", "release"):
         with contextlib.suppress(OSError, ValueError):
@@ -63,11 +63,6 @@ def warm_up(course: Path, db_url: str, assignment: str = ASSIGNMENT) -> None:
     compiled, the code cells every page shares highlighted, Part A's figure drawn), done
     once here before the workers are forked from this process. What it leaves are caches of
     pure functions of their inputs: every verdict and page is the same byte for byte."""
-    import nbformat
-
-    from ..course.directory import notebook_path
-    from ..exercise.part_a import figure_png
-    from ..verdict.verdicts import as_python
     figure_png(backward=True)
     release = notebook_path(course, "release", ".", assignment)
     try:
@@ -85,7 +80,6 @@ def warm_up(course: Path, db_url: str, assignment: str = ASSIGNMENT) -> None:
 
 def _feedback_page(course: Path, db_url: str, assignment: str, nb) -> None:
     """``nb`` made into a feedback page by the course's exporter, and thrown away."""
-    from nbgrader.converters import GenerateFeedback
     api = nbgrader_api(course, db_url)
     converter = GenerateFeedback(coursedir=api.coursedir, parent=api)
     exporter = converter.exporter_class(parent=converter, config=converter.config)

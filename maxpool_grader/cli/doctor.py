@@ -14,6 +14,8 @@ import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from sqlalchemy import create_engine, text
+
 from ..course.directory import configured_db_url
 from ..glue.patches import mismatches
 from ..sandbox import box, cgroups
@@ -98,7 +100,6 @@ def _gradebook(course: Path, db_url: str | None) -> Guarantee:
                        needed=False)
     url = db_url or configured_db_url(course)
     shown = url.split("@")[-1] if "@" in url else url  # no password on the terminal
-    from sqlalchemy import create_engine, text
     options = {"connect_args": {"connect_timeout": 5}} if url.startswith("postgresql") else {}
     if url.startswith("sqlite:///"):
         folder = Path(url[len("sqlite:///"):]).parent

@@ -19,8 +19,10 @@ import argparse
 import os
 import sys
 import textwrap
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
+from ..authoring.check import check
 from ..cluster import tls
 from ..course import directory
 from ..course.directory import configured_db_url, nbgrader_environment
@@ -30,6 +32,7 @@ from ..grading.similarity import THRESHOLD
 from ..lms.cli import collect_lms, export_lms
 from ..lms.zip_upload import LAYOUTS, LmsError, ZipLimits
 from ..serve import cli as serve_cli
+from .doctor import doctor
 
 COLLECT_EXIT = ("Exit status: 0 when every file of the zip is in submitted/ or lms-unmatched/ (each file not "
                 "collected is named); 1 when a file was skipped (encrypted, damaged, too large) or refused (an "
@@ -157,7 +160,6 @@ def _check_parser(commands: _Commands) -> argparse.ArgumentParser:
 
 
 def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
     try:
         return version("maxpool-grader")
     except PackageNotFoundError:  # run from a checkout that was not installed
@@ -202,13 +204,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "cluster-certs":
         return cluster_certs(args, parser)
     if args.command == "doctor":
-        from .doctor import doctor
         return doctor(args.course_dir, args.db, as_json=args.json)
     if not (args.course_dir / "nbgrader_config.py").is_file():
         parser.error(f"{args.course_dir.resolve()} has no nbgrader_config.py: "
                      "run this in the course directory or pass --course-dir")
     if args.command == "check":
-        from ..authoring.check import check
         return check(args.course_dir, apply_fixes=args.fix, db_url=args.db)
     if args.command == "grade":
         if args.workers is not None and args.workers < 1:

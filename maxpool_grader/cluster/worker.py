@@ -15,10 +15,16 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import nbgrader
+from nbgrader.apps import NbGraderAPI
+from nbgrader.coursedir import CourseDirectory
+
 from ..backend.pool import failure_log, kernel_import_failed
 from ..course.directory import course_config
 from ..course.jobs import JobResult
 from ..names import ASSIGNMENT, PACKAGE_DIR, package_files
+from ..sandbox import box, cgroups
+from ..sandbox.filesystem import regular_files
 
 
 class WorkerRefused(RuntimeError):
@@ -31,7 +37,6 @@ def package_digest() -> str:
     grades only when its digest is the coordinator's. Taken once per process: a worker
     started before the grader was upgraded keeps the digest of the code it runs (restart
     the workers after an upgrade)."""
-    import nbgrader
     digest = hashlib.sha256(f"nbgrader {nbgrader.__version__}\0".encode())
     for path in package_files():
         digest.update(str(path.relative_to(PACKAGE_DIR)).encode() + b"\0" + path.read_bytes())
@@ -64,8 +69,7 @@ def bundle(course: Path, assignment: str = ASSIGNMENT) -> Bundle:
 
 def submission_files(folder: Path) -> dict[str, bytes]:
     """The regular files of a submission folder (links are not followed nor sent)."""
-    from ..sandbox.filesystem import regular_files as regular
-    return {relative: Path(host).read_bytes() for relative, host in regular(folder)}
+    return {relative: Path(host).read_bytes() for relative, host in regular_files(folder)}
 
 
 _COURSES: dict[str, Path] = {}  # bundle digest -> this process's private course
@@ -75,7 +79,6 @@ _LOCK = threading.Lock()  # one submission at a time per process: nbgrader's API
 
 def worker_status(expected_grader: str) -> dict:
     """What a worker says of itself before it is given work (run on every worker)."""
-    from ..sandbox import box, cgroups
     mine = package_digest()
     problems = []
     if mine != expected_grader:
@@ -91,9 +94,8 @@ def _course_for(package: Bundle) -> tuple[Path, object]:
     key = package.digest
     if key in _COURSES:
         return _COURSES[key], _API[key]
+    # distributed: 0.3 s to import, and the coordinator imports this module too (a worker has it already)
     from dask.distributed import get_worker
-    from nbgrader.apps import NbGraderAPI
-    from nbgrader.coursedir import CourseDirectory
     try:
         base = Path(get_worker().local_directory)
     except ValueError:  # not in a Dask worker (the tests call this directly)

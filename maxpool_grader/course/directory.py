@@ -10,6 +10,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+from nbgrader.apps import NbGraderAPI
+from nbgrader.apps.exportapp import ExportApp
+from nbgrader.coursedir import CourseDirectory
+from nbgrader.utils import capture_log
+from traitlets.config.loader import PyFileConfigLoader
+
 from ..names import ASSIGNMENT
 
 
@@ -67,7 +73,6 @@ _NBGRADER_MAIN = ("import sys, maxpool_grader; from nbgrader.apps.nbgraderapp im
 def read_course_config(course: Path):
     """The course's nbgrader_config.py as written (traitlets' Config): the one place the
     package reads it."""
-    from traitlets.config.loader import PyFileConfigLoader
     return PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
 
 
@@ -85,8 +90,6 @@ def nbgrader_api(course: Path, db_url: str, warm_start: bool = False):
     kernels and verdict processes on with ``warm_start``), for nbgrader's commands run in
     this process; this interpreter's bin/ first on PATH (nbgrader runs ``alembic`` when it
     creates a gradebook)."""
-    from nbgrader.apps import NbGraderAPI
-    from nbgrader.coursedir import CourseDirectory
     if os.environ.get("PATH", "").split(os.pathsep)[0] != str(Path(sys.executable).parent):
         os.environ["PATH"] = nbgrader_environment()["PATH"]
     config = course_config(course, db_url)
@@ -99,9 +102,6 @@ def export_grades(course: Path, db_url: str, destination: Path) -> dict:
     """What ``nbgrader export --to destination`` does, in this process: the course's export
     plugin (``c.ExportApp.plugin_class``) writes the gradebook's grades. The result is
     nbgrader's API's: ``success``, ``log``, ``error``."""
-    from nbgrader.apps.exportapp import ExportApp
-    from nbgrader.coursedir import CourseDirectory
-    from nbgrader.utils import capture_log
     config = course_config(course, db_url)
     config.ExportPlugin.to = str(destination)
     app = ExportApp(config=config)
@@ -141,5 +141,4 @@ def notebook_path(course: Path, step: str, student: str = ".", assignment: str =
 
 @functools.lru_cache(maxsize=8)
 def _course_directory(root: str):
-    from nbgrader.coursedir import CourseDirectory
     return CourseDirectory(root=root)

@@ -13,6 +13,7 @@ def loop_with_argmax(d_output, x, pool_size, stride=None):
 
 
 def vectorized_sliding_windows(d_output, x, pool_size, stride=None):
+    # a student's import, inside: each control's source is a whole answer (benchmarks/bench_similarity.py)
     from numpy.lib.stride_tricks import sliding_window_view
     x, d_output = np.asarray(x), np.asarray(d_output)
     ph, pw, sh, sw = pool_and_stride(pool_size, stride)
@@ -59,7 +60,7 @@ def mask_with_first_tie(d_output, x, pool_size, stride=None):
 
 
 def noisy_but_correct(d_output, x, pool_size, stride=None):
-    import sys
+    import sys  # a student's import, inside: the control's source is a whole answer (as above)
     print("debug: starting backward pass", file=sys.stderr)
     np.log(np.array([-1.0]))  # RuntimeWarning: invalid value encountered in log
     return loop_with_argmax(d_output, x, pool_size, stride)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
+from nbgrader.api import Gradebook, MissingEntry
+
 
 def parse_time(text: str) -> datetime:
     """'2026-12-01 23:59' (UTC) or an ISO time with its offset, as an aware datetime."""
@@ -22,7 +24,6 @@ def parse_time(text: str) -> datetime:
 
 def gradebook_due_date(db_url: str, assignment: str) -> datetime | None:
     """The assignment's due date in the gradebook (nbgrader stores UTC without a zone), or None."""
-    from nbgrader.api import Gradebook, MissingEntry
     try:
         with Gradebook(db_url) as gradebook:
             due = gradebook.find_assignment(assignment).duedate

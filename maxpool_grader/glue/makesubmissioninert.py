@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from nbgrader.api import Gradebook, MissingEntry
+
 from ..names import NOTES_KEY, RESOURCES_KEY
 from .inert import inert_notebook
 from .makeinert import MakeInert
@@ -26,7 +28,6 @@ class MakeSubmissionInert(MakeInert):
 
 def _assignment_cells(resources) -> set[str] | None:
     """The grade ids of the released notebook's cells, from the gradebook (None: unknown)."""
-    from nbgrader.api import Gradebook, MissingEntry
     found = (resources or {}).get("nbgrader", {})
     if not all(key in found for key in ("db_url", "assignment", "notebook")):
         return None

@@ -16,6 +16,8 @@ import time
 
 from nbconvert.preprocessors import Preprocessor
 from nbformat.v4 import new_markdown_cell
+from nbgrader.api import Gradebook
+from nbgrader.utils import compute_checksum
 from traitlets import Bool, Enum
 
 from ..exercise.part_a import EXPLANATION, MODEL_ANSWER, PART_A_POINTS, RUBRIC, figure_png
@@ -116,7 +118,6 @@ def _ungraded(resources) -> set[str]:
     """The grade ids still waiting for a hand grade (Part A), from the gradebook."""
     found = resources.get("nbgrader", {})
     try:
-        from nbgrader.api import Gradebook
         with Gradebook(found["db_url"]) as gradebook:
             notebook = gradebook.find_submission_notebook(found["notebook"], found["assignment"], found["student"])
             return {grade.name for grade in notebook.grades if grade.needs_manual_grade}
@@ -141,5 +142,4 @@ def part_a_pending(nb, resources, config) -> dict[str, str]:
 
 def _unanswered(cell) -> bool:
     """nbgrader's own test (``utils.determine_grade``): the answer is the one released."""
-    from nbgrader.utils import compute_checksum
     return compute_checksum(cell) == cell.metadata.get("nbgrader", {}).get("checksum")

@@ -27,6 +27,8 @@ def reuse_database_engines() -> None:
     pool of its own (SQLAlchemy's recipe: ``dispose(close=False)``; ``close_pooled_connections``
     before forking leaves nothing to inherit). An in-memory SQLite database, which lives in
     its connection, is never shared."""
+    # the patched module, imported as install() applies the patch: after the version check, so that
+    # another nbgrader is refused by name (PatchVersionError), not by an ImportError
     from nbgrader import api
     if getattr(api.create_engine, "_reused", False):
         return
@@ -72,6 +74,8 @@ def open_gradebooks_quickly() -> None:
     remove a table or the course row while nbgrader runs. An SQLite file is known by its
     device and inode too, so a gradebook deleted and made again is set up again; an
     in-memory one always is."""
+    # the patched module, imported as install() applies the patch: after the version check, so that
+    # another nbgrader is refused by name (PatchVersionError), not by an ImportError
     from nbgrader import api
     if getattr(api.Gradebook.__init__, "_quick", False):
         return
@@ -114,6 +118,8 @@ def check_metadata_quickly() -> None:
     first checks the schema itself against JSON Schema's meta-schema, every time. The
     schemas are nbgrader's own files: each is checked once here and its validator kept, so
     a cell's metadata is checked exactly as before (the same validator, the same error)."""
+    # the patched module, imported as install() applies the patch: after the version check, so that
+    # another nbgrader is refused by name (PatchVersionError), not by an ImportError
     from nbgrader.nbgraderformat import common
     if isinstance(common.jsonschema, _SchemaOnce):
         return

@@ -33,35 +33,38 @@ class Patch:
     apply: Callable[[], None] | None  # None: an override in a subclass, nothing to install
 
 
+# Each patch imports its module (and that module the nbgrader code it patches) as install()
+# applies it, after checking the installed versions: nbgrader_config.py imports this module,
+# and another nbgrader must be refused by name (PatchVersionError), never by an ImportError.
 def _grade_folders_without_notebooks() -> None:
-    from nbgrader.converters import Autograde
+    from nbgrader.converters import Autograde  # patched: only after the version check (above)
 
-    from .submission import grade_folders_without_notebooks
+    from .submission import grade_folders_without_notebooks  # only after the version check (above)
     grade_folders_without_notebooks(Autograde)
 
 
 def _skip_symbolic_links() -> None:
-    from .submission import skip_symbolic_links
+    from .submission import skip_symbolic_links  # only after the version check (above)
     skip_symbolic_links()
 
 
 def _quiet_known_nbgrader_warnings() -> None:
-    from .submission import quiet_known_nbgrader_warnings
+    from .submission import quiet_known_nbgrader_warnings  # only after the version check (above)
     quiet_known_nbgrader_warnings()
 
 
 def _check_metadata_quickly() -> None:
-    from .nbgrader_costs import check_metadata_quickly
+    from .nbgrader_costs import check_metadata_quickly  # only after the version check (above)
     check_metadata_quickly()
 
 
 def _reuse_database_engines() -> None:
-    from .nbgrader_costs import reuse_database_engines
+    from .nbgrader_costs import reuse_database_engines  # only after the version check (above)
     reuse_database_engines()
 
 
 def _open_gradebooks_quickly() -> None:
-    from .nbgrader_costs import open_gradebooks_quickly
+    from .nbgrader_costs import open_gradebooks_quickly  # only after the version check (above)
     open_gradebooks_quickly()
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import nbformat
 from nbformat import NotebookNode
+from nbgrader.api import Gradebook
 from sqlalchemy.exc import SAWarning
 
 
@@ -49,6 +50,8 @@ def skip_symbolic_links() -> None:
     ``feedback/`` with ``shutil.copy``, which follows a symbolic link: a link planted in a
     submission would copy the file it points to (a key in the instructor's home) and hand
     it back in the feedback. Make the copying skip links."""
+    # the patched module, imported as install() applies the patch: after the version check, so that
+    # another nbgrader is refused by name (PatchVersionError), not by an ImportError
     from nbgrader.converters import base
     listing = base.find_all_files
     if getattr(listing, "_skips_links", False):
@@ -98,7 +101,6 @@ def grade_folders_without_notebooks(converter_class) -> None:
 
 
 def _notebook_names(converter, assignment: str) -> list[str]:
-    from nbgrader.api import Gradebook
     try:
         with Gradebook(converter.coursedir.db_url, converter.coursedir.course_id) as gradebook:
             return [notebook.name for notebook in gradebook.find_assignment(assignment).notebooks]

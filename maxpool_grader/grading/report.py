@@ -15,6 +15,7 @@ from collections import Counter
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
+import jinja2
 import nbformat
 from nbgrader.api import (
     Assignment,
@@ -207,9 +208,10 @@ def report_data(course: Path, db_url: str, assignment: str = ASSIGNMENT, reading
 
 
 def _plots(data: dict, folder: Path) -> dict[str, str]:
+    # matplotlib: 0.3 s to import, only for the report's figures (copydetect happens to import it today)
     import matplotlib
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # drawn with Agg: no window, whatever the environment says
     names = {}
     figure, axes = plt.subplots(figsize=(6, 3.2), dpi=110)
     scores = list(range(int(data["autograded_max"]) + 1))
@@ -247,7 +249,6 @@ def _plots(data: dict, folder: Path) -> dict[str, str]:
 def _html(data: dict, plots: dict[str, str], pairs: list = ()) -> str:
     """The page, from templates/report.html.j2 (autoescaped; only the marked code of a
     similar pair is HTML of ours)."""
-    import jinja2
     environment = jinja2.Environment(loader=jinja2.PackageLoader("maxpool_grader.grading", "templates"),
                                      autoescape=True, trim_blocks=True)
     names = data.get("names", {})

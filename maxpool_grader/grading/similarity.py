@@ -21,6 +21,7 @@ import contextlib
 import io
 import json
 from dataclasses import dataclass
+from html import escape
 from itertools import combinations
 from pathlib import Path
 
@@ -169,7 +170,6 @@ def submitted_code(course: Path, student: str, assignment: str, release: set[str
 
 def sides(pair: Pair) -> list[dict]:
     """The two codes of a pair, escaped for HTML, the matching regions in ``<mark>``."""
-    from html import escape
     found = []
     for student, code, slices in zip((pair.first, pair.second), pair.code, pair.slices, strict=True):
         marked = highlight_overlap(code, slices, "<mark>", "</mark>", escape_html=True)[0] \

@@ -16,6 +16,8 @@ import json
 import os
 from pathlib import Path
 
+from nbgrader.api import Gradebook, MissingEntry
+
 from ..course.directory import course_path
 from ..names import ASSIGNMENT, PACKAGE_DIR, package_files
 
@@ -43,7 +45,6 @@ def grader_digest(course: Path, db_url: str, assignment: str = ASSIGNMENT) -> st
 
 
 def _due_date(db_url: str, assignment: str):
-    from nbgrader.api import Gradebook, MissingEntry
     try:
         with Gradebook(db_url) as gradebook:
             return gradebook.find_assignment(assignment).duedate

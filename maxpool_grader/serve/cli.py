@@ -4,10 +4,18 @@ roster student's personal link to the serve page, for the LMS to mail), for cli/
 from __future__ import annotations
 
 import argparse
+import csv
 import os
 from pathlib import Path
 
+from nbgrader.api import Gradebook
+
 from ..course.roster import import_roster
+from ..glue.deadline import parse_time
+from ..glue.safecsvexport import csv_cell
+from . import service
+from .policy import SERVE_DIR, STUDENT_ID, load_settings
+from .signin import Credentials, hub_address, hub_auth, instructor_link, revoke, rotate_secret, token_for
 
 
 def add_parsers(commands, cluster_options) -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
@@ -47,9 +55,6 @@ def add_parsers(commands, cluster_options) -> tuple[argparse.ArgumentParser, arg
 
 
 def serve_command(args, parser: argparse.ArgumentParser, db_url: str, security) -> int:
-    from ..glue.deadline import parse_time
-    from . import service
-    from .policy import load_settings
     if args.workers is not None and args.workers < 1:
         parser.error("--workers must be at least 1")
     if args.no_web and args.no_exchange:
@@ -67,7 +72,6 @@ def serve_command(args, parser: argparse.ArgumentParser, db_url: str, security) 
     address, port, base_url, hub = args.address, args.port, args.base_url, None
     try:
         if args.hub_login:  # where the Hub expects the service, unless given
-            from .signin import hub_address, hub_auth
             if port is None or base_url is None:
                 given = hub_address()
                 address, port, base_url = address or given[0], port or given[1], base_url or given[2]
@@ -76,7 +80,9 @@ def serve_command(args, parser: argparse.ArgumentParser, db_url: str, security) 
         parser.exit(2, f"maxpool-grader serve: {problem}\n")
     address, port = address or "127.0.0.1", port or 8765
     base_url = base_url or f"{'https' if args.certfile else 'http'}://{address}:{port}/"
-    from .web import start_web  # the web layer, given to the core: the core never imports it
+    # the web layer (tornado's server; hub.py: jupyterhub), imported only to start the page, and
+    # given to the core, which never imports it
+    from .web import start_web
     return service.run(args.course_dir.resolve(), db_url, args.workers or os.cpu_count() or 1, address=address,
                      port=port, base_url=base_url, exchange=not args.no_exchange,
                      start_web=None if args.no_web else start_web,
@@ -85,13 +91,6 @@ def serve_command(args, parser: argparse.ArgumentParser, db_url: str, security) 
 
 
 def tokens_command(args, db_url: str) -> int:
-    import csv
-
-    from nbgrader.api import Gradebook
-
-    from ..glue.safecsvexport import csv_cell as cell
-    from .policy import SERVE_DIR, STUDENT_ID
-    from .signin import Credentials, revoke, rotate_secret, token_for
     if (args.course_dir / "roster.csv").is_file():
         import_roster(args.course_dir / "roster.csv", db_url)
     folder = args.course_dir / SERVE_DIR
@@ -114,7 +113,7 @@ def tokens_command(args, db_url: str) -> int:
         for student, first, last, email in sorted(students):
             if student not in skipped:
                 token = token_for(credentials.secret, student, credentials.generation(student))
-                writer.writerow([cell(student), cell(first), cell(last), cell(email), f"{base}login/{token}"])
+                writer.writerow([*map(csv_cell, (student, first, last, email)), f"{base}login/{token}"])
     print(f"{len(students) - len(skipped)} personal links written to {out} (readable by you only: each link lets "
           "its holder submit as that student)")
     if skipped:
@@ -128,7 +127,6 @@ def tokens_command(args, db_url: str) -> int:
 
 def _instructor_link(folder: Path, credentials) -> None:
     """serve writes the instructor's link when it starts; after a rotation, the new one."""
-    from .signin import instructor_link
     path = folder / "instructor-link"
     if path.is_file():
         address = path.read_text().strip().rsplit("/instructor/login/", 1)[0]

@@ -16,6 +16,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from nbgrader.utils import notebook_hash
+
 from ..course.directory import read_course_config, say
 from .pages import refusal_page
 from .policy import NOT_ON_ROSTER, STUDENT_ID, Policy, Refused
@@ -126,7 +128,6 @@ class ExchangeWatcher:
     def release_page(self, secret: str, page: str, stems=()) -> None:
         """A page of ours where ``fetch_feedback`` finds the feedback of the submission with this
         secret: it looks for one per notebook of the submission, by the notebook's own name."""
-        from nbgrader.utils import notebook_hash
         self.outbound.mkdir(mode=0o755, exist_ok=True)
         for stem in dict.fromkeys([self.assignment, *stems]):
             target = self.outbound / f"{notebook_hash(secret=secret, notebook_id=stem)}.html"
@@ -138,7 +139,6 @@ class ExchangeWatcher:
     def release_under_its_name(self, attempt_id: int) -> None:
         """The feedback released for a notebook the student named otherwise (``-Copy1``), also where
         Fetch Feedback looks for it: under that name."""
-        from nbgrader.utils import notebook_hash
         stem, secret = self.queue.upload_path(attempt_id).with_suffix(".name"), self.queue.secret_path(attempt_id)
         if not (stem.exists() and secret.exists()):
             return

@@ -9,29 +9,35 @@ import json
 import time
 from pathlib import Path
 
+# what grading and feedback import, imported with this module: by the service before it forks
+# its grading workers (serve_worker_setup), so that the first student does not wait for them
+import nbconvert.exporters.html  # noqa: F401
+import nbgrader.converters  # noqa: F401
+import nbgrader.preprocessors  # noqa: F401
+from nbgrader.api import Gradebook
+
 from ..backend.pool import failure_log, worker_api
 from ..course.directory import notebook_path
 from ..course.jobs import JobResult
-from ..names import REPORT_KEY
+from ..exercise.catalogue import BUGS
+from ..exercise.checks import GRADED_CHECKS
+from ..names import PART_A_CELL, REPORT_KEY
+from ..sandbox import box
+from ..sandbox.kernels import kernel_zygote
+from ..verdict.process import verdict_zygote
 
 
 def serve_worker_setup() -> None:
     """A grading worker of the service, ready before the first attempt: the pool's worker,
     with its kernel and verdict zygotes started (they import ipykernel and NumPy meanwhile)
-    and what grading and feedback import imported, so that the first student of a lab
-    session does not wait for the start-up."""
+    and what grading and feedback import imported (with this module, before the fork), so that
+    the first student of a lab session does not wait for the start-up."""
     # every page the service makes is read while Part A can still change: never Part A's answer
     # (glue/modelanswer.py; the converters nbgrader makes for each call read this config)
     worker_api().config.ModelAnswer.release = "never"
-    from ..sandbox import box
     if box.bwrap_works():  # warm start is for sandboxed kernels only
-        from ..sandbox.kernels import kernel_zygote
-        from ..verdict.process import verdict_zygote
         kernel_zygote()
         verdict_zygote()
-    import nbconvert.exporters.html  # noqa: F401
-    import nbgrader.converters  # noqa: F401
-    import nbgrader.preprocessors  # noqa: F401
 
 
 def serve_followup(student: str, assignment: str, graded: JobResult, release: bool) -> dict:
@@ -55,11 +61,6 @@ def serve_followup(student: str, assignment: str, graded: JobResult, release: bo
 
 def scores_of(db_url: str, course: Path, student: str, assignment: str) -> dict:
     """Each graded cell's points from the gradebook, and the mistakes the verdicts named."""
-    from nbgrader.api import Gradebook
-
-    from ..exercise.catalogue import BUGS
-    from ..exercise.checks import GRADED_CHECKS
-    from ..names import PART_A_CELL
     named: dict[str, list[str]] = {}
     try:
         graded = json.loads(notebook_path(course, "autograded", student, assignment).read_text())

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 
+from nbgrader.api import Gradebook, MissingEntry
 from traitlets import Enum, Float, Int, List, Unicode
 from traitlets.config import Configurable
 
@@ -100,7 +101,6 @@ class Policy:
         """Whether ``name`` is on the roster now: a student of the gradebook and, when the course
         has a roster.csv, of that file too (removing a row ends their access within a request).
         Asked at every sign-in, page, upload and exchange submission."""
-        from nbgrader.api import Gradebook, MissingEntry
         if not STUDENT_ID.fullmatch(name) or name not in self._roster_file():
             return False
         with Gradebook(self.db_url) as gradebook:

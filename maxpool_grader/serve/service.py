@@ -38,6 +38,7 @@ from ..grading.grade import Broke, GradingRun
 from ..names import ASSIGNMENT
 from .exchange import ExchangeWatcher, exchange_inbound
 from .grading_job import serve_followup, serve_worker_setup
+from .pages import brief_page
 from .policy import NOT_ON_ROSTER, SERVE_DIR, Policy, Serve, load_settings
 from .queue import Attempt, Queue
 from .signin import SignIn
@@ -140,7 +141,6 @@ class Service:
             secret = self.queue.secret_path(attempt.id)
             exchange = self.exchange if attempt.way == "exchange" else None  # None too after a --no-exchange restart
             if exchange is not None and not result.get("released") and secret.exists():
-                from .pages import brief_page
                 exchange.release_page(secret.read_text().strip(),
                                       brief_page(attempt.assignment, result, self.policy.feedback_level()))
             if exchange is not None:

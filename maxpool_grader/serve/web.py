@@ -199,7 +199,7 @@ def make_app(service: Service, *, base_url: str, secure_cookies: bool, hub_auth=
               (r"attempt/([0-9]{1,12})/feedback", FeedbackPage), (r"attempt/([0-9]{1,12})/status", AttemptStatus),
               (r"instructor", InstructorView), (r"instructor/status", InstructorStatus)]
     if hub_auth is not None:
-        from .hub import ROUTES
+        from .hub import ROUTES  # hub.py imports jupyterhub (0.5 s): only for --hub-login
         routes += ROUTES
     return tornado.web.Application(
         [(prefix + pattern, handler, arguments) for pattern, handler in routes],

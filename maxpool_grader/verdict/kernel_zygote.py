@@ -58,6 +58,7 @@ def remember_pure_steps(cells: list[str]) -> None:
     those of ``cells`` (the assignment's own, the same in every notebook) computed here
     once, before any kernel is forked. A transformation is kept by the transformers that
     made it: a kernel whose transformers changed transforms again."""
+    # the steps patched, imported where they are patched (ipkernel, imported above, loaded them already)
     from ipykernel import compiler
     from IPython.core import async_helpers, inputtransformer2, interactiveshell
 
