@@ -460,3 +460,18 @@ def test_the_sandbox_knows_nothing_of_the_exercise():
     found = [f"{module} -> {target}" for module, targets in graph.items() if package_of(module) == "sandbox"
              for target in targets if package_of(target) in ("exercise", "verdict")]
     assert found == [] and any(package_of(module) == "sandbox" for module in graph)
+
+
+SERVE_CORE = ("service", "policy", "queue", "grading_job", "exchange", "signin", "pages")
+SERVE_WEB = ("handler", "web", "hub")
+
+
+def test_serve_s_core_never_imports_its_web_layer():
+    """The web layer (tornado's handlers and server) is given to the core by the command line."""
+    graph = _graph()
+    core = {f"maxpool_grader.serve.{name}" for name in SERVE_CORE}
+    web = {f"maxpool_grader.serve.{name}" for name in SERVE_WEB}
+    assert core | web | {"maxpool_grader.serve.cli", "maxpool_grader.serve"} == {
+        module for module in graph if package_of(module) == "serve"}
+    assert [f"{module} -> {target}" for module in core for target in graph[module] & web] == []
+    assert any(graph[module] & core for module in web)  # the web layer does use the core

@@ -5,10 +5,11 @@
   persistent queue; ``grading_job``: what a grading worker does with one attempt (and
   ``--cluster``); ``exchange``: the exchange watcher, with its owner check; ``signin``: who
   a request is: links, sessions and their cookies, revoking and rotating, JupyterHub's OAuth;
+  ``pages``: the pages made of our own data, from ``templates/`` (Jinja, autoescaped), which
+  the exchange way releases and the web way serves;
 * the web way, which the core is given and never imports: ``handler`` (what every page
   does: headers, the session cookies signin decides on), ``web`` (tornado, its handlers and
-  server), ``hub`` (the pages of signing in with JupyterHub), ``pages`` (the pages made of
-  our own data, from ``templates/``, Jinja, autoescaped);
+  server), ``hub`` (the pages of signing in with JupyterHub);
 * ``cli``: the ``serve`` and ``tokens`` command lines.
 
 May import: ``names``, ``exercise``, ``sandbox``, ``verdict``, ``glue``, ``course``, ``backend``, ``cluster``,
