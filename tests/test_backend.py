@@ -63,11 +63,9 @@ def test_grade_and_serve_build_their_backends_from_the_same_two():
     assert "LocalPool(" in service and "DaskCluster(" in service
 
 
-COUNTING = """
-import json, sys
-from pathlib import Path
+# a backend around another that notes every submission it is given (in the grading process)
+COUNTER = """
 from maxpool_grader.backend.interface import GradingBackend
-from maxpool_grader.grading import grade
 
 class Counting(GradingBackend):
     def __init__(self, inner):
@@ -80,6 +78,12 @@ class Counting(GradingBackend):
         return self.inner.submit(student, **kw)
     def stop(self, now=False):
         self.inner.stop(now)
+"""
+
+COUNTING = COUNTER + """
+import json, sys
+from pathlib import Path
+from maxpool_grader.grading import grade
 
 made = []
 plain = grade.GradingRun.backend
@@ -99,28 +103,15 @@ def test_grade_grades_every_submission_through_the_backend_it_is_given(tmp_path)
     assert all((course / "feedback" / student).is_dir() for student in ("loop_correct", "ties_all_maxima"))
 
 
-SERVING = """
+SERVING = COUNTER + """
 import asyncio, json, sys
 from pathlib import Path
-from maxpool_grader.backend.interface import GradingBackend
 from maxpool_grader.backend.pool import LocalPool
 from maxpool_grader.course.directory import configured_db_url
 from maxpool_grader.grading.grade import GradingRun
 from maxpool_grader.serve.grading_job import serve_worker_setup
 from maxpool_grader.serve.policy import load_settings
 from maxpool_grader.serve.service import Service
-
-class Counting(GradingBackend):
-    def __init__(self, inner):
-        self.inner, self.seen = inner, []
-    capacity = property(lambda self: self.inner.capacity)
-    def start(self, warm=False):
-        self.inner.start(warm)
-    def submit(self, student, **kw):
-        self.seen.append(student)
-        return self.inner.submit(student, **kw)
-    def stop(self, now=False):
-        self.inner.stop(now)
 
 course, notebook = Path(sys.argv[1]), Path(sys.argv[2]).read_bytes()
 db_url = configured_db_url(course)
@@ -157,5 +148,5 @@ def test_serve_grades_an_attempt_through_the_backend_it_is_given(tmp_path):
                           text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     found = json.loads(done.stdout.strip().splitlines()[-1])
-    assert found["seen"] == ["loop_correct"] and found["status"] == "graded", done.stderr[-3000:]
+    assert found["seen"] == [["loop_correct", True]] and found["status"] == "graded", done.stderr[-3000:]
     assert found["tests passed"] == found["tests"] == GRADED_CELLS - 1  # every test, Part A aside (by hand)

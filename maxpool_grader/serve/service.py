@@ -1,7 +1,7 @@
 """``maxpool-grader serve``: feedback while the assignment is open.
 
-One long-running process on the instructor's side: warm grading workers (the ones
-``grade`` uses: nbgrader's own autograde in the sealed box, zygotes kept warm), one
+One long-running process on the instructor's side: warm grading workers (``grade``'s
+grading backend: nbgrader's own autograde in the sealed box, zygotes kept warm), one
 persistent queue (serve/queue.py) and two ways in:
 
 * nbgrader's exchange: a student's ``nbgrader submit`` (or Submit in the Assignment List)
@@ -45,8 +45,10 @@ from .signin import SignIn
 
 
 class Service:
-    """The queue and the workers, holding the rest: ``policy`` (every attempt's checks), ``signin``
-    (who a request is), ``exchange`` (the exchange watcher, or None). The web part is serve/web.py."""
+    """The queue, handed to the grading ``backend`` it is given (this machine's pool, or a Dask
+    cluster: backend/interface.py), holding the rest: ``policy`` (every attempt's checks),
+    ``signin`` (who a request is), ``exchange`` (the exchange watcher, or None). The web part is
+    serve/web.py."""
 
     def __init__(self, course: Path, db_url: str, settings: Serve, backend: GradingBackend, *,
                  exchange: bool = True, assignment: str = ASSIGNMENT):
