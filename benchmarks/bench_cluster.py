@@ -4,9 +4,10 @@ Builds a class of N submissions (default 40, cycling through the sample class, a
 bench_grading.py does) and grades a copy of it three times: with `maxpool-grader grade`'s
 local pool, and with `--cluster` on a Dask scheduler with one and with two workers
 (`dask worker --nworkers 1 --nthreads 1` each, on this machine), against a PostgreSQL
-gradebook when --postgres URL is given, else SQLite. Prints seconds per submission, and
-the coordinator's time to record one submission in the gradebook (its write rate bounds
-any cluster). Checks that the grades are equal. Not a test: it prints numbers.
+gradebook when --postgres URL is given, else SQLite. Prints seconds per submission (until
+the last is graded, its feedback included), the coordinator's time to record one
+submission in the gradebook (its write rate bounds any cluster), and the whole command's
+time. Checks that the grades are equal. Not a test: it prints numbers.
 
     .venv/bin/python benchmarks/bench_cluster.py [--students 40] [--postgres postgresql://...]
 """
@@ -95,11 +96,11 @@ def main() -> None:
             tables.append(gradebook_table(db[1] if db else f"sqlite:///{course / 'gradebook.db'}")[1])
         n = args.students
         print(f"\n{n} submissions, {os.cpu_count()} cores, gradebook: {'PostgreSQL' if args.postgres else 'SQLite'}")
-        print(f"{'':30}{'autograde s':>12}{'s/submission':>14}{'record ms':>11}")
+        print(f"{'':30}{'autograde s':>12}{'s/submission':>14}{'record ms':>11}{'whole command s':>17}")
         for label, timing in results.items():
             record = timing.get("record_seconds_mean")
             print(f"{label:30}{timing['autograde_seconds']:>12.1f}{timing['autograde_seconds'] / n:>14.2f}"
-                  f"{'' if record is None else f'{1000 * record:.0f}':>11}")
+                  f"{'' if record is None else f'{1000 * record:.0f}':>11}{timing['total_seconds']:>17.1f}")
         equal = all(table == tables[0] for table in tables)
         print(f"grades equal: {'yes' if equal else 'NO'}")
         if not equal:

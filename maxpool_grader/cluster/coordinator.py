@@ -128,7 +128,9 @@ class DaskCluster(GradingBackend):
 
     @property
     def capacity(self) -> int:
-        return max(1, len(self.good))
+        """The Dask workers' submissions and those the local pool is recording: while it records
+        a worker's last one (and makes its feedback), that worker grades the next."""
+        return max(1, len(self.good)) + self.local.capacity
 
     def start(self, warm: bool = False) -> None:
         """Connect, and ask every worker whether it may grade (WorkerRefused when none may)."""
