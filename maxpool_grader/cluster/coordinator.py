@@ -51,25 +51,25 @@ from pathlib import Path
 
 import nbformat
 from nbgrader.api import Gradebook
-from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import AssignLatePenalties
 
 from ..backend.interface import GradingBackend, WorkerDied
 from ..backend.pool import ctrl_c_held, worker_api
-from ..course.directory import course_config, course_path, say
+from ..course.directory import course_path, say
 from ..course.jobs import JobResult
 from ..glue.keephandgrades import KeepHandGrades
 from ..names import ASSIGNMENT
 from .worker import WorkerRefused, bundle, grade_submission, submission_files, worker_status
 
 
-def record(course: Path, db_url: str, assignment: str, student: str, notebooks: dict[str, bytes]) -> None:
+def record(api, assignment: str, student: str, notebooks: dict[str, bytes]) -> None:
     """Save a worker's graded notebooks as nbgrader autograde would have: the submission and
-    its grades in the gradebook (nbgrader's preprocessors, the course's configuration),
-    the notebooks and the submission's other files in autograded/."""
+    its grades in the gradebook (nbgrader's preprocessors, with the configuration ``api``, a
+    local worker's NbGraderAPI, loaded once), the notebooks and the submission's other files
+    in autograded/."""
+    course, db_url, config = Path(api.coursedir.root), api.coursedir.db_url, api.config
     source = course_path(course, "submitted", student, assignment)
-    config = course_config(course, db_url)
-    timestamp = CourseDirectory(config=config).get_existing_timestamp(str(source))
+    timestamp = api.coursedir.get_existing_timestamp(str(source))
     with Gradebook(db_url) as book:
         book.update_or_create_student(student)
         if timestamp:
@@ -202,10 +202,9 @@ class DaskCluster(GradingBackend):
 def record_then(student: str, assignment: str, placeholder: JobResult, graded: JobResult, notebooks: dict,
                 then, args: tuple) -> JobResult:
     """In a local worker: the notebooks a Dask worker graded recorded, then ``then`` run."""
-    api = worker_api()
     started = time.monotonic()
     try:
-        record(Path(api.coursedir.root), api.coursedir.db_url, assignment, student, notebooks)
+        record(worker_api(), assignment, student, notebooks)
     except Exception as problem:  # noqa: BLE001  one submission's trouble
         return graded.failing(f"recording the grades failed: {type(problem).__name__}: {problem}")
     graded.record_seconds = time.monotonic() - started
