@@ -489,17 +489,24 @@ def _hostile_attack(P):
                          "done": False, "alive": True, "buffer": b""}
 
     peak, killed, failed, finished = 0, 0, 0, False
+
+    def reap() -> int:
+        """The children that ended since last asked: they hold nothing any more; how many were killed."""
+        count = 0
+        for pid, state in children.items():
+            if state["alive"]:
+                try:
+                    ended, status = os.waitpid(pid, os.WNOHANG)
+                except ChildProcessError:
+                    ended, status = pid, 0
+                if ended:
+                    state.update(alive=False, held=0, asked=0)
+                    count += os.WIFSIGNALED(status)
+        return count
+
     try:
         while time.monotonic() < measure_until:
-            for pid, state in children.items():
-                if state["alive"]:
-                    try:
-                        ended, status = os.waitpid(pid, os.WNOHANG)
-                    except ChildProcessError:
-                        ended, status = pid, 0
-                    if ended:
-                        state.update(alive=False, held=0, asked=0)
-                        killed += os.WIFSIGNALED(status)
+            killed += reap()
             living = [s for s in children.values() if s["alive"]]
             if not living:
                 finished = True
@@ -518,6 +525,10 @@ def _hostile_attack(P):
                             state.update(done=True, asked=0)
                         elif line:
                             state.update(held=int(line), asked=max(0, state["asked"] - 1))
+            # a child the kernel killed to make room for another's report is counted out first: its
+            # memory is freed before the other's page fault returns, and a stale count is no memory
+            killed += reap()
+            living = [s for s in living if s["alive"]]
             peak = max(peak, sum(s["held"] for s in living))
             granted = sum(s["held"] // chunk_mib + s["asked"] for s in living)
             for state in living:  # two chunks in flight per child: it never waits for the parent
