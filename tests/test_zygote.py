@@ -260,7 +260,7 @@ def test_warm_verdicts_are_the_cold_verdicts(name):
     grade_ids = ["hidden_overlapping_windows", "hidden_ties_first_maximum"]
     found = {}
     for warm in (False, True):
-        wrap = sealed_box.untrusted_process_wrapper("required", LOG, warm=warm)
+        wrap = solution_process.untrusted_process_wrapper("required", LOG, warm=warm)
         found[warm] = verdicts("import numpy as np\n" + SOLUTIONS[name], grade_ids=grade_ids,
                                limits=QUICK, wrap=wrap)
     assert {key: (v.passed, v.kind, v.message) for key, v in found[True].items()} == \
@@ -272,7 +272,7 @@ def test_warm_verdicts_are_the_cold_verdicts(name):
 
 
 def test_a_killed_verdict_zygote_is_started_again():
-    wrap = sealed_box.untrusted_process_wrapper("required", LOG, warm=True)
+    wrap = solution_process.untrusted_process_wrapper("required", LOG, warm=True)
     verdicts("import numpy as np\n" + ZEROS, grade_ids=["hidden_gradient_check"], limits=QUICK, wrap=wrap)
     first = solution_process.verdict_zygote()
     first.process.kill()
@@ -330,12 +330,13 @@ import logging, sys
 import nbformat
 from nbclient import NotebookClient
 from maxpool_grader.sandbox import box as sealed_box, kernels
+from maxpool_grader.verdict import process as solution_process
 from maxpool_grader.verdict.verdicts import verdicts
 
 box, log = sealed_box.Box(log=logging.getLogger("dots")), logging.getLogger("dots")
 try:
     found = verdicts(sys.argv[1], grade_ids=["hidden_gradient_check"],
-                     wrap=sealed_box.untrusted_process_wrapper("required", log, box))
+                     wrap=solution_process.untrusted_process_wrapper("required", log, box))
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print(6 * 7)")])
     NotebookClient(notebook, timeout=30, kernel_name="python3",
                    kernel_manager_class=kernels.kernel_manager("required", 4096 << 20, log, box)).execute()

@@ -30,7 +30,7 @@ from typing import Callable
 from ..course.directory import nbgrader_api
 from ..course.jobs import JobResult
 from ..glue.nbgrader_costs import close_pooled_connections
-from ..names import ASSIGNMENT, KERNEL_IMPORT_FAILED
+from ..names import ASSIGNMENT
 from ..sandbox.zygote import die_with_parent
 from .interface import GradingBackend, WorkerDied
 from .warm import adopt_zygotes
@@ -177,7 +177,7 @@ def autograde_job(student: str, assignment: str, create: bool = True) -> JobResu
         result = _API.autograde(assignment, student, force=True, create=create)  # one retry
     return JobResult(student, bool(result["success"]), seconds=time.monotonic() - started,
                      cpu_seconds=time.process_time() - cpu,
-                     import_failed=kernel_import_failed(result), log=failure_log(result, 4000))
+                     log=failure_log(result, 4000))
 
 
 def feedback_job(student: str, assignment: str, graded: JobResult | None = None) -> JobResult:
@@ -197,11 +197,6 @@ def ready() -> int:
 def failure_log(result: dict, characters: int) -> str:
     """The end of an nbgrader API call's log, and its error, when it failed."""
     return "" if result["success"] else (result.get("log") or "")[-characters:] + str(result.get("error") or "")
-
-
-def kernel_import_failed(result: dict) -> bool:
-    """Whether a test cell of the submission could not import the grader in its kernel."""
-    return KERNEL_IMPORT_FAILED in (result.get("log") or "")
 
 
 def let_go(zygotes) -> tuple:

@@ -19,7 +19,7 @@ import nbgrader
 from nbgrader.apps import NbGraderAPI
 from nbgrader.coursedir import CourseDirectory
 
-from ..backend.pool import failure_log, kernel_import_failed
+from ..backend.pool import failure_log
 from ..course.directory import course_config
 from ..course.jobs import JobResult
 from ..names import ASSIGNMENT, PACKAGE_DIR, package_files
@@ -147,5 +147,5 @@ def grade_submission(package: Bundle, student: str, files: dict[str, bytes]) -> 
         for step in ("submitted", "autograded"):
             shutil.rmtree(course / step / student, ignore_errors=True)
     return JobResult(student, bool(result["success"]) and bool(notebooks), seconds=time.monotonic() - started,
-                     notebooks=notebooks, import_failed=kernel_import_failed(result), log=failure_log(result, 4000),
+                     notebooks=notebooks, log=failure_log(result, 4000),
                      worker=os.uname().nodename + f":{os.getpid()}")

@@ -15,7 +15,6 @@ class JobResult:
     log: str = ""  # the end of nbgrader's log (and its error) when the job failed
     seconds: float | None = None  # how long the job took where it ran
     cpu_seconds: float | None = None  # the CPU time of the process that ran it (its threads), meanwhile
-    import_failed: bool = False  # a test cell could not import the grader in the student's kernel
     record_seconds: float | None = None  # --cluster: the coordinator's gradebook write of it
     notebooks: dict[str, bytes] | None = None  # --cluster: the graded notebooks, sent back to be recorded
     worker: str = ""  # --cluster: host:pid of the worker that graded it

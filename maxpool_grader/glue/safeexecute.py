@@ -1,12 +1,13 @@
 """``SafeExecute``: nbgrader's Execute, made safe for grading untrusted notebooks.
 
 It runs the notebook in a sandboxed kernel of the submission's box as nbgrader's
-``Execute`` does, except that a test the out-of-process verdict failed shows that verdict
-instead of running (the notebook can lower a score, never raise it), that a hidden test it
-passed is not run again when what the kernel would print is known (glue/verdicts.py,
-``passed_in_the_grader``), that a dead kernel
-or a used-up time budget costs only what the out-of-process verdict failed, that output
-on stderr in a test cell does not cost points, and that what a cell prints is capped.
+``Execute`` does, except that a hidden test never runs there: its cell shows what the
+out-of-process verdict decided (``decided_in_the_grader``; the kernel holds nothing of the
+hidden tests, nor the package their code imports). A visible test the verdict failed shows
+that verdict instead of running; one it passed runs in the kernel too, and can only lose its
+points there. A dead kernel or a used-up time budget costs only what the out-of-process
+verdict failed, output on stderr in a test cell does not cost points, and what a cell
+prints is capped.
 
 The kernel starts only once the verdict is decided and the box is empty (every process
 the verdict left is gone), so nothing of the verdict's can starve it: a fork bomb's
@@ -28,13 +29,13 @@ from nbgrader.preprocessors import Execute
 from nbgrader.utils import is_grade
 from traitlets import Float, Integer, default
 
-from ..names import KERNEL_IMPORT_FAILED, PACKAGE_DIR, REPORT_KEY, RESOURCES_KEY, grade_id
+from ..names import REPORT_KEY, RESOURCES_KEY, grade_id
 from ..sandbox.box import disk_hit
 from ..sandbox.kernel_client import RevivingChannel
 from ..sandbox.kernels import kernel_manager
 from ..verdict.verdicts import Verdict
 from .notes import add_note, show_notes
-from .outofprocessverdicts import error_output, passed_in_the_grader
+from .outofprocessverdicts import decided_in_the_grader, error_output
 from .outputs import ERROR_BYTES, OUTPUT_CUT, coalesced, not_run_output, output_size, shortened_error
 from .sealedbox import SealedBox, box_for
 
@@ -68,7 +69,6 @@ class SafeExecute(Execute):
         ours = (resources or {}).get(RESOURCES_KEY, {})
         self._pending: Future | None = ours.get("verdicts")
         self._graded: set[str] = ours.get("graded", set())
-        self._as_in_the_kernel: bool = ours.get("as_in_the_kernel", False)
         self._verdicts: dict[str, Verdict] | None = None if self._pending else {}
         self._not_running: str | None = None
         self._no_kernel = False
@@ -100,15 +100,10 @@ class SafeExecute(Execute):
             # kept in the autograded notebook for the class report
             cell.metadata[REPORT_KEY] = {"passed": verdict.passed and not self._no_kernel, "kind": verdict.kind,
                                          "bugs": list(verdict.bugs)}
-            if verdict.passed and _failed_to_import_the_grader(cell):
-                self.log.error("%s: %s in the test cell, which scores 0 although the out-of-process "
-                               "verdict passed. The student's code may have done this; if every submission "
-                               "shows it, the kernel does not see the package "
-                               "(docs/security.md#nothing-of-the-course).", grade_id(cell), KERNEL_IMPORT_FAILED)
             for output in cell.get("outputs", []):
                 if output.get("output_type") == "stream" and output.get("name") == "stderr":
                     output["name"] = "stdout"  # nbgrader gives 0 for any stderr output
-        _number_cells(nb, found)
+        _number_cells(nb)
         for cell in nb.cells:
             if cell.cell_type == "code":
                 cell.outputs = coalesced(cell.get("outputs", []))
@@ -201,8 +196,11 @@ class SafeExecute(Execute):
         if cell.cell_type != "code":
             return cell, resources
         verdict = self._decided().get(grade_id(cell)) if grade_id(cell) in self._graded else None
-        if verdict is not None and not verdict.passed:
-            cell.outputs = [error_output(verdict.message)]
+        decided = decided_in_the_grader(cell, verdict)
+        if decided is None and verdict is not None and not verdict.passed:
+            decided = [error_output(verdict.message)]
+        if decided is not None:  # not run in the kernel
+            cell.outputs, cell.execution_count = decided, 0
             return cell, resources
         remaining = self._deadline - time.monotonic()
         if self._not_running is None and remaining < 1:
@@ -210,10 +208,6 @@ class SafeExecute(Execute):
                                  "time in the cells above")
         if self._not_running is not None:
             cell.outputs = [not_run_output(self._not_running, verdict)]
-            return cell, resources
-        printed = passed_in_the_grader(cell, verdict, self._as_in_the_kernel)
-        if printed is not None:  # what the kernel would print, known: not run a second time
-            cell.outputs, cell.execution_count = [new_output("stream", name="stdout", text=printed)], 0
             return cell, resources
         saved_timeout = self.timeout
         self.timeout = max(1, int(min(self.timeout or remaining, remaining)))
@@ -236,26 +230,15 @@ class SafeExecute(Execute):
             self.timeout = saved_timeout
 
 
-def _number_cells(nb: NotebookNode, found: dict[str, Verdict]) -> None:
-    """Number the code cells that ran, in order: a test the out-of-process verdict failed ran
-    there (it shows that verdict, not a run in the kernel), and showed "In [ ]" as if it had
-    not run. Cells left unrun (a dead kernel, no time left) keep no number."""
+def _number_cells(nb: NotebookNode) -> None:
+    """Number the code cells that ran, in order, a test decided by the grader among them (it
+    showed "In [ ]" as if it had not run). Cells left unrun (a dead kernel, no time left) keep
+    no number."""
     count = 0
     for cell in nb.cells:
-        if cell.cell_type != "code":
-            continue
-        verdict = found.get(grade_id(cell))
-        shown = verdict is not None and not verdict.passed and any(
-            output.get("evalue") == verdict.message for output in cell.get("outputs", []))
-        if cell.get("execution_count") is not None or shown:
+        if cell.cell_type == "code" and cell.get("execution_count") is not None:
             count += 1
             cell.execution_count = count
-
-
-def _failed_to_import_the_grader(cell) -> bool:
-    return any(output.get("output_type") == "error"
-               and output.get("ename") in ("ModuleNotFoundError", "ImportError")
-               and PACKAGE_DIR.name in str(output.get("evalue", "")) for output in cell.get("outputs", []))
 
 
 KERNEL_STARTS = 2  # a kernel that does not start gets one more try, in an emptied box

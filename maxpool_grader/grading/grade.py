@@ -151,13 +151,6 @@ class GradingRun:
         cgroups.sweep_all()  # the workers have ended: their submissions' cgroups go too
         for item in batch.failed:
             print(f"\nGrading {item.student} broke:\n{item.log}", file=sys.stderr)
-        blocked = sorted(item.student for item in batch.finished if item.import_failed)
-        if blocked:
-            print(f"\nWarning: in {len(blocked)} of {len(batch.finished)} submissions a test cell could not import "
-                  f"the grader package in the student's kernel and scored 0 ({', '.join(blocked[:10])}"
-                  f"{', ...' if len(blocked) > 10 else ''}). A student's code can do this; if it is every "
-                  "submission, the kernel does not see the package (docs/security.md#nothing-of-the-course).",
-                  file=sys.stderr)
         if batch.interrupted:
             raise Broke(130, f"\nInterrupted: {len(batch.finished)} graded, {len(todo) - len(batch.finished)} left. "
                              "Run the command again to grade the rest.")

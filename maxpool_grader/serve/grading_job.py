@@ -55,7 +55,6 @@ def serve_followup(student: str, assignment: str, graded: JobResult, release: bo
         if not released["success"]:
             return {"success": False, "log": failure_log(released, 4000)}
     return {"success": True, "released": release, **scores_of(api.coursedir.db_url, course, student, assignment),
-            "import_failed": graded.import_failed,
             "seconds": time.monotonic() - started + (graded.seconds or 0) + (graded.record_seconds or 0)}
 
 
