@@ -36,6 +36,7 @@ the kernel's run) and never raises at top level.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import nbformat
@@ -78,8 +79,9 @@ def answer_secrets() -> dict[str, bytes]:
     secrets: dict[str, bytes] = {}
 
     def lines_of(label: str, text: str, most: int) -> None:
-        found = [line.strip()[:SECRET_BYTES] for line in text.splitlines()
-                 if len(line.strip()) >= SECRET_BYTES and line.strip().isascii()]
+        # a docstring's line without its quotes: the text a module holds in memory once imported
+        lines = [re.sub(r'^[rbuf]*"""', "", line.strip()) for line in text.splitlines()]
+        found = [line[:SECRET_BYTES] for line in lines if len(line) >= SECRET_BYTES and line.isascii()]
         found = [line for line in found if line not in public]
         for number, line in enumerate(sorted(set(found))[:most]):
             secrets[f"{label} {number}"] = line.encode()
@@ -211,9 +213,17 @@ def _hostile_attack(P):
     look("gc objects", b"\0".join(held))
     del held
     # the readable memory of this process that it made itself (heap, stacks, anonymous and
-    # shared memory; mappings of files are those files), read in place (/proc/self/mem is
-    # closed to a process that changed its uid)
+    # shared memory; mappings of files are those files), read with process_vm_readv (a page
+    # unmapped meanwhile is a short read, not a crash; /proc/self/mem is closed to a process
+    # that changed its uid)
     import ctypes
+
+    class _Vec(ctypes.Structure):
+        _fields_ = [("base", ctypes.c_void_p), ("length", ctypes.c_size_t)]
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.process_vm_readv.restype = ctypes.c_ssize_t
+    buffer = ctypes.create_string_buffer(16 << 20)
     scanned = 0
     with open("/proc/self/maps") as maps:
         regions = maps.read().splitlines()
@@ -225,10 +235,13 @@ def _hostile_attack(P):
             continue  # a file's pages: what the file holds (the walk above reads what could hold the answer)
         low, high = (int(part, 16) for part in fields[0].split("-"))
         for start in range(low, high, 16 << 20):
-            data = ctypes.string_at(start, min(16 << 20, high - start))
-            scanned += len(data)
-            look("memory " + (fields[5] if len(fields) > 5 else "anonymous"), data)
-            del data
+            size = min(16 << 20, high - start)
+            got = libc.process_vm_readv(os.getpid(), ctypes.byref(_Vec(ctypes.addressof(buffer), size)), 1,
+                                        ctypes.byref(_Vec(start, size)), 1, 0)
+            if got <= 0:
+                break
+            scanned += got
+            look("memory " + (fields[5] if len(fields) > 5 else "anonymous"), buffer.raw[:got])
     global _inside_found
     _inside_found = sorted(found)
     _hostile_report({"found": sorted(found), "where": where, "imported": imported, "paths": paths[:50],
@@ -247,9 +260,12 @@ def _hostile_attack(P):
         except OSError:
             pass
     written, heard = [], []
+    import sys
+    verdict = hasattr(sys.modules.get("__main__"), "read_frame")  # the verdict process: its pipes are its replies
     for fd, target in sorted(held.items()):
-        if target.startswith(("socket:", "anon_inode:")) or target.endswith("/fd"):
-            continue  # the kernel's own channels (writing there only breaks its own run)
+        if target.startswith(("socket:", "anon_inode:")) or target.endswith("/fd") or (
+                verdict and target.startswith("pipe:")):
+            continue  # the process's own channels (writing there only breaks its own run)
         try:
             os.write(fd, ("\x1b[2J\x1b[31m%s %d (%s)\x1b[0m\n" % (P["marker"], fd, target)).encode())
             written.append(fd)

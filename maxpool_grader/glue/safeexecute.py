@@ -13,8 +13,9 @@ The kernel starts only once the verdict is decided and the box is empty (every p
 the verdict left is gone), so nothing of the verdict's can starve it: a fork bomb's
 sleeping children once filled the box's processes cap while the kernel started, and the
 kernel died before it was ready, in some runs and not in others. A kernel that still does
-not start gets one more try in an emptied box; after that every test cell scores 0 and
-says why, instead of nbgrader failing the submission with no grade."""
+not start gets one more try in an emptied box; after that it is a fault of the grader
+(``GraderFault``), never a grade: no student code ran in it, so nbgrader fails the
+submission, nothing is recorded, and the next run grades it."""
 
 from __future__ import annotations
 
@@ -26,11 +27,10 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbformat import NotebookNode
 from nbformat.v4 import new_output
 from nbgrader.preprocessors import Execute
-from nbgrader.utils import is_grade
 from traitlets import Float, Integer, default
 
 from ..names import REPORT_KEY, RESOURCES_KEY, grade_id
-from ..sandbox.box import disk_hit
+from ..sandbox.box import GraderFault, disk_hit
 from ..sandbox.kernel_client import RevivingChannel
 from ..sandbox.kernels import kernel_manager
 from ..verdict.verdicts import Verdict
@@ -71,7 +71,6 @@ class SafeExecute(Execute):
         self._graded: set[str] = ours.get("graded", set())
         self._verdicts: dict[str, Verdict] | None = None if self._pending else {}
         self._not_running: str | None = None
-        self._no_kernel = False
         settings = SealedBox(parent=self)
         box = box_for(self, resources if resources is not None else {})
         self._caps = box.caps if box else settings.caps()
@@ -98,7 +97,7 @@ class SafeExecute(Execute):
             if verdict is None:
                 continue
             # kept in the autograded notebook for the class report
-            cell.metadata[REPORT_KEY] = {"passed": verdict.passed and not self._no_kernel, "kind": verdict.kind,
+            cell.metadata[REPORT_KEY] = {"passed": verdict.passed, "kind": verdict.kind,
                                          "bugs": list(verdict.bugs)}
             for output in cell.get("outputs", []):
                 if output.get("output_type") == "stream" and output.get("name") == "stderr":
@@ -115,7 +114,8 @@ class SafeExecute(Execute):
 
     def _run_in_kernel(self, nb, resources, km, box):
         """Run the notebook in a kernel started after the verdict, in an emptied box (module
-        doc); a kernel that does not start twice leaves every test cell a 0 and the reason."""
+        doc); a kernel that does not start twice is a fault of the grader, never a grade: the
+        student's code has not run in it (the box was emptied first)."""
         self._decided()  # the verdict's processes are closed then; an error here is the grader's
         problem = None
         for attempt in range(KERNEL_STARTS):
@@ -134,15 +134,9 @@ class SafeExecute(Execute):
                     raise
                 problem = f"{type(failure).__name__}: {str(failure)[:300]}"
             self.log.warning("The kernel did not start (attempt %d of %d): %s", attempt + 1, KERNEL_STARTS, problem)
-        self.log.error("The kernel did not start %d times (%s): every test cell of %s scores 0.", KERNEL_STARTS,
-                       problem, resources.get("nbgrader", {}).get("student", "this notebook"))
-        add_note(nb, KERNEL_NOT_STARTED.format(problem=problem))
-        self._no_kernel = True  # the class report counts these tests as failed, as they score
-        for cell in nb.cells:
-            if cell.cell_type == "code" and is_grade(cell):
-                cell.outputs = [error_output("Not run: the Python kernel that runs your notebook did not "
-                                              "start (see the notes at the top), so this test scores 0.")]
-        return nb, resources
+        raise GraderFault(f"the Python kernel did not start, {KERNEL_STARTS} times ({problem}): no cell of the "
+                          "notebook ran, so nothing is recorded; grade it again once the kernel starts "
+                          "(maxpool-grader doctor)")
 
     def output(self, outs, msg, display_id, cell_index):
         """nbclient's output handler, with a cap on what one cell may print: a flood of
@@ -242,10 +236,3 @@ def _number_cells(nb: NotebookNode) -> None:
 
 
 KERNEL_STARTS = 2  # a kernel that does not start gets one more try, in an emptied box
-
-
-KERNEL_NOT_STARTED = (
-    "The Python kernel that runs your notebook did not start, twice ({problem}), so no cell of your "
-    "notebook ran and every test scores 0. A file in your submission's folder named like a module the "
-    "kernel loads when it starts (ipykernel_launcher.py, for one) stops it; if there is none, tell your "
-    "instructor.")

@@ -53,6 +53,12 @@ SETPRIV = shutil.which("setpriv")
 _warned: set[str] = set()
 
 
+class GraderFault(RuntimeError):
+    """Grading could not be done for a reason that is not the student's: a sandbox that does
+    not start, a kernel that never came up, a verdict process that died before it ran a line
+    of the notebook. Never a grade: the submission stays to grade, and the run says why."""
+
+
 @dataclass(frozen=True)
 class Caps:
     """The caps of one submission: the course's defaults (glue/sealed_box.py, docs/settings.md)."""

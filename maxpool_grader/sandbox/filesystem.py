@@ -93,24 +93,22 @@ def _library_directory(entry: str) -> bool:
 
 @functools.lru_cache(maxsize=1)
 def import_paths() -> tuple[str, ...]:
-    """The folders this Python imports from beyond its own installation, as real paths, in
-    its order: a virtual environment's or the system's site-packages, the user's
-    (``pip install --user``), ``PYTHONPATH`` (``pip install --target``), what ``.pth`` files
-    add. So every install that works for the grader works in the sandbox. Left out: the
-    folder of the running script, any folder that holds the course or the home directory,
-    and one that holds the grader package without being a library folder (a course root on
-    ``PYTHONPATH``); a library folder that holds it is seen without it (``hidden_paths``)."""
-    script = os.path.realpath(os.path.dirname(sys.argv[0])) if sys.argv and sys.argv[0] else None
+    """The library folders this Python imports from beyond its own installation, as real
+    paths, in its order: a virtual environment's or the system's site-packages, the user's
+    (``pip install --user``), a ``pip install --target`` folder on ``PYTHONPATH``, a conda
+    environment's. So every install that works for the grader works in the sandbox. Only
+    library folders (``_library_directory``): a folder of loose modules on ``sys.path`` (the
+    tests', a course folder) is not the sandbox's, nor is any folder that holds the course or
+    the home directory; one that holds the grader package is seen without it
+    (``hidden_paths``)."""
     found: list[str] = []
     for entry in sys.path:
         real = os.path.realpath(entry) if entry else ""
-        if not real or not os.path.isdir(real) or real == script or real in found:
+        if not real or not os.path.isdir(real) or real in found or not _library_directory(real):
             continue
         if _holds(os.path.realpath(sys.base_prefix), real):  # the installation's own: found there anyway
             continue
         if any(_holds(real, place) for place in _private_places()):
-            continue
-        if _holds(real, str(PACKAGE_DIR)) and not _library_directory(real):
             continue
         found.append(real)
     return tuple(found)

@@ -29,6 +29,7 @@ from ..exercise.explain import explain, passed_message, report
 from ..exercise.search import graded_failure
 from ..exercise.student_call import StudentError
 from ..names import FUNCTION
+from ..sandbox.box import GraderFault
 from . import replies
 from .process import Limits, ProcessEnded, SolutionProcess, Timeout
 from .remote import Cell, RemoteFunction, cell_error, notebook_cells
@@ -69,6 +70,7 @@ class _Session:
     load_failure: str = VerdictKind.NOT_DEFINED.value  # or TIMEOUT, CRASH
     skipped: dict[int, str] = field(default_factory=dict)  # student cells left out: why
     notes: list[str] = field(default_factory=list)  # what went wrong running the cells
+    ran_any: bool = False  # a process of this session ran the notebook's cells (so the box holds its doings)
 
     def budget_left(self) -> float:
         return self.limits.total_seconds - (time.monotonic() - self.started)
@@ -85,7 +87,10 @@ class _Session:
 
     def _load_once(self):
         self.close()
-        self.process = SolutionProcess(self.limits, self.wrap)
+        try:
+            self.process = SolutionProcess(self.limits, self.wrap)
+        except OSError as problem:  # bwrap, the zygote or Python could not be started
+            raise GraderFault(f"the verdict process could not be started ({problem})") from None
         self.process.deadline = time.monotonic() + min(self.limits.load_seconds, max(self.budget_left(), 0))
         running: list[int] = []
         request = {"op": "load", "cells": [cell.source for cell in self.cells], "skip": sorted(self.skipped)}
@@ -93,9 +98,15 @@ class _Session:
             reply, _ = self.process.request(request, running=running.append, cells=len(self.cells))
             reply = replies.load_reply(reply, len(self.cells))
         except replies.Malformed as malformed:
+            self.ran_any = True
             self.load_failure = VerdictKind.CRASH.value
             return f"Running your notebook's cells, {malformed.sentence()}."
         except (Timeout, ProcessEnded) as stopped:
+            if not running and not self.ran_any:  # nothing of the student's ran in this box yet
+                what = "did not start in time" if isinstance(stopped, Timeout) else str(stopped)
+                raise GraderFault(f"the verdict process {what} before it ran a line of the notebook "
+                                  "(can Python import NumPy inside the sandbox?)") from None
+            self.ran_any = True
             cell = running[-1] if running else None
             timeout = isinstance(stopped, Timeout)
             if (cell is not None and self.cells[cell].kind == "student" and cell not in self.skipped
@@ -110,6 +121,7 @@ class _Session:
                         "tested.")
             return (f"Running your solution cell {stopped} before {FUNCTION} was defined, so it could "
                     "not be tested.")
+        self.ran_any = True
         self.load_failure = VerdictKind.NOT_DEFINED.value
         self.notes = [f"{self.cells[cell].describe(capital=True)} {why}, so it was left out."
                       for cell, why in sorted(self.skipped.items())]
@@ -239,9 +251,12 @@ def verdicts(solution: str | list[Cell], helpers: str = "", grade_ids=None, limi
 
 def _guarded(check: GradedCheck, session: _Session) -> Verdict:
     """verdict_of, except that a failure of the grader's own code on strange output fails
-    the test with a message (and a loud log line) instead of losing the submission."""
+    the test with a message (and a loud log line) instead of losing the submission. A fault
+    of the grader (a process that cannot start) is never a grade: it propagates."""
     try:
         return verdict_of(check, session)
+    except GraderFault:
+        raise
     except Exception as problem:  # noqa: BLE001
         logging.getLogger(__name__).error("grader error in %s: %r", check.grade_id, problem, exc_info=True)
         session.close()
