@@ -650,12 +650,13 @@ def test_exported_text_cannot_become_a_formula_and_numbers_stay_numbers(course):
     from nbgrader.api import Gradebook
     roster = "id,first_name,last_name,email,lms_id\n" + "".join(
         f'{student},"{first.replace(chr(34), chr(34) * 2)}","{last}",{student}@example.edu,=1+2\n'
-        for student, (first, last) in FORMULAS.items())
-    (course / "roster.csv").write_text(roster)
+        for student, (first, last) in FORMULAS.items()) + 's_ctl,"\0=3+4","\n-5",ctl@example.edu,\n'
+    (course / "roster.csv").write_text(roster)  # and a roster whose cells start with a NUL or a line feed
     run(course, "roster", str(course / "roster.csv"))
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as book:
         book.update_or_create_student("s_tab", first_name="\tTab", last_name="\rReturn", email="@tab")  # formgrader
-        for student in [*FORMULAS, "s_tab"]:
+        book.update_or_create_student("s_nul", first_name="\0=1+2", last_name="\n@SUM(1)", email="x")
+        for student in [*FORMULAS, "s_tab", "s_nul", "s_ctl"]:
             submission = book.add_submission(ASSIGNMENT, student)
             for notebook_ in submission.notebooks:
                 for grade in notebook_.grades:
@@ -671,7 +672,7 @@ def test_exported_text_cannot_become_a_formula_and_numbers_stay_numbers(course):
                     try:
                         float(value)
                     except ValueError:
-                        assert not value.startswith(("=", "+", "-", "@", "\t", "\r")), (name, value)
+                        assert not value.startswith(("=", "+", "-", "@", "\t", "\r", "\n", "\0")), (name, value)
     with open(course / "lms_grades.csv", newline="") as handle:
         rows = {row["student_id"]: row for row in csv.DictReader(handle)}
     assert rows["s_link"]["first_name"] == '\'=HYPERLINK("http://x","y")'
@@ -679,6 +680,8 @@ def test_exported_text_cannot_become_a_formula_and_numbers_stay_numbers(course):
     assert rows["s_minus"]["first_name"] == "'-1+1" and rows["s_tab"]["first_name"] == "'\tTab"
     assert rows["s_tab"]["last_name"] == "'\rReturn" and rows["s_tab"]["email"] == "'@tab"
     assert rows["s_link"]["lms_id"] == "'=1+2"
+    assert rows["s_nul"]["first_name"] == "'\0=1+2" and rows["s_nul"]["last_name"] == "'\n@SUM(1)"
+    assert rows["s_ctl"]["first_name"] == "'=3+4" and rows["s_ctl"]["last_name"] == "'-5"  # the roster reader
     assert rows["s_minus"]["late_penalty"] == "-2.5"  # a number we wrote: still a number
     assert float(rows["s_minus"]["total"]) == float(rows["s_link"]["total"]) + 2.5
     with open(course / "grades.csv", newline="") as handle:
@@ -742,8 +745,8 @@ def test_sizes_read_as_an_instructor_writes_them():
 
 def test_a_csv_cell_is_a_number_or_text_that_is_not_a_formula():
     assert csv_cell(-2.5) == "-2.5" and csv_cell(3) == 3 and csv_cell(20.0) == "20"
-    assert [csv_cell(text) for text in ("=1", "+1", "-1", "@a", "\t1", "\r1", "plain", "", None)] == \
-        ["'=1", "'+1", "'-1", "'@a", "'\t1", "'\r1", "plain", "", ""]
+    assert [csv_cell(text) for text in ("=1", "+1", "-1", "@a", "\t1", "\r1", "\n1", "\0=1", "plain", "", None)] == \
+        ["'=1", "'+1", "'-1", "'@a", "'\t1", "'\r1", "'\n1", "'\0=1", "plain", "", ""]
 
 
 def test_staging_reads_with_a_bound_and_names_each_entry_it_skips(tmp_path):
