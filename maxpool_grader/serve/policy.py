@@ -13,6 +13,7 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 
+import nbformat
 from nbgrader.api import Gradebook, MissingEntry
 from traitlets import Enum, Float, Int, List, Unicode
 from traitlets.config import Configurable
@@ -52,6 +53,10 @@ class Serve(Configurable):
         "The most cells a notebook the service takes may have (the assignment has about 20): one of "
         "thousands of cells would hold a grading worker for a minute. More is refused at once, with the "
         "reason.")).tag(config=True, unit="cells")
+    forgeries_per_hour = Int(3, help=(
+        "Exchange submissions made in another student's name that the service records per account in any 60 "
+        "minutes (each is the forger's record, shown on the live view); more are not read, and the instructor "
+        "is told once.")).tag(config=True, unit="submissions")
     poll_interval = Float(1.0, help="How often the exchange's inbound folder is looked at.").tag(config=True, unit="s")
     hub_instructors = List(Unicode(), default_value=[], help=(
         "With 'serve --hub-login': the JupyterHub users who, signed in, see the instructor's live view "
@@ -147,7 +152,9 @@ class Policy:
                               "kept.", 429)
 
     def too_large(self, size: int) -> Refused:
-        return Refused(f"The file is too large ({size // 1024} KiB; the limit is {self.settings.max_upload} KiB). "
+        """The refusal of a file of ``size`` bytes (its real size: the web way's Content-Length,
+        the exchange's file size), above ``max_upload``."""
+        return Refused(f"The file is too large ({size_text(size)}; the limit is {self.settings.max_upload} KiB). "
                        "Clear your outputs (Kernel > Restart Kernel and Clear Outputs of All Cells) and upload it "
                        "again.", 413)
 
@@ -156,34 +163,46 @@ class Policy:
         self.queue.add(student, self.assignment, way, None, status="refused", message=str(refusal))
         return refusal
 
-    def check_notebook(self, content: bytes) -> None:
-        """Refuse what is not this assignment's notebook, or too large."""
+    def check_notebook(self, content: bytes) -> bytes:
+        """Refuse what is not this assignment's notebook, or too large; return the notebook to
+        grade: as it came, or one of nbformat 3 converted to 4, as Jupyter converts it when it
+        opens one (graded, and counted, like any other). A file that does not follow the
+        notebook format is refused, and not counted, however it names its cells."""
         if len(content) > self.settings.max_upload * 1024:
             raise self.too_large(len(content))
+        not_a_notebook = Refused("This is not a Jupyter notebook (.ipynb): upload the notebook file of the "
+                                 f"assignment, {self.assignment}.ipynb.", 400)
         try:
-            notebook = json.loads(content.decode("utf-8"))
-            cells = notebook["cells"]
-            ids = {cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") for cell in cells
-                   if isinstance(cell, dict) and isinstance(cell.get("metadata"), dict)
-                   and isinstance(cell["metadata"].get("nbgrader", {}), dict)}
+            text = content.decode("utf-8")
+            raw = json.loads(text)
+            cells = raw["cells"] if raw.get("nbformat", 4) >= 4 else [
+                cell for sheet in raw["worksheets"] for cell in sheet["cells"]]
+            count = len(cells)
         except (UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError):
-            raise Refused("This is not a Jupyter notebook (.ipynb): upload the notebook file of the assignment, "
-                          f"{self.assignment}.ipynb.", 400) from None
-        if len(cells) > self.settings.max_cells:
-            raise Refused(f"Your notebook has {len(cells)} cells; the service takes at most {self.settings.max_cells} "
+            raise not_a_notebook from None
+        if count > self.settings.max_cells:  # before the format is checked: counting is quick
+            raise Refused(f"Your notebook has {count} cells; the service takes at most {self.settings.max_cells} "
                           "(the assignment has about 20). Delete the cells you added for trying things out, "
                           "or merge them, and upload it again.", 413)
+        try:
+            notebook = nbformat.reads(text, as_version=4)
+            nbformat.validate(notebook)
+        except Exception as problem:  # noqa: BLE001  nbformat's readers raise many kinds on a hostile file
+            raise Refused(f"{not_a_notebook} Its file does not follow the notebook format "
+                          f"({_first_line(problem)}).", 400) from None
+        ids = {cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") for cell in notebook.cells}
         if SOLUTION_CELL not in ids:
             raise Refused(f"This notebook is not the {self.assignment} assignment (its cell "
                           f"'{SOLUTION_CELL}' is missing): upload {self.assignment}.ipynb as you fetched it, "
                           "with your answers.", 400)
+        return content if raw.get("nbformat") == 4 else nbformat.writes(notebook).encode()
 
     def submit(self, student: str, content: bytes, way: str = "web") -> int:
         """Check and queue an upload; a refused one is recorded (for the instructor) and raised."""
         try:
             if not self.is_student(student):
                 raise Refused(NOT_ON_ROSTER, 403)
-            self.check_notebook(content)
+            content = self.check_notebook(content)
             self.admit(student)
         except Refused as refusal:
             raise self.refuse(student, refusal, way) from None
@@ -202,6 +221,18 @@ _EVERYONE = _Everyone()
 
 def when_text(moment: float) -> str:
     return datetime.fromtimestamp(moment, timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def size_text(size: int) -> str:
+    """A size as a person reads it: 3.1 MiB, 5 GiB, 200 KiB."""
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20)):
+        if size >= scale:
+            return f"{size / scale:.3g} {unit}"
+    return f"{-(-size // 1024)} KiB"
+
+
+def _first_line(problem: Exception) -> str:
+    return (str(problem).strip().splitlines() or [type(problem).__name__])[0][:200]
 
 
 def _minutes(seconds: float) -> str:

@@ -44,6 +44,10 @@ from .queue import Attempt, Queue
 from .signin import SignIn
 
 
+class CannotServe(Exception):
+    """The service cannot start its web page (a port in use): the sentence for the instructor."""
+
+
 class Service:
     """The queue, handed to the grading ``backend`` it is given (this machine's pool, or a Dask
     cluster: backend/interface.py), holding the rest: ``policy`` (every attempt's checks),
@@ -214,6 +218,9 @@ def run(course: Path, db_url: str, workers: int, *, address: str, port: int, bas
         code = asyncio.run(_serve_until_stopped(service, start_web=start_web, address=address, port=port,
                                                 base_url=base_url, certfile=certfile, keyfile=keyfile,
                                                 secure_cookies=secure_cookies, hub_auth=hub_auth))
+    except CannotServe as problem:
+        print(f"maxpool-grader serve: not started: {problem}", file=sys.stderr)
+        code = 1
     finally:  # stopping now: a second Ctrl-C (a terminal's, a supervisor's) must not break the cleanup
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         backend.stop(now=True)
