@@ -125,12 +125,24 @@ class Policy:
         stamp = found.st_mtime_ns, found.st_size, found.st_ino
         cached = self._roster_read
         if cached is None or cached[0] != stamp:
-            try:
-                ids = frozenset(row["id"] for row in read_roster(path))
-            except Exception:  # noqa: BLE001  a roster being written, or broken: nobody until it reads
-                ids = frozenset()
-            cached = self._roster_read = (stamp, ids)
+            cached = self._roster_read = (stamp, roster_ids(path))
         return cached[1]
+
+
+def roster_ids(path: Path):
+    """The ids of a roster.csv (everyone, when there is none; nobody while it cannot be read)."""
+    if not path.exists():
+        return _EVERYONE
+    try:
+        return frozenset(row["id"] for row in read_roster(path))
+    except Exception:  # noqa: BLE001  a roster being written, or broken: nobody until it reads
+        return frozenset()
+
+
+def on_roster(course: Path, student: str) -> bool:
+    """Whether ``student`` is a row of the course's roster.csv now (read at once, no cache): a
+    grading worker asks it before an attempt's grade is kept."""
+    return student in roster_ids(course / "roster.csv")
 
     def feedback_level(self) -> str:
         return self.settings.before_deadline if self.open_now() else "everything"
