@@ -128,22 +128,6 @@ class Policy:
             cached = self._roster_read = (stamp, roster_ids(path))
         return cached[1]
 
-
-def roster_ids(path: Path):
-    """The ids of a roster.csv (everyone, when there is none; nobody while it cannot be read)."""
-    if not path.exists():
-        return _EVERYONE
-    try:
-        return frozenset(row["id"] for row in read_roster(path))
-    except Exception:  # noqa: BLE001  a roster being written, or broken: nobody until it reads
-        return frozenset()
-
-
-def on_roster(course: Path, student: str) -> bool:
-    """Whether ``student`` is a row of the course's roster.csv now (read at once, no cache): a
-    grading worker asks it before an attempt's grade is kept."""
-    return student in roster_ids(course / "roster.csv")
-
     def feedback_level(self) -> str:
         return self.settings.before_deadline if self.open_now() else "everything"
 
@@ -229,6 +213,22 @@ class _Everyone:
 
 
 _EVERYONE = _Everyone()
+
+
+def roster_ids(path: Path):
+    """The ids of a roster.csv (everyone, when there is none; nobody while it cannot be read)."""
+    if not path.exists():
+        return _EVERYONE
+    try:
+        return frozenset(row["id"] for row in read_roster(path))
+    except Exception:  # noqa: BLE001  a roster being written, or broken: nobody until it reads
+        return frozenset()
+
+
+def on_roster(course: Path, student: str) -> bool:
+    """Whether ``student`` is a row of the course's roster.csv now (read at once, no cache): a
+    grading worker asks it before an attempt's grade is kept."""
+    return student in roster_ids(course / "roster.csv")
 
 
 def when_text(moment: float) -> str:
