@@ -54,9 +54,9 @@ class Serve(Configurable):
         "thousands of cells would hold a grading worker for a minute. More is refused at once, with the "
         "reason.")).tag(config=True, unit="cells")
     forgeries_per_hour = Int(3, help=(
-        "Exchange submissions made in another student's name that the service records per account in any 60 "
-        "minutes (each is the forger's record, shown on the live view); more are not read, and the instructor "
-        "is told once.")).tag(config=True, unit="submissions")
+        "Submissions through the exchange made in another student's name that the service records per account "
+        "in any 60 minutes (each is the forger's record, shown on the live view); more are not read, and the "
+        "instructor is told once.")).tag(config=True, unit="submissions")
     poll_interval = Float(1.0, help="How often the exchange's inbound folder is looked at.").tag(config=True, unit="s")
     hub_instructors = List(Unicode(), default_value=[], help=(
         "With 'serve --hub-login': the JupyterHub users who, signed in, see the instructor's live view "
