@@ -52,3 +52,15 @@ def test_only_the_services_own_script_runs_and_only_where_a_page_updates_itself(
     assert "script-src" not in PAGE_POLICY and PAGE_POLICY.startswith("default-src 'none'")
     assert "connect-src 'self'" in POLL_POLICY and "unsafe" not in POLL_POLICY.split("style-src 'unsafe-inline'")[1]
     assert serve_pages.LEVEL_TEXT.keys() == {"scores", "mistakes", "everything"}
+
+
+def test_the_waiting_page_says_a_finished_attempt_in_sentences():
+    from maxpool_grader.serve.pages import attempt_progress
+    from maxpool_grader.serve.queue import Attempt
+    message = ("Grading this submission failed twice; your instructor has been told. This attempt does not count "
+               "against your limit.")
+    failed = Attempt(1, "s", "a", "web", "", 0.0, "failed", 2, message, {}, None)
+    said = attempt_progress(None, failed, "/attempt/1")["text"]
+    assert said == f"Failed: {message}" and ".." not in said and "told. this" not in said
+    graded = Attempt(2, "s", "a", "web", "", 0.0, "graded", 1, "", {"score": 3, "max_score": 20}, None)
+    assert attempt_progress(None, graded, "/attempt/2")["text"] == "Graded: 3 of 20. Your feedback is ready."

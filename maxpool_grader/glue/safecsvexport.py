@@ -5,7 +5,8 @@ by commas without quoting: a roster name such as ``=HYPERLINK(...)`` or ``+cmd|'
 is a formula in every spreadsheet, and a name with a comma moves every column after it.
 This plugin writes the same columns and rows with Python's ``csv`` module, and every text
 cell that a spreadsheet would read as a formula (starting with ``=``, ``+``, ``-``, ``@``, a
-tab or a carriage return: OWASP's CSV injection) gets a leading ``'``. Numbers are written
+tab, a carriage return, a line feed or a NUL: OWASP's CSV injection list, as ASVS names it)
+gets a leading ``'``. Numbers are written
 as nbgrader writes them and stay numbers. ``maxpool-grader export-lms`` uses the same rule."""
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import csv
 from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.plugins.export import CsvExportPlugin
 
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\n", "\0")
 
 
 EXPORT_COLUMNS = ("assignment", "duedate", "timestamp", "student_id", "last_name", "first_name", "email",
