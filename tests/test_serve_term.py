@@ -18,10 +18,12 @@ from pathlib import Path
 import nbformat
 import pytest
 import requests
-from helpers import ASSIGNMENT, BIN, ROOT, as_user, copy_course, free_port, user_account
+from corpus import ZEROS, notebook_with
+from helpers import ASSIGNMENT, BIN, ROOT, all_grades, as_user, copy_course, free_port, sqlite, user_account
 from test_serve import (
     LOOP_CORRECT,
     Running,
+    _feedback,
     _session,
     _upload,
     exchange_course,
@@ -292,6 +294,76 @@ def test_an_attempt_graded_while_its_student_leaves_the_roster_is_not_kept(cours
         assert not gradebook.find_student("sam").submissions
     assert not (course / "submitted" / "sam").exists() or not any((course / "submitted" / "sam").iterdir())
     assert not (course / ".maxpool-grader" / "serve" / "before" / str(number)).exists()
+
+
+def test_every_shape_of_notebook_is_graded_through_the_service_with_its_reason(course, service):
+    """What nbgrader's own steps failed on (a pasted solution cell, 50 copies of it, a deleted
+    answer, moved cells, nbformat 3): each upload is graded, counted, and its page says why."""
+    from test_faults import SHAPES
+    release = nbformat.read(ROOT / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", as_version=4)
+    uma, xsrf = _session(links(course)["uma"])
+    uploads = {name: nbformat.writes(SHAPES[name][0](notebook_with(release, LOOP_CORRECT))).encode()
+               for name in ("pasted_solution", "fifty_copies", "deleted_answer", "moved_cells")}
+    uploads["nbformat_3"] = nbformat.writes(nbformat.convert(notebook_with(release, LOOP_CORRECT), 3), 3).encode()
+    reasons = {name: SHAPES[name][2] for name in SHAPES} | {"nbformat_3": "Passed"}
+    for name, content in uploads.items():
+        answer = _upload(service, uma, xsrf, content)
+        assert answer.status_code == 303, (name, answer.text[:500])
+        page = _feedback(service, uma, answer.headers["Location"])
+        number = int(answer.headers["Location"].rsplit("/", 1)[1])
+        row = next(row for row in service.attempts() if row["id"] == number)
+        assert row["status"] == "graded", (name, row)
+        assert reasons[name] in " ".join(page.text.split()), name
+
+
+def _kill_grading_workers(service: Running) -> int:
+    """SIGKILL the service's grading workers (its forked children, not its zygotes): what a
+    machine out of memory does to them. How many were killed."""
+    import psutil
+    serve = psutil.Process(service.process.pid)
+    workers = [child for child in serve.children() if child.cmdline() == serve.cmdline()]
+    for worker in workers:
+        worker.kill()
+    return len(workers)
+
+
+def test_a_failed_attempt_never_replaces_the_graded_one(course, service):
+    """Uploaded correct (15 of Part B), then again; the second attempt's grading fails twice
+    (its workers killed each time it is graded: a fault of the grader). The first attempt
+    stands everywhere: submitted/ holds its notebook, the gradebook its grades and timestamp,
+    the service says why the second failed and where its whole log is, and ``grade --force``
+    at the deadline keeps the 15. Runs last: it stops the service."""
+    tess, xsrf = _session(links(course)["tess"])
+    first = _upload(service, tess, xsrf, notebook_of(LOOP_CORRECT))
+    number = int(first.headers["Location"].rsplit("/", 1)[1])
+    within(180, lambda: next(row for row in service.attempts() if row["id"] == number)["status"] == "graded")
+    submitted = course / "submitted" / "tess" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    graded_notebook, graded = submitted.read_bytes(), all_grades(sqlite(course))
+    tess_grades = {cell: score for (student, cell), score in graded.items() if student == "tess"}
+    assert sum(score for cell, score in tess_grades.items() if cell != "part_a_derivation") == 15
+
+    second = _upload(service, tess, xsrf, notebook_of(ZEROS))
+    again = int(second.headers["Location"].rsplit("/", 1)[1])
+    killed = 0
+    deadline = time.monotonic() + 300
+    while (row := next(row for row in service.attempts() if row["id"] == again))["status"] != "failed":
+        assert time.monotonic() < deadline and row["status"] != "graded", row
+        if row["status"] == "grading":
+            killed += _kill_grading_workers(service)
+        time.sleep(0.05)
+    assert killed >= 2
+    assert submitted.read_bytes() == graded_notebook
+    assert {cell: score for (student, cell), score in all_grades(sqlite(course)).items() if student == "tess"} == \
+        tess_grades
+    said = service.output()
+    assert f"attempt {again} of tess FAILED: grading failed twice: a grading worker died while grading it" in said
+
+    service.stop()
+    regraded = subprocess.run([str(BIN / "maxpool-grader"), "grade", "--force", "-q", "--course-dir", str(course)],
+                              capture_output=True, text=True, timeout=600)
+    assert regraded.returncode == 0, regraded.stdout + regraded.stderr
+    assert {cell: score for (student, cell), score in all_grades(sqlite(course)).items() if student == "tess"} == \
+        tess_grades
 
 
 def test_a_port_in_use_is_a_sentence(tmp_path):

@@ -37,6 +37,7 @@ from ..verdict.verdicts import Verdict
 from .notes import add_note, show_notes
 from .outofprocessverdicts import decided_in_the_grader, error_output
 from .outputs import ERROR_BYTES, OUTPUT_CUT, coalesced, not_run_output, output_size, shortened_error
+from .recording import forget_new_submission
 from .sealedbox import SealedBox, box_for
 
 KERNEL_CPU_MARGIN_SECONDS = 30  # the kernel's CPU time beyond ``notebook_seconds``
@@ -80,6 +81,9 @@ class SafeExecute(Execute):
         try:
             nb, resources = self._run_in_kernel(nb, resources, km, box)
             found = self._decided()
+        except GraderFault:  # never a grade: the gradebook as it was
+            forget_new_submission(resources)
+            raise
         finally:
             hits = box.hits() if box else []
             if box:

@@ -34,10 +34,11 @@ from ..backend.interface import GradingBackend, WorkerDied
 from ..backend.pool import LocalPool
 from ..cluster.coordinator import DaskCluster, WorkerRefused
 from ..course.directory import course_path, notebook_path, say
+from ..course.jobs import error_summary
 from ..grading.grade import Broke, GradingRun
 from ..names import ASSIGNMENT
 from .exchange import ExchangeWatcher, exchange_inbound
-from .grading_job import keep_before, serve_followup, serve_worker_setup
+from .grading_job import keep_before, put_back, serve_followup, serve_worker_setup
 from .pages import brief_page
 from .policy import NOT_ON_ROSTER, SERVE_DIR, Policy, Serve, load_settings
 from .queue import Attempt, Queue
@@ -138,7 +139,7 @@ class Service:
             return
         try:
             graded = future.result()
-            result = graded.then if graded.success else {"success": False, "log": graded.log}
+            result = graded.then if graded.success else {"success": False, "log": graded.log, "fault": graded.fault}
         except WorkerDied:  # the backend replaced the worker: the attempt is tried again
             self._try_again_or_fail(attempt, "a grading worker died while grading it")
             self.poke()
@@ -165,8 +166,17 @@ class Service:
             say(f"serve: graded {attempt.student} (attempt {attempt.id}): {result['score']:g} of "
                 f"{result['max_score']:g} in {result.get('seconds', 0):.1f} s")
         else:
-            self._try_again_or_fail(attempt, (result.get("log") or "")[-600:])
+            self._try_again_or_fail(attempt, self._why(attempt, result))
         self.poke()
+
+    def _why(self, attempt: Attempt, result: dict) -> str:
+        """Why grading an attempt failed, for the instructor: the exception, its message and the
+        last frame it passed through (or the grader's fault), and the file with the whole log."""
+        tries = (self.queue.get(attempt.id) or attempt).tries
+        log = self.queue.folder / "logs" / f"attempt-{attempt.id}-try-{tries}.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.write_text(result.get("log") or "")
+        return f"{result.get('fault') or error_summary(result.get('log') or '')} (whole log: {log})"
 
     def _try_again_or_fail(self, attempt: Attempt, why: str) -> None:
         if (self.queue.get(attempt.id) or attempt).tries < 2:
@@ -175,7 +185,13 @@ class Service:
             self._failed(attempt, "grading failed twice: " + why)
 
     def _failed(self, attempt: Attempt, why: str) -> None:
-        shutil.rmtree(self._before(attempt.id), ignore_errors=True)
+        """Never a failed attempt in place of a graded one: what grading changed is put back
+        (its submitted/ and autograded/ folders, its gradebook entry), so the student's last
+        graded attempt stands, there and for ``grade --force`` at the deadline."""
+        before = self._before(attempt.id)
+        if (before / "gradebook.json").exists():
+            put_back(self.course, self.db_url, attempt.student, attempt.assignment, before)
+        shutil.rmtree(before, ignore_errors=True)
         self.queue.finish(attempt.id, "failed", message="Grading this submission failed twice; your instructor has "
                                                         "been told. This attempt does not count against your limit.")
         self.events.append(f"attempt {attempt.id} of {attempt.student} failed: {why}")
