@@ -107,6 +107,9 @@ def test_feedback_is_generated_for_every_student(graded):
 
 
 def test_noisy_correct_solution_leaves_no_stderr_in_test_cells(graded):
+    """A visible test runs in the kernel and shows what the function printed (never as stderr,
+    which nbgrader would score 0); a hidden test shows the grader's verdict alone: it never
+    runs in the kernel."""
     course, _ = graded
     notebook = nbformat.read(course / "autograded" / "noisy_correct" / "max_pool_backward" /
                              "max_pool_backward.ipynb", as_version=4)
@@ -114,7 +117,8 @@ def test_noisy_correct_solution_leaves_no_stderr_in_test_cells(graded):
     assert len(test_cells) == len(V + H)
     for cell in test_cells:
         assert all(out.get("name") != "stderr" for out in cell.outputs), cell.source.splitlines()[0]
-        assert any("debug: entering max_pool_backward" in out.get("text", "") for out in cell.outputs)
+        printed = any("debug: entering max_pool_backward" in out.get("text", "") for out in cell.outputs)
+        assert printed == (cell.metadata.nbgrader.grade_id in V), cell.source.splitlines()[0]
 
 
 def test_committed_autograded_class_matches_a_fresh_grading(graded):
