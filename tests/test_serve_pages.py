@@ -51,4 +51,4 @@ def test_only_the_services_own_script_runs_and_only_where_a_page_updates_itself(
     assert re.findall(r"script-src ([^;]+)", POLL_POLICY) == [f"'sha256-{digest}'"]  # that script, nothing else
     assert "script-src" not in PAGE_POLICY and PAGE_POLICY.startswith("default-src 'none'")
     assert "connect-src 'self'" in POLL_POLICY and "unsafe" not in POLL_POLICY.split("style-src 'unsafe-inline'")[1]
-    assert serve_pages.LEVEL_TEXT.keys() == {"scores", "mistakes", "everything"}
+    assert serve_pages.LEVEL_TEXT.keys() == {"scores", "mistakes", "reports"}

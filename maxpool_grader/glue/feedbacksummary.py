@@ -25,7 +25,7 @@ from ..exercise.part_a import PART_A_POINTS
 from ..exercise.repeats import reason_of, shorten_repeats, split_report
 from ..names import PART_A_CELL, RESOURCES_KEY, SUMMARY_TAG, grade_id
 from .inert import html_block
-from .modelanswer import part_a_pending
+from .modelanswer import part_a_pending, unanswered
 
 PART_A_TITLE = "Part A: your derivation (graded by hand)"
 
@@ -91,7 +91,8 @@ def _summary_html(nb, tests: list, resources) -> str:
     part_a = next((cell for cell in nb.cells if grade_id(cell) == PART_A_CELL), None)
     if part_a is not None:
         score, points = _score(part_a)
-        rows.append((PART_A_TITLE, pending.get(PART_A_CELL, f"{_points(score)} of {_points(points)}")))
+        blank = " (your answer cell was left as released)" if ours.get("final") and unanswered(part_a) else ""
+        rows.append((PART_A_TITLE, pending.get(PART_A_CELL, f"{_points(score)} of {_points(points)}{blank}")))
     else:
         rows.append((PART_A_TITLE, f"no answer found (of {PART_A_POINTS})"))
     visible = [_score(cell) for cell in tests if grade_id(cell) not in HIDDEN_CHECKS]

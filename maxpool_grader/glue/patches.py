@@ -11,6 +11,7 @@ code in it, run the tests, then widen ``written_for``.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from typing import Callable
@@ -68,6 +69,32 @@ def _open_gradebooks_quickly() -> None:
     open_gradebooks_quickly()
 
 
+def _label_score_boxes() -> None:
+    from nbgrader.server_extensions.formgrader import handlers  # patched: only after the version check (above)
+
+    if getattr(handlers.SubmissionHandler.write, "labels_score_boxes", False):
+        return
+    write = handlers.SubmissionHandler.write
+
+    def labelled(self, chunk):
+        return write(self, label_score_boxes(chunk) if isinstance(chunk, str) else chunk)
+    labelled.labels_score_boxes = True
+    handlers.SubmissionHandler.write = labelled
+
+
+_SCORE_BOX = re.compile(r'<input class="(score|extra-credit) tabbable" id="([^"]*)"')
+
+
+def label_score_boxes(page: str) -> str:
+    """Formgrader's grading page with a name for each score box and extra-credit box, which
+    nbgrader's template gives none (a screen reader said "spin button" and nothing else)."""
+    def named(match: re.Match) -> str:
+        what = "Score" if match[1] == "score" else "Extra credit"
+        grade_id = match[2].removesuffix("_extra_credit")
+        return f'{match[0]} aria-label="{what} for {grade_id}"'
+    return _SCORE_BOX.sub(named, page)
+
+
 PATCHES: tuple[Patch, ...] = (
     Patch("grade_folders_without_notebooks", "nbgrader.converters.Autograde.init_notebooks",
           "a submission folder without the notebook (or with it renamed) gets a 0 and the reason, "
@@ -95,6 +122,11 @@ PATCHES: tuple[Patch, ...] = (
           "and creating of tables, no course check, each of the ten times a submission opens one",
           (NBGRADER, ("sqlalchemy", ">=2,<3")), "none filed: found here by profiling a grading worker",
           _open_gradebooks_quickly),
+    Patch("label_score_boxes", "nbgrader.server_extensions.formgrader.handlers.SubmissionHandler.write",
+          "formgrader's grading page gives its score box and extra-credit box no label (WCAG 4.1.2, axe's "
+          "'label'): each gets an aria-label naming the cell it grades", (NBGRADER,),
+          "none filed yet (jupyter/nbgrader has no report of it, searched 2026-11-26); the report to file, with "
+          "the template fix, is in docs/instructor.md#formgrader-labels", _label_score_boxes),
     Patch("KeepHandGrades.preprocess", "nbgrader.preprocessors.SaveAutoGrades.preprocess",
           "overridden in KeepHandGrades with nbgrader's own rules for a grade and a comment (_add_score, "
           "_add_comment) copied, committed once per notebook instead of once per cell",
