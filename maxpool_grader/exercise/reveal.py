@@ -120,9 +120,9 @@ def after_release(message: str, check: GradedCheck) -> str:
     """``message`` (a report of ``check``) with its full explanations: each named mistake's
     ``explanation`` in place of what the code does, the check's ``rule`` after what it checks,
     and which dx it accepts."""
-    if check.rule:
-        line = wrap_prose(checks_line(check))
-        message = message.replace(line, wrap_prose(f"{checks_line(check)} {check.rule}"), 1)
+    full = wrap_prose(f"{checks_line(check)} {check.rule}")
+    if check.rule and full not in message:  # a page made again from a final one: once
+        message = message.replace(wrap_prose(checks_line(check)), full, 1)
     if check.accepts:
         message = message.replace(f"Accepted dx: {MANY_ACCEPTED}; for example:",
                                   wrap_prose(f"Accepted dx: {check.accepts}; for example:"))
