@@ -298,13 +298,42 @@ def _released(course, secret: str) -> str:
                 f"{notebook_hash(secret=secret, notebook_id='max_pool_backward')}.html").read_text()
 
 
+def _read_the_final_page_with_the_keyboard(browser, link: str) -> None:
+    """A web student opens their link, reaches "Read your final feedback" with the Tab key and
+    opens it: both pages pass axe, the final page reflows at 320 CSS px (its formulas, inline ones
+    too, scroll in boxes the keyboard reaches)."""
+    from a11y import assert_accessible, reflow_problems, tab, unsandboxed
+    from pages import offline_page
+    page = offline_page(browser)
+    unsandboxed(page, "**/final")  # a sandboxed page runs no script, not even axe's
+    page.goto(link)
+    assert_accessible(page, "the home page with the final feedback's link")
+    for _ in range(30):
+        stop = tab(page)
+        if page.evaluate("() => document.activeElement.textContent") == "Read your final feedback":
+            break
+    else:
+        raise AssertionError("the final feedback's link is never reached with the Tab key")
+    assert stop["outline"]
+    page.keyboard.press("Enter")
+    page.wait_for_url("**/final")
+    page.wait_for_load_state("load")
+    assert page.locator("text=Part A: the model answer").count() >= 1
+    assert_accessible(page, "the final feedback on the service")
+    page.set_viewport_size({"width": 320, "height": 640})
+    assert reflow_problems(page) == {}
+    assert page.evaluate("() => [...document.querySelectorAll('math')].every(m => m.getAttribute('alttext'))")
+    page.close()
+
+
 @pytest.fixture(scope="module")
 def service(course):
     yield from started_service(course)
 
 
 @pytest.mark.integration
-def test_no_page_before_the_deadline_holds_a_rubric_phrase_and_the_final_page_explains_in_full(course, service):
+def test_no_page_before_the_deadline_holds_a_rubric_phrase_and_the_final_page_explains_in_full(course, service,
+                                                                                                 browser):
     """Every catalogue mistake and the blank notebook, uploaded on the web page and submitted
     through the exchange (as its student, as nbgrader submit leaves it: tests/test_serve.py runs
     the students' own nbgrader), before the deadline, at 'reports': no page as sent or released
@@ -356,6 +385,8 @@ def test_no_page_before_the_deadline_holds_a_rubric_phrase_and_the_final_page_ex
             assert page.status_code == 200 and "sandbox" in page.headers["Content-Security-Policy"], student
             final["web", student] = page.text
             assert "Read your final feedback" in sessions[student][0].get(running.base, timeout=30).text
+        _read_the_final_page_with_the_keyboard(browser, links(course)["maxpool-r01"].replace(service.base,
+                                                                                             running.base))
     finally:
         running.stop()
     for (way, student), page in final.items():

@@ -82,17 +82,21 @@ def _label_score_boxes() -> None:
     handlers.SubmissionHandler.write = labelled
 
 
-_SCORE_BOX = re.compile(r'<input class="(score|extra-credit) tabbable" id="([^"]*)"')
+_BOX = re.compile(r'<(input|textarea)\b[^>]*\bclass="(score|extra-credit|comment) tabbable"[^>]*>')
+_BOX_ID = re.compile(r'\bid="([^"]*)"')
+_BOX_NAME = {"score": "Score for {}", "extra-credit": "Extra credit for {}", "comment": "Comment on {}"}
 
 
 def label_score_boxes(page: str) -> str:
-    """Formgrader's grading page with a name for each score box and extra-credit box, which
-    nbgrader's template gives none (a screen reader said "spin button" and nothing else)."""
+    """Formgrader's grading page with a name for each score box, extra-credit box and comment box,
+    which nbgrader's template gives none (a screen reader said "spin button" and nothing else)."""
     def named(match: re.Match) -> str:
-        what = "Score" if match[1] == "score" else "Extra credit"
-        grade_id = match[2].removesuffix("_extra_credit")
-        return f'{match[0]} aria-label="{what} for {grade_id}"'
-    return _SCORE_BOX.sub(named, page)
+        found = _BOX_ID.search(match[0])
+        if found is None or "aria-label=" in match[0]:
+            return match[0]
+        grade_id = found[1].removesuffix("_extra_credit").removesuffix("-comment")
+        return f'<{match[1]} aria-label="{_BOX_NAME[match[2]].format(grade_id)}"{match[0][len(match[1]) + 1:]}'
+    return _BOX.sub(named, page)
 
 
 PATCHES: tuple[Patch, ...] = (
@@ -123,8 +127,8 @@ PATCHES: tuple[Patch, ...] = (
           (NBGRADER, ("sqlalchemy", ">=2,<3")), "none filed: found here by profiling a grading worker",
           _open_gradebooks_quickly),
     Patch("label_score_boxes", "nbgrader.server_extensions.formgrader.handlers.SubmissionHandler.write",
-          "formgrader's grading page gives its score box and extra-credit box no label (WCAG 4.1.2, axe's "
-          "'label'): each gets an aria-label naming the cell it grades", (NBGRADER,),
+          "formgrader's grading page gives its score, extra-credit and comment boxes no label (WCAG 4.1.2, "
+          "axe's 'label'): each gets an aria-label naming the cell it grades", (NBGRADER,),
           "none filed yet (jupyter/nbgrader has no report of it, searched 2026-11-26); the report to file, with "
           "the template fix, is in docs/instructor.md#formgrader-labels", _label_score_boxes),
     Patch("KeepHandGrades.preprocess", "nbgrader.preprocessors.SaveAutoGrades.preprocess",
