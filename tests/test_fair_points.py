@@ -242,8 +242,8 @@ def test_docs_state_the_rule():
 
 
 def test_part_a_rubric_puts_its_points_on_the_derivation_not_the_picture():
-    """Figure 1 and the visible test show each window's gradient at its maximum and 0
-    elsewhere; Part A's points rest on what no visible output shows."""
+    """The result ("each window's gradient at its maximum, 0 elsewhere") stated without its reason
+    earns nothing: Part A's points rest on the derivation, item by item as the question asks."""
     items = re.findall(r"^- \((\w)\) (\d+) p: (.*?)(?=^- |\Z)", RUBRIC, flags=re.M | re.S)
     points = {" ".join(text.split()[:3]).rstrip(":"): int(p) for _, p, text in items}
     assert points == {"justification of $\\partial": 2, "ties: max is": 1, "the chain rule": 2}

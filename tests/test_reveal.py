@@ -397,3 +397,37 @@ def test_no_page_before_the_deadline_holds_a_rubric_phrase_and_the_final_page_ex
             assert flat(BUGS[name].explanation) in text, (way, name)
             assert flat(BUGS[name].pattern) not in text, (way, name)
     assert all(final["web", student] == final["exchange", student] for student in STUDENTS)  # one page, both ways
+
+
+@pytest.mark.unit
+def test_output_positions_are_k_l_in_part_b_the_catalogue_and_the_explanations():
+    """Part A names an output position (k, l): so do the forward pass students read, the
+    catalogue's code and texts, and the explanation the final feedback adds; a flat index into a
+    window is never called k."""
+    import json
+
+    from maxpool_grader.exercise import controls
+    from maxpool_grader.exercise.catalogue import CONTROLS
+    helpers = next("".join(cell["source"]) for cell in json.loads((ROOT / "release" / "max_pool_backward" /
+                                                                    "max_pool_backward.ipynb").read_text())["cells"]
+                   if cell["metadata"].get("nbgrader", {}).get("grade_id") == "provided_helpers")
+    assert "out[..., k, l]" in helpers and "for i in" not in helpers and "for j in" not in helpers
+    for code in (inspect.getsource(bugs), inspect.getsource(controls)):
+        assert not re.search(r"for [ij] in range\(", code)
+        assert not re.search(r"\bk = (np\.)?argmax|\bk // |\bk % ", code)
+    texts = [EXPLANATION] + [f"{bug.title} {bug.explanation} {bug.pattern}" for bug in BUGS.values()]
+    texts += [control.description for control in CONTROLS.values()]
+    for text in texts:
+        assert not re.search(r"\[\.\.\., i, j\]|\bi \* |\bk // |unravel_index\(k,", text), text
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("name", ["integer_truncation", "float32_accumulator", "dx_always_float64",
+                                  "float32_for_integer_input"])
+def test_a_dtype_mistake_s_report_states_the_dtype_rule_once(name):
+    """What it checks names the inputs, the line under the student's dx says what their dtype is,
+    and the named mistake states Part B's rule and its fix: once."""
+    (message,) = [message for message in (evaluate(grade_id, BUGS[name].function) for grade_id in HIDDEN_CHECKS)
+                  if message]
+    assert flat(message).count("Part B's rule") == 1 and flat(message).count("float64 when x is an integer") == 1
+    assert "must have x's dtype" not in message and "must be floating point" not in message
