@@ -34,9 +34,11 @@ c.Autograde.exporter_class = "maxpool_grader.glue.tolerantnotebookexporter.Toler
 c.Autograde.sanitize_preprocessors = [
     "maxpool_grader.glue.makesubmissioninert.MakeSubmissionInert",
     "nbgrader.preprocessors.ClearOutput",
-    "nbgrader.preprocessors.DeduplicateIds",
+    # a pasted copy of a graded cell, a deleted one: graded, with a note (nbgrader's own steps
+    # failed the submission with a KeyError)
+    "maxpool_grader.glue.deduplicatecells.DeduplicateCells",
     "nbgrader.preprocessors.OverwriteKernelspec",
-    "nbgrader.preprocessors.OverwriteCells",
+    "maxpool_grader.glue.restoremissingcells.RestoreMissingCells",
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
 c.Autograde.autograde_preprocessors = [

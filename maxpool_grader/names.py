@@ -21,9 +21,6 @@ RUBRIC_TAG = "maxpool-part-a-rubric"  # cell tags (and ids) of the cells the gra
 MODEL_ANSWER_TAG = "maxpool-part-a-model-answer"
 NOTES_TAG = "grader-notes"
 SUMMARY_TAG = "maxpool-feedback-summary"  # the summary at the top of the feedback
-# logged (at ERROR) for a test cell whose kernel could not import the package; the class
-# command looks for it in each submission's log
-KERNEL_IMPORT_FAILED = "the kernel could not import the grader package"
 
 
 def package_files() -> list[Path]:

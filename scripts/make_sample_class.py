@@ -1,7 +1,10 @@
 """Write the sample class: submitted/<student>/max_pool_backward/max_pool_backward.ipynb.
 
 Each student is the release notebook with its solution cell (and Part A answer) filled in.
-Student ids say what the submission is. ``maxpool-grader check --fix`` runs it after it
+Student ids say what the submission is. Beside each notebook lie the two files nbgrader's
+own ``submit`` leaves in a collected submission, ``timestamp.txt`` and
+``submission_secret.txt`` (fixed here, so the class is the same on every machine):
+``nbgrader release_feedback`` reads both. ``maxpool-grader check --fix`` runs it after it
 regenerates the release (and grades the class again); on its own:
 
     python scripts/make_sample_class.py
@@ -9,6 +12,7 @@ regenerates the release (and grades the class again); on its own:
 
 from __future__ import annotations
 
+import hashlib
 import re
 from pathlib import Path
 
@@ -129,11 +133,23 @@ def fill(notebook: nbformat.NotebookNode, solution: str) -> nbformat.NotebookNod
     return notebook
 
 
+SUBMITTED_AT = "2026-11-20 09:00:00.000000 UTC"  # nbgrader's timestamp format
+
+
+def submission_files(student: str) -> dict[str, str]:
+    """What nbgrader submit writes beside the notebook: when, and the secret that names the
+    student's released feedback (a fixed one here: 128 hex digits, as submit's are)."""
+    secret = hashlib.sha512(f"sample class {student}".encode()).hexdigest()
+    return {"timestamp.txt": SUBMITTED_AT, "submission_secret.txt": secret}
+
+
 def main() -> None:
     for student, solution in STUDENTS.items():
         target = ROOT / "submitted" / student / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
         target.parent.mkdir(parents=True, exist_ok=True)
         nbformat.write(fill(nbformat.read(RELEASE, as_version=4), solution), target)
+        for name, text in submission_files(student).items():
+            (target.parent / name).write_text(text)
         print(f"wrote {target.relative_to(ROOT)}")
 
 

@@ -10,6 +10,7 @@ import os
 
 from maxpool_grader.backend import pool
 from maxpool_grader.backend.batch import run_batch
+from maxpool_grader.backend.control import ControlResult
 from maxpool_grader.backend.interface import GradingBackend
 from maxpool_grader.course.jobs import JobResult
 
@@ -29,6 +30,7 @@ def _feedback(student: str, assignment: str, graded: JobResult) -> JobResult:
 def _pool(monkeypatch, tmp_path, workers: int = 1) -> pool.LocalPool:
     monkeypatch.setattr(pool, "start_grading_worker", _no_nbgrader)
     monkeypatch.setattr(pool, "autograde_job", _grade)  # the workers are forked: they see these
+    monkeypatch.setattr(pool, "control_job", lambda assignment: ControlResult())  # a control that passes
     return pool.LocalPool(tmp_path, "sqlite://", workers)
 
 

@@ -12,7 +12,9 @@ refused with the reason."""
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import os
+import shlex
 import shutil
 import signal
 import site
@@ -286,3 +288,60 @@ def test_grade_refuses_a_plain_address_off_loopback_and_tls_without_certificates
         assert f"--cluster refused: {address} {reason}" in output
         assert "--insecure" in output or address.startswith("tls")
     assert not (course / "release").exists() and not (course / "autograded").exists()  # refused before anything
+
+
+def documented_worker_command() -> str:
+    """The `dask worker` command of docs/operations.md, its continuation lines joined."""
+    lines = (ROOT / "docs" / "operations.md").read_text().splitlines()
+    start = next(number for number, line in enumerate(lines) if line.startswith(".venv/bin/dask worker "))
+    command = []
+    for line in lines[start:]:
+        command.append(line.rstrip("\\").strip())
+        if not line.rstrip().endswith("\\"):
+            return " ".join(command)
+    raise AssertionError("the worker command of docs/operations.md does not end")
+
+
+def test_the_documented_worker_command_shows_the_network_only_its_tls_port(tmp_path):
+    """The command exactly as docs/operations.md gives it (only SCHEDULER:8786 replaced), run in a
+    folder holding `.venv` and `certs/` as the page assumes: no listening socket of its processes
+    off loopback answers plain HTTP; each is a worker's Dask port, which speaks TLS; the workers'
+    HTTP servers (/health, /metrics) are on loopback."""
+    import psutil
+    import requests
+    command = documented_worker_command()
+    assert "SCHEDULER:8786" in command and "--nworkers 2" in command
+    cluster = Cluster(hide=tmp_path, tls=True)
+    machine = cluster.home / "documented"
+    machine.mkdir()
+    (machine / ".venv").symlink_to(BIN.parent)
+    (machine / "certs").symlink_to(cluster.certs)
+    argv = shlex.split(command.replace("SCHEDULER:8786", cluster.address.split("://", 1)[1]))
+    try:
+        cluster.processes["documented"] = subprocess.Popen(
+            argv, cwd=machine, start_new_session=True, stdout=open(machine / "log", "w"), stderr=subprocess.STDOUT)
+        cluster.wait_for_workers(2)
+        from distributed import Client
+        with Client(cluster.address, timeout=10, security=cluster.security) as client:
+            dask_ports = {int(address.rsplit(":", 1)[1]) for address in client.scheduler_info()["workers"]}
+        tree = psutil.Process(cluster.processes["documented"].pid)
+        listening = {(connection.laddr.ip, connection.laddr.port) for process in [tree, *tree.children(recursive=True)]
+                     for connection in process.net_connections(kind="inet") if connection.status == psutil.CONN_LISTEN}
+        exposed = {port for ip, port in listening if not ipaddress.ip_address(ip).is_loopback}
+        assert exposed and exposed <= dask_ports, (listening, dask_ports, (machine / "log").read_text()[-2000:])
+        for port in exposed:  # plain HTTP gets nothing from a TLS port
+            with pytest.raises(requests.ConnectionError):
+                requests.get(f"http://127.0.0.1:{port}/health", timeout=10)
+        healthy = [port for ip, port in listening if ipaddress.ip_address(ip).is_loopback and port not in dask_ports
+                   and _answers_health(port)]
+        assert len(healthy) == 2, listening  # each worker's web server, on loopback only
+    finally:
+        cluster.stop()
+
+
+def _answers_health(port: int) -> bool:
+    import requests
+    try:
+        return requests.get(f"http://127.0.0.1:{port}/health", timeout=10).text == "ok"
+    except requests.RequestException:
+        return False

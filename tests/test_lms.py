@@ -15,6 +15,7 @@ import csv
 import datetime as dt
 import hashlib
 import io
+import json
 import os
 import shutil
 import struct
@@ -32,7 +33,9 @@ from nbgrader.api import Gradebook
 from maxpool_grader.glue.latepolicy import LatePolicy
 from maxpool_grader.glue.safecsvexport import csv_cell
 from maxpool_grader.lms.match import match_key
+from maxpool_grader.lms.tree import remove_tree, walk
 from maxpool_grader.lms.zip_upload import (
+    KILL_AT,
     LmsError,
     ZipLimits,
     ambiguous,
@@ -640,6 +643,152 @@ def test_a_collection_killed_at_any_step_loses_nothing_and_the_next_run_cleans_u
     assert_every_upload_accounted_for(course, again, out)
 
 
+# ------------------------------------------------------------------ a term: crashes, deep paths, look-alikes
+def records(course: Path) -> dict:
+    state = course / ".maxpool-grader" / "lms.json"
+    return json.loads(state.read_text()) if state.exists() else {}
+
+
+@integration
+@pytest.mark.parametrize("step", ["recorded:1", "swapped:1", "swapped:2", "swapped:3"])
+def test_a_run_killed_after_any_student_s_swap_has_recorded_them_and_an_impostor_is_refused_next(
+        course, tmp_path, step):
+    """Farah has no lms_id: the zip's user 102 is matched to her by name. Whatever student the
+    run is killed after, everyone whose folder was swapped in is recorded; the next zip's new
+    user 77 named "Farah Okafor" never takes her place."""
+    zip_path = tmp_path / "term.zip"
+    with zipfile.ZipFile(zip_path, "w") as archive:  # collected in this order: s_farah, s_lina, s_vera
+        add(archive, canvas_entry("okaforfarah", 102, f"{ASSIGNMENT}.ipynb"), b"farah's own")
+        add(archive, canvas_entry("haddadlina", 101, f"{ASSIGNMENT}.ipynb"), b"lina's own")
+        add(archive, canvas_entry("kowalskivera", 104, f"{ASSIGNMENT}.ipynb"), b"vera's own")
+    killed = subprocess.run([str(BIN / "maxpool-grader"), "collect-lms", str(zip_path), "--course-dir", str(course)],
+                            capture_output=True, text=True, timeout=300, env={**os.environ, KILL_AT: step})
+    assert killed.returncode == -9, killed.stdout + killed.stderr
+    swapped = {student for student in ("s_farah", "s_lina", "s_vera")
+               if (course / "submitted" / student / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").exists()}
+    assert swapped <= set(records(course)), (step, swapped)  # every student swapped in is recorded
+    assert "s_farah" in records(course) and records(course)["s_farah"]["lms_id"] == "102"
+    staged = list((course / ".maxpool-grader").glob("lms-staging-*/*"))
+    if "s_farah" in swapped and staged:  # linked from staging, not copied: the zip's bytes are on disk once
+        farah = (course / "submitted" / "s_farah" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").stat()
+        assert farah.st_nlink == 2 and farah.st_ino in {path.stat().st_ino for path in staged}
+    impostor = tmp_path / "impostor.zip"
+    with zipfile.ZipFile(impostor, "w") as archive:
+        add(archive, canvas_entry("okaforfarah", 77, f"{ASSIGNMENT}.ipynb"), b"mallory, as farah", TWO_DAYS_LATE)
+    before = tree(course / "submitted" / "s_farah" / ASSIGNMENT)  # her folder (empty: killed before its rename)
+    out = run(course, "collect-lms", str(impostor), status=1).stdout
+    assert tree(course / "submitted" / "s_farah" / ASSIGNMENT) == before and litter(course) == []
+    assert "LMS user 77 is named 'okaforfarah', like s_farah" in out and "the suspect is LMS user 102" in out
+    assert records(course)["s_farah"]["lms_id"] == "102"
+    assert_every_upload_accounted_for(course, impostor, out)
+
+
+@integration
+def test_a_display_name_match_is_a_note_and_the_later_refusal_names_the_impostor(course, tmp_path):
+    (course / "roster.csv").write_text(NO_IDS_ROSTER)  # an empty course, names only
+    first, real = tmp_path / "first.zip", tmp_path / "real.zip"
+    with zipfile.ZipFile(first, "w") as archive:  # Mallory, LMS user 77, renamed herself "Vera Kowalski"
+        add(archive, moodle("Vera Kowalski", 77), b"mallory, as vera")
+    out = run(course, "collect-lms", str(first)).stdout
+    assert "s_vera: matched by display name alone ('Vera Kowalski', moodle user 77)" in out
+    assert records(course)["s_vera"]["matched_by"] == "name"
+    with zipfile.ZipFile(real, "w") as archive:  # the real Vera
+        add(archive, moodle("Vera Kowalski", 104), b"the real vera", TWO_DAYS_LATE)
+    out = run(course, "collect-lms", str(real), status=1).stdout
+    assert "the suspect is LMS user 77, whom nothing but a name ever tied to s_vera" in out
+    assert "put their new lms_id" not in out
+    assert_every_upload_accounted_for(course, real, out)
+
+
+@integration
+def test_a_name_of_look_alike_letters_is_refused_by_name(course, tmp_path):
+    (course / "roster.csv").write_text(NO_IDS_ROSTER)
+    zip_path = tmp_path / "lookalike.zip"
+    with zipfile.ZipFile(zip_path, "w") as archive:
+        add(archive, moodle("V\u0435ra Kowalski", 77), b"a cyrillic e")  # looks exactly like Vera Kowalski
+        add(archive, moodle("Lina Haddad", 503), b"lina")
+    out = run(course, "collect-lms", str(zip_path), status=1).stdout
+    assert not (course / "submitted" / "s_vera").exists()
+    assert "U+0435 CYRILLIC SMALL LETTER IE, like 'e'" in out and "it looks like the name of s_vera but is not" in out
+    assert (course / "submitted" / "s_lina" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").read_bytes() == b"lina"
+    assert_every_upload_accounted_for(course, zip_path, out)
+
+
+@integration
+def test_macos_litter_and_names_that_clean_up_alike_are_named_with_status_1(course, tmp_path):
+    (course / "roster.csv").write_text(MOODLE_ROSTER)
+    before = seed(course, "s_lina")
+    zip_path = tmp_path / "mac.zip"
+    folder = "Lina Haddad_55503_assignsubmission_file"
+    with zipfile.ZipFile(zip_path, "w") as archive:
+        add(archive, f"Noah Fischer_55501_assignsubmission_file/{ASSIGNMENT}.ipynb", b"noah")
+        add(archive, f"__MACOSX/Noah Fischer_55501_assignsubmission_file/._{ASSIGNMENT}.ipynb", b"resource fork")
+        add(archive, f"{folder}/{ASSIGNMENT}\x01.ipynb", b"one")  # both are max_pool_backward_.ipynb once cleaned
+        add(archive, f"{folder}/{ASSIGNMENT}\x02.ipynb", b"another")
+    out = run(course, "collect-lms", str(zip_path), status=1).stdout
+    lines = {line.strip().split(": ", 1)[0]: line for line in out.splitlines()}
+    assert "the __MACOSX/ folder macOS's zip adds" in lines[f"__MACOSX/Noah Fischer_55501_assignsubmission_file/._"
+                                                            f"{ASSIGNMENT}.ipynb"]
+    assert "are both saved as 'max_pool_backward_.ipynb'" in out and "superseded" not in out
+    assert submitted_trees(course)["s_lina"] == before["s_lina"]
+    assert (course / "submitted" / "s_noah" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").read_bytes() == b"noah"
+    assert_every_upload_accounted_for(course, zip_path, out)
+
+
+def deep_tree(root: Path, depth: int, leaf: str, data: bytes = b"x") -> None:
+    """A folder ``depth`` levels deep under ``root`` (made relative to its parent: the whole
+    path is far longer than the kernel takes), with a file ``leaf`` at the bottom."""
+    root.mkdir(parents=True, exist_ok=True)
+    here = os.open(root, os.O_RDONLY)
+    for _ in range(depth):
+        os.mkdir("d" * 20, dir_fd=here)
+        below = os.open("d" * 20, os.O_RDONLY, dir_fd=here)
+        os.close(here)
+        here = below
+    with open(os.open(leaf, os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=here), "wb") as handle:
+        handle.write(data)
+    os.close(here)
+
+
+@integration
+def test_deep_and_long_paths_are_bounded_and_a_poisoned_course_recovers(course, tmp_path):
+    poisoned = course / "lms-unmatched" / "earlier"  # what an earlier collect-lms left: 1,000 folders deep
+    deep_tree(poisoned, 1000, ".lms-part-0badc0de")  # a partial copy it was killed writing
+    zip_path = tmp_path / "deep.zip"
+    deep, long = "/".join(["a"] * 1000) + "/deep.ipynb", "/".join(["b" * 150] * 30) + "/long.ipynb"  # 4.5 KB
+    with zipfile.ZipFile(zip_path, "w") as archive:
+        add(archive, canvas_entry("kowalskivera", 104, f"{ASSIGNMENT}.ipynb"), b"vera")
+        add(archive, deep, b"a thousand folders down")
+        add(archive, long, b"a path longer than the kernel takes")
+    out = run(course, "collect-lms", str(zip_path)).stdout  # the poisoned course recovers: no RecursionError
+    assert (course / "submitted" / "s_vera" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").read_bytes() == b"vera"
+    kept = course / "lms-unmatched" / "deep"
+    files = {path.read_bytes(): path for path in kept.rglob("*") if path.is_file()}
+    assert set(files) == {b"a thousand folders down", b"a path longer than the kernel takes"}
+    for path in files.values():
+        relative = path.relative_to(course)
+        assert len(relative.parts) <= 2 + 8 and len(str(relative).encode()) < 2048, relative
+    assert not [name for _, name in walk(poisoned) if name.startswith(".lms-part-")]  # its partial copy removed
+    remove_tree(poisoned)  # and it can be removed, however deep (rglob and rmtree cannot: RecursionError)
+    assert not poisoned.exists() and litter(course) == []
+    assert_every_upload_accounted_for(course, zip_path, out)
+
+
+@integration
+def test_folders_count_against_the_total_size(course, tmp_path):
+    zip_path = tmp_path / "folders.zip"
+    with zipfile.ZipFile(zip_path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for number in range(300):  # a small zip: each tiny file in four folders of its own, of nobody
+            add(archive, f"ghost{number}/a/b/c/x.txt", b"x")
+    out = run(course, "collect-lms", str(zip_path), "--max-total-size", "4MiB", status=1).stdout
+    kept = course / "lms-unmatched" / "folders"
+    folders = sum(1 for path in kept.rglob("*") if path.is_dir())
+    files = sum(1 for path in kept.rglob("*") if path.is_file())
+    assert (folders + files) * 4096 <= 4 << 20 and 0 < files < 300  # what fits, each folder a 4 KiB block
+    assert out.count("SKIPPED, the zip unpacks to more than 4 MiB in all") == 300 - files
+    assert_every_upload_accounted_for(course, zip_path, out)
+
+
 # ------------------------------------------------------------------ names that are formulas
 FORMULAS = {"s_link": ('=HYPERLINK("http://x","y")', "Link"), "s_cmd": ("Cmd", "+cmd|' /C calc'!A0"),
             "s_minus": ("-1+1", "Minus"), "s_at": ("At", "@SUM(1)")}
@@ -650,12 +799,13 @@ def test_exported_text_cannot_become_a_formula_and_numbers_stay_numbers(course):
     from nbgrader.api import Gradebook
     roster = "id,first_name,last_name,email,lms_id\n" + "".join(
         f'{student},"{first.replace(chr(34), chr(34) * 2)}","{last}",{student}@example.edu,=1+2\n'
-        for student, (first, last) in FORMULAS.items())
-    (course / "roster.csv").write_text(roster)
+        for student, (first, last) in FORMULAS.items()) + 's_ctl,"\0=3+4","\n-5",ctl@example.edu,\n'
+    (course / "roster.csv").write_text(roster)  # and a roster whose cells start with a NUL or a line feed
     run(course, "roster", str(course / "roster.csv"))
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as book:
         book.update_or_create_student("s_tab", first_name="\tTab", last_name="\rReturn", email="@tab")  # formgrader
-        for student in [*FORMULAS, "s_tab"]:
+        book.update_or_create_student("s_nul", first_name="\0=1+2", last_name="\n@SUM(1)", email="x")
+        for student in [*FORMULAS, "s_tab", "s_nul", "s_ctl"]:
             submission = book.add_submission(ASSIGNMENT, student)
             for notebook_ in submission.notebooks:
                 for grade in notebook_.grades:
@@ -671,7 +821,7 @@ def test_exported_text_cannot_become_a_formula_and_numbers_stay_numbers(course):
                     try:
                         float(value)
                     except ValueError:
-                        assert not value.startswith(("=", "+", "-", "@", "\t", "\r")), (name, value)
+                        assert not value.startswith(("=", "+", "-", "@", "\t", "\r", "\n", "\0")), (name, value)
     with open(course / "lms_grades.csv", newline="") as handle:
         rows = {row["student_id"]: row for row in csv.DictReader(handle)}
     assert rows["s_link"]["first_name"] == '\'=HYPERLINK("http://x","y")'
@@ -679,6 +829,8 @@ def test_exported_text_cannot_become_a_formula_and_numbers_stay_numbers(course):
     assert rows["s_minus"]["first_name"] == "'-1+1" and rows["s_tab"]["first_name"] == "'\tTab"
     assert rows["s_tab"]["last_name"] == "'\rReturn" and rows["s_tab"]["email"] == "'@tab"
     assert rows["s_link"]["lms_id"] == "'=1+2"
+    assert rows["s_nul"]["first_name"] == "'\0=1+2" and rows["s_nul"]["last_name"] == "'\n@SUM(1)"
+    assert rows["s_ctl"]["first_name"] == "'=3+4" and rows["s_ctl"]["last_name"] == "'-5"  # the roster reader
     assert rows["s_minus"]["late_penalty"] == "-2.5"  # a number we wrote: still a number
     assert float(rows["s_minus"]["total"]) == float(rows["s_link"]["total"]) + 2.5
     with open(course / "grades.csv", newline="") as handle:
@@ -742,8 +894,8 @@ def test_sizes_read_as_an_instructor_writes_them():
 
 def test_a_csv_cell_is_a_number_or_text_that_is_not_a_formula():
     assert csv_cell(-2.5) == "-2.5" and csv_cell(3) == 3 and csv_cell(20.0) == "20"
-    assert [csv_cell(text) for text in ("=1", "+1", "-1", "@a", "\t1", "\r1", "plain", "", None)] == \
-        ["'=1", "'+1", "'-1", "'@a", "'\t1", "'\r1", "plain", "", ""]
+    assert [csv_cell(text) for text in ("=1", "+1", "-1", "@a", "\t1", "\r1", "\n1", "\0=1", "plain", "", None)] == \
+        ["'=1", "'+1", "'-1", "'@a", "'\t1", "'\r1", "'\n1", "'\0=1", "plain", "", ""]
 
 
 def test_staging_reads_with_a_bound_and_names_each_entry_it_skips(tmp_path):

@@ -211,6 +211,8 @@ def test_committed_sample_class_is_made_from_the_current_release():
         committed = nbformat.read(ROOT / "submitted" / student / "max_pool_backward" / "max_pool_backward.ipynb", 4)
         expected = make_sample_class.fill(nbformat.reads(nbformat.writes(release), as_version=4), solution)
         assert comparable(committed) == comparable(expected), f"run: python scripts/make_sample_class.py ({student})"
+        for name, text in make_sample_class.submission_files(student).items():
+            assert (ROOT / "submitted" / student / "max_pool_backward" / name).read_text() == text, student
 
 
 def test_the_release_teaches_the_tools_not_the_derivation():

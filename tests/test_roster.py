@@ -19,6 +19,13 @@ def test_a_roster_is_read_whatever_its_header_spelling(tmp_path):
         {"id": "s2", "first_name": "Alan", "last_name": "Turing", "email": None, "lms_id": None}]
 
 
+def test_control_characters_of_a_roster_cell_never_reach_the_gradebook(tmp_path):
+    roster = tmp_path / "roster.csv"
+    roster.write_text('id,first_name,last_name,email\ns1,"\0=1+2","\n@SUM(1)","a\tb\r\nc"\n')
+    assert read_roster(roster) == [{"id": "s1", "first_name": "=1+2", "last_name": "@SUM(1)", "email": "a b  c",
+                                    "lms_id": None}]
+
+
 @pytest.mark.parametrize("text, says", [
     ("", "is empty"),
     ("id,first_name,email\ns1,Ada,a@b\n", "no 'last_name' column"),

@@ -1,6 +1,7 @@
-"""The sealed box under attack: hostile submissions (tests/hostile.py) graded by plain
-``nbgrader autograde`` and by ``maxpool-grader grade`` (warm start), as root and as a
-normal user, with correct classmates graded before, between and after them.
+"""The sealed box under attack: hostile submissions (tests/hostile.py, and from inside the
+box tests/inside.py) graded by plain ``nbgrader autograde`` and by ``maxpool-grader grade``
+(warm start), as root and as a normal user, under a terminal the instructor types into,
+with correct classmates graded before, between and after them.
 
 What must hold after each run: every file of the course outside ``autograded/``,
 ``feedback/`` and the gradebook is byte-identical, and so is the folder next to the
@@ -17,19 +18,25 @@ so another grading run on the same machine does not disturb this test.
 
 from __future__ import annotations
 
+import fcntl
+import json
 import os
+import pty
 import pwd
 import secrets
+import select
 import shutil
 import subprocess
 import tempfile
+import termios
 import time
 from pathlib import Path
 
 import hostile
+import inside
 import nbformat
 import pytest
-from corpus import FULL, notebook_with
+from corpus import FULL, ZERO, notebook_with
 from helpers import ASSIGNMENT, BIN, as_instructor, cmdline, copy_course, digests, instructor
 from make_sample_class import LOOP_CORRECT, VECTORIZED_CORRECT
 from nbgrader.api import Gradebook
@@ -51,6 +58,9 @@ CAPS = sealed_box.Caps(memory_bytes=1 << 30, processes=64)
 CAPS_CONFIG = f"""
 c.SealedBox.memory_mib = {CAPS.memory_bytes >> 20}  # the sealed-box test's caps (tests/test_sealed_box.py)
 c.SealedBox.processes = {CAPS.processes}
+# inside_reads_answer scans a few hundred MiB of its own memory, in the kernel and in the verdict
+c.SafeExecute.timeout = {int(inside.SCAN_SECONDS) + 20}
+c.OutOfProcessVerdicts.load_seconds = {int(inside.SCAN_SECONDS) + 10}
 """
 ATTACK_SECONDS = 4.0
 
@@ -128,7 +138,10 @@ class Batch:
             self.secrets, str(self.course), str(self.neighbour), [str(self.key), str(self.neighbour / "secret.txt")],
             secret_file=str(self.key), classmate_notebook=str(classmate), home=str(home),
             seconds=ATTACK_SECONDS)
-        for attack in self.attacks:
+        self.inside = {attack.name: attack for attack in inside.build_inside_attacks(
+            ATTACK_SECONDS, ZERO, FULL, hostile.PASSED)}
+        self.typed = f"typed-by-the-instructor-{secrets.token_hex(6)}"  # into the terminal grading runs in
+        for attack in self.attacks + list(self.inside.values()):
             folder = self.course / "submitted" / attack.name / ASSIGNMENT
             folder.mkdir(parents=True)
             attack.build(folder, release)
@@ -140,10 +153,10 @@ class Batch:
         tag = cgroups.run_tag(str(self.tmpdir), user.pw_uid if user else os.getuid())
         started = time.monotonic()
         if command == "nbgrader autograde":  # nbgrader itself, measuring its own peak memory
-            self.graded = self.run(["python", "-c", MEASURED_NBGRADER, "autograde", ASSIGNMENT])
+            self.graded = self.run(["python", "-c", MEASURED_NBGRADER, "autograde", ASSIGNMENT], terminal=True)
             self.feedback = self.run(["nbgrader", "generate_feedback", ASSIGNMENT])
         else:
-            self.graded = self.feedback = self.run(["maxpool-grader", "grade", "--workers", "2"])
+            self.graded = self.feedback = self.run(["maxpool-grader", "grade", "--workers", "2"], terminal=True)
         self.seconds = time.monotonic() - started
         time.sleep(1)
         self.after = digests(self.course, self.neighbour)
@@ -151,7 +164,9 @@ class Batch:
         self.survivors = self._survivors()
         self.left_in_tmpdir = sorted(str(path) for path in self.tmpdir.rglob("*"))
 
-    def run(self, argv: list[str], check: bool = False) -> subprocess.CompletedProcess:
+    def run(self, argv: list[str], check: bool = False, terminal: bool = False) -> subprocess.CompletedProcess:
+        """``argv`` in the course, as the instructor; with ``terminal``, under a pseudo-terminal
+        (its controlling terminal) into which the instructor types a line as it starts."""
         env = {"PATH": os.pathsep.join([str(BIN), "/usr/bin", "/bin"]), "TMPDIR": str(self.tmpdir),
                "HOME": str(self.key.parent.parent), "LANG": "C.UTF-8",
                "MAXPOOL_TEST_SECRET": self.secrets["environment"], "MAXPOOL_PEAK_FILE": str(self.peak_file)}
@@ -159,8 +174,11 @@ class Batch:
         if self.user:
             command = as_instructor(command, env)
             env = dict(os.environ, PATH=os.pathsep.join([str(BIN), os.environ.get("PATH", "")]))
-        result = subprocess.run(command, cwd=self.course, env=env, text=True, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, timeout=1200)
+        if terminal:
+            result = in_a_terminal(command, self.course, env, self.typed + "\n")
+        else:
+            result = subprocess.run(command, cwd=self.course, env=env, text=True, stdout=subprocess.PIPE,
+                                    stderr=subprocess.STDOUT, timeout=1200)
         if check and result.returncode != 0:
             raise AssertionError(f"{argv} failed:\n{result.stdout[-4000:]}")
         return result
@@ -201,6 +219,17 @@ class Batch:
                     for notebook in gradebook.find_submission(ASSIGNMENT, student.id).notebooks
                     for grade in notebook.grades if grade.cell_type == "code"}
 
+    def outputs(self, student: str) -> str:
+        """What every test cell of the student's graded notebook shows (the verdicts' messages)."""
+        path = self.course / "autograded" / student / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+        texts = []
+        for cell in json.loads(path.read_text()).get("cells", []) if path.exists() else []:
+            if cell.get("metadata", {}).get("nbgrader", {}).get("grade") and cell.get("cell_type") == "code":
+                for output in cell.get("outputs", []):
+                    text = output.get("text") or output.get("evalue") or ""
+                    texts.append("".join(text) if isinstance(text, list) else text)
+        return "\n".join(texts)
+
     def report(self, student: str) -> dict:
         path = self.course / "autograded" / student / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
         return hostile.report_of(path) or {}
@@ -208,6 +237,36 @@ class Batch:
     def feedback_text(self, student: str) -> str:
         page = self.course / "feedback" / student / ASSIGNMENT / f"{ASSIGNMENT}.html"
         return " ".join(page.read_text(errors="replace").split()) if page.exists() else ""
+
+
+def in_a_terminal(command: list[str], cwd: Path, env: dict, typed: str) -> subprocess.CompletedProcess:
+    """Run ``command`` with a new pseudo-terminal as its controlling terminal and its 0, 1 and
+    2, as an instructor's shell would; type ``typed`` into it at once (it waits there for
+    whoever reads the terminal); return what the terminal showed."""
+    master, slave = pty.openpty()
+
+    def controlling_terminal():
+        os.setsid()
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+    process = subprocess.Popen(command, cwd=cwd, env=env, stdin=slave, stdout=slave, stderr=slave,
+                               preexec_fn=controlling_terminal)
+    os.close(slave)
+    os.write(master, typed.encode())
+    shown, deadline = b"", time.monotonic() + 1200
+    while time.monotonic() < deadline:
+        if select.select([master], [], [], 1.0)[0]:
+            try:
+                chunk = os.read(master, 1 << 16)
+            except OSError:  # EIO: every holder of the terminal closed it
+                chunk = b""
+            if not chunk:
+                break
+            shown += chunk
+        elif process.poll() is not None:
+            break
+    os.close(master)
+    returncode = process.wait(timeout=60)
+    return subprocess.CompletedProcess(command, returncode, shown.decode(errors="replace").replace("\r\n", "\n"))
 
 
 MODES = [(True, "nbgrader autograde"), (True, "maxpool-grader grade"),
@@ -295,6 +354,99 @@ def test_the_caps_held(batch):
     # grader's memory; measured on plain nbgrader, which grades the whole batch in one process
     if batch.command == "nbgrader autograde":
         assert int(batch.peak_file.read_text()) < GRADER_PEAK_MIB
+
+
+# ------------------------------------------------------------------ from inside the box
+GRADER_MODULES = ("maxpool_grader",)  # an import of any of these, in the box, would hold the answer
+
+
+def test_every_attack_from_inside_gets_a_grade_and_a_reason(batch):
+    scores = batch.scores()
+    for attack in batch.inside.values():
+        score, pending = scores[attack.name]
+        assert not pending and batch.feedback_text(attack.name), attack.name
+        assert score <= attack.score, (attack.name, score, attack.what)
+        assert attack.reason in batch.outputs(attack.name), (attack.name, attack.reason)
+
+
+SCAN_WHERE_THE_ANSWER_IS = """
+import json, sys
+import nbformat
+from maxpool_grader.exercise import checks
+cases = [case for check in checks.HIDDEN_CHECKS.values() for case in check.cases()]  # hidden inputs in memory
+source = nbformat.read(sys.argv[1], as_version=4)  # the solution's lines too
+exec(compile(sys.argv[2], "<attack>", "exec"))
+"""
+
+
+def test_the_answer_scan_finds_the_answer_where_it_is():
+    """The scan of inside_reads_answer is no empty gesture: run in a process that imported
+    the grader and read the source notebook, it finds every kind of secret."""
+    params = {"seconds": inside.SCAN_SECONDS, "targets": inside.hashed(inside.answer_secrets())}
+    code = hostile.GUARD + inside.SEARCH + inside.READS_ANSWER + f"\n_hostile_attack({params!r})\n"
+    result = subprocess.run([str(BIN / "python"), "-c", SCAN_WHERE_THE_ANSWER_IS, str(inside.SOURCE_NOTEBOOK), code],
+                            capture_output=True, text=True, timeout=300)
+    report = json.loads(result.stdout.split(hostile.REPORT_PREFIX, 1)[1].splitlines()[0])
+    kinds = {label.rsplit(" ", 1)[0].split(" hidden_")[0] for label in report["found"]}
+    assert kinds == {"solution line", "reference line", "model answer", "rubric", "hidden input"}, report
+
+
+def test_no_process_of_the_box_holds_the_answer(batch):
+    """Neither the kernel nor the verdict process can import the grader, find its files, or
+    hold in memory a line of the solution, the reference, the model answer or the rubric, or
+    a hidden test's input (before it is called with it): the attack's function, which raises
+    INSIDE-FOUND when its process found one, keeps full marks."""
+    found = batch.report("inside_reads_answer")
+    assert found.get("found") == [] and "errors" not in found.get("where", {}), found
+    assert not [name for name in found["imported"] if name.split(": ")[-1].startswith(GRADER_MODULES)], found
+    assert found["memory_mib"] > 20, found  # it did read its memory
+    assert batch.scores()["inside_reads_answer"] == (FULL, False)
+    assert inside.FOUND + " " not in batch.outputs("inside_reads_answer")
+
+
+def test_the_box_holds_no_descriptor_of_the_grader(batch):
+    """The kernel's descriptors are its own channels and /dev/null: no terminal, no log, no
+    file of the grader's. Its marker, written to each of them and past sys.stdout, never
+    reaches the instructor's terminal; the line the instructor typed is read by nobody."""
+    held = batch.report("inside_descriptors")
+    assert held.get("fds"), held
+    foreign = {fd: target for fd, target in held["fds"].items()
+               if not target.startswith(("pipe:", "socket:", "anon_inode:", "/dev/null", "/scratch/", "/proc/"))}
+    assert foreign == {}, foreign
+    assert held["heard"] == [], held
+    assert inside.MARKER not in batch.graded.stdout
+    leaked = [str(path) for folder in ("autograded", "feedback") for path in (batch.course / folder).rglob("*")
+              if path.is_file() and batch.typed in path.read_text(errors="replace")]
+    assert leaked == []
+    assert batch.scores()["inside_descriptors"] == (FULL, False)
+
+
+def test_no_channel_carries_a_solution_between_submissions(batch):
+    """The writer's keyring calls are refused; every other channel it wrote (IPC, an abstract
+    socket with a daemon, /dev/shm, /tmp, HOME, its folder) is its own sandbox's. The reader,
+    graded after it in this course and after every earlier course of this test, finds none
+    and scores what returning zeros scores."""
+    stored = batch.report("inside_channels_a_writes")["stored"]
+    assert all(str(stored[key]).startswith("errno") for key in stored if key.startswith("keyring")), stored
+    assert batch.report("inside_channels_b_reads") == {"found": []}
+    assert batch.scores()["inside_channels_b_reads"] == (ZERO, False)
+
+
+def test_no_word_of_the_box_raises_a_grade(batch):
+    """A function that changes x in place loses "Inputs left unmodified" (the grader reads x
+    back from the memory it handed in); the same function with a harness that says "quiet"
+    and sends the inputs back unchanged scores no more (its replies are refused)."""
+    scores = batch.scores()
+    honest, forged = scores["inside_modifies_inputs"][0], scores["inside_forges_reports"][0]
+    assert honest < FULL and forged <= honest, (honest, forged)
+
+
+def test_what_comes_back_from_the_box_is_bounded(batch):
+    """4 MiB of zeros for dx: refused unread (it cannot be x's shape); the graded notebook and
+    the page stay small."""
+    graded = batch.course / "autograded" / "inside_huge_dx" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    page = batch.course / "feedback" / "inside_huge_dx" / ASSIGNMENT / f"{ASSIGNMENT}.html"
+    assert graded.stat().st_size < 1 << 20 and page.stat().st_size < 2 << 20
 
 
 def test_nothing_is_left_running_or_on_disk(batch):

@@ -202,12 +202,32 @@ def test_the_exchange_way_grades_a_submission_and_refuses_one_made_in_a_classmat
         time.sleep(0.3)
     rows = [row for row in service.wait_idle() if row["way"] == "exchange"]
     graded = [row for row in rows if row["status"] == "graded"]
+    forged = [row for row in rows if row["status"] == "forged"]
     refused = [row for row in rows if row["status"] == "refused"]
     assert [row["student"] for row in graded] == [ALICE], rows
-    assert len(refused) == 2, rows
-    assert any(f"belongs to {EVE}" in row["message"] and "cheating attempt" in row["message"] for row in refused), rows
-    assert any("link" in row["message"] for row in refused), rows
+    # the forgery is Eve's record, naming whom it claimed; the link she planted in her own name is hers too
+    assert [(row["student"], row["claimed"]) for row in forged] == [(EVE, ALICE)], rows
+    assert forged[0]["message"].startswith(f"forged by {EVE}, claiming {ALICE}: its folder belongs to {EVE}")
+    assert "cheating attempt" in forged[0]["message"]
+    assert [row["student"] for row in refused] == [EVE] and "link" in refused[0]["message"], rows
     assert "cheating attempt" in service.output()  # named to the instructor where the service reports
+    alice, _ = _session(links(course)[ALICE])
+    assert "forged" not in alice.get(service.base, timeout=30).text  # never on the victim's page
+    eve, _ = _session(links(course)[EVE])
+    assert f"forged by {EVE}, claiming {ALICE}" in eve.get(service.base, timeout=30).text
+    for _ in range(3):  # three more forgeries: the account's limit is 3 an hour, the last is not even read
+        again = student_nbgrader(EVE, course, "submit", ASSIGNMENT, f"--student={ALICE}")
+        assert again.returncode == 0, again.stdout + again.stderr
+    instructor = requests.Session()
+    instructor.get((course / ".maxpool-grader" / "serve" / "instructor-link").read_text().strip(), timeout=30)
+    deadline = time.monotonic() + 60
+    while "made more than 3 forged submissions in an hour" not in (view := instructor.get(
+            service.base + "instructor", timeout=30).text):
+        assert time.monotonic() < deadline, (service.attempts(), view)
+        time.sleep(0.3)
+    assert view.count(f"forged by {EVE}, claiming {ALICE}") >= 3  # the table, and the events
+    assert [row["student"] for row in service.attempts() if row["status"] == "forged"] == [EVE] * 3
+    assert not [row for row in service.attempts() if row["student"] == ALICE and row["status"] != "graded"]
 
     fetched = student_nbgrader(ALICE, course, "fetch_feedback", ASSIGNMENT)
     assert fetched.returncode == 0, fetched.stdout + fetched.stderr

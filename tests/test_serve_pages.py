@@ -70,3 +70,15 @@ def test_the_home_page_says_what_each_level_shows_the_deadline_or_none_and_part_
                                   "html.parser").get_text(" ").split())
     assert "This assignment has no deadline." in page and "Deadline" not in page and "Until the deadline" not in page
     assert "Read your final feedback" in page and "comes when your instructor releases it" not in page
+
+
+def test_the_waiting_page_says_a_finished_attempt_in_sentences():
+    from maxpool_grader.serve.pages import attempt_progress
+    from maxpool_grader.serve.queue import Attempt
+    message = ("Grading this submission failed twice; your instructor has been told. This attempt does not count "
+               "against your limit.")
+    failed = Attempt(1, "s", "a", "web", "", 0.0, "failed", 2, message, {}, None)
+    said = attempt_progress(None, failed, "/attempt/1")["text"]
+    assert said == f"Failed: {message}" and ".." not in said and "told. this" not in said
+    graded = Attempt(2, "s", "a", "web", "", 0.0, "graded", 1, "", {"score": 3, "max_score": 20}, None)
+    assert attempt_progress(None, graded, "/attempt/2")["text"] == "Graded: 3 of 20. Your feedback is ready."

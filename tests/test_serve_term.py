@@ -8,6 +8,9 @@ The tests of this module share one course and run in order."""
 
 from __future__ import annotations
 
+import json
+import re
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -15,9 +18,12 @@ from pathlib import Path
 import nbformat
 import pytest
 import requests
-from helpers import ASSIGNMENT, BIN, ROOT, user_account
+from corpus import ZEROS, notebook_with
+from helpers import ASSIGNMENT, BIN, ROOT, all_grades, as_user, copy_course, free_port, sqlite, user_account
 from test_serve import (
+    LOOP_CORRECT,
     Running,
+    _feedback,
     _session,
     _upload,
     exchange_course,
@@ -49,11 +55,11 @@ def service(course):
     yield from started_service(course)
 
 
-def tokens(course: Path, service: Running, *options: str) -> str:
+def tokens(course: Path, service: Running, *options: str, status: int = 0) -> str:
     done = subprocess.run([str(BIN / "maxpool-grader"), "tokens", "--base-url", service.base, "--course-dir",
                            str(course), *options], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stdout + done.stderr
-    return done.stdout
+    assert done.returncode == status, done.stdout + done.stderr
+    return done.stdout + done.stderr
 
 
 def within(seconds: float, check) -> float:
@@ -82,7 +88,9 @@ def test_a_student_taken_off_the_roster_is_refused_everywhere_within_seconds(cou
     again = requests.get(link, timeout=30)  # her link
     assert again.status_code == 403 and "roster (any more)" in again.text
     sent = _upload(service, ruth, xsrf, notebook_of(""))
-    assert sent.status_code == 403
+    assert sent.status_code == 403 and "roster (any more)" in sent.text
+    assert any(row["student"] == "ruth" and row["status"] == "refused" and "roster (any more)" in row["message"]
+               for row in service.attempts())  # on the live view, as every refusal
     submitted = student_nbgrader(ZOE, course, "submit", ASSIGNMENT)  # the exchange way
     assert submitted.returncode == 0, submitted.stdout + submitted.stderr
     within(PROMPT + 5, lambda: any(row["student"] == ZOE and row["status"] == "refused"
@@ -171,3 +179,201 @@ def test_an_exchange_notebook_under_a_copy_name_is_graded_and_any_other_name_say
     newest = sorted((home / "feedback").glob("*/Untitled.html"))[-1].read_text()
     assert f"no notebook named {ASSIGNMENT}.ipynb (Untitled.ipynb)" in newest and "Rename your notebook" in newest
     assert service.attempts()[-1]["message"].startswith("Your submission has no notebook")
+
+
+def test_revoke_takes_only_a_student_of_the_course_and_restore_undoes_it(course, service):
+    generations = course / ".maxpool-grader" / "serve" / "generations.json"
+    kept = generations.read_bytes() if generations.exists() else None
+    said = tokens(course, service, "--revoke", "tes", status=2)  # a typo of tess
+    assert "'tes' is not a student of this course" in said and "did you mean tess" in said
+    assert "Nothing was changed" in said
+    assert (generations.read_bytes() if generations.exists() else None) == kept
+    first = links(course)["tess"]
+    tess, _ = _session(first)
+    tokens(course, service, "--revoke", "tess")  # by mistake: it was someone else's link that leaked
+    revoked = links(course)["tess"]
+    within(PROMPT, lambda: home_status(service, tess) == 403)
+    said = tokens(course, service, "--restore", "tess")
+    assert "tess: the last revocation is undone" in said and links(course)["tess"] == first
+    within(PROMPT, lambda: requests.get(first, timeout=30).status_code == 200)  # the link she has works again
+    assert requests.get(revoked, timeout=30).status_code == 403  # the one given at the revocation does not
+    assert "is not revoked" in tokens(course, service, "--restore", "tess", status=2)
+    tokens(course, service, "--revoke", "tess")
+    assert links(course)["tess"] not in (first, revoked)  # a generation is never given twice
+
+
+def raw_upload(service: Running, session: requests.Session | None, length: int, sent: bytes) -> tuple[int, str]:
+    """A POST to /upload announcing ``length`` bytes of body, of which only ``sent`` is sent:
+    the status and page the service answers with before the rest would arrive."""
+    cookies = "; ".join(f"{c.name}={c.value}" for c in session.cookies) if session else ""
+    head = (f"POST /upload HTTP/1.1\r\nHost: 127.0.0.1:{service.port}\r\nContent-Length: {length}\r\n"
+            "Content-Type: multipart/form-data; boundary=XyZ\r\n" + (f"Cookie: {cookies}\r\n" if cookies else "")
+            + "\r\n").encode()
+    with socket.create_connection(("127.0.0.1", service.port), timeout=30) as connection:
+        connection.sendall(head + sent)
+        answer = b""
+        while b"\r\n\r\n" not in answer or len(answer.split(b"\r\n\r\n", 1)[1]) < int(
+                re.search(rb"Content-Length: (\d+)", answer.split(b"\r\n\r\n", 1)[0]).group(1)):
+            more = connection.recv(65536)
+            assert more, answer[:500]
+            answer += more
+    return int(answer.split()[1]), answer.split(b"\r\n\r\n", 1)[1].decode()
+
+
+def test_an_upload_is_decided_before_its_body_is_read(course, service):
+    """No session: no body; a Content-Length past the limit, of any size: the service's own
+    page, answered before the body (of which only 64 KiB is sent here)."""
+    part = b"--XyZ\r\n" + b"x" * 65536
+    status, page = raw_upload(service, None, 200 << 20, part)
+    assert status == 403 and "Please open your personal link" in page
+    uma, _ = _session(links(course)["uma"])
+    before = len(service.attempts())
+    for size, said in ((3 << 20, "3 MiB"), (5 << 30, "5 GiB")):
+        status, page = raw_upload(service, uma, size, part)
+        assert status == 413 and f"The file is too large ({said}; the limit is 2048 KiB)" in page, page[:800]
+    rows = service.attempts()[before:]
+    assert [(row["student"], row["status"]) for row in rows] == [("uma", "refused")] * 2
+
+
+def test_a_nul_in_a_file_name_and_an_nbformat_3_notebook_are_answered_in_sentences(course, service):
+    vic, xsrf = _session(links(course)["vic"])
+    body = (f'--XyZ\r\nContent-Disposition: form-data; name="_xsrf"\r\n\r\n{xsrf}\r\n--XyZ\r\n'
+            'Content-Disposition: form-data; name="notebook"; filename="max_pool\0backward.ipynb"\r\n'
+            'Content-Type: application/octet-stream\r\n\r\n').encode() + notebook_of("") + b"\r\n--XyZ--\r\n"
+    answer = vic.post(service.base + "upload", data=body, allow_redirects=False, timeout=30,
+                      headers={"Content-Type": "multipart/form-data; boundary=XyZ"})
+    assert answer.status_code == 400 and "Your upload could not be read" in answer.text, answer.text[:500]
+    junk = json.dumps({"cells": [{"metadata": {"nbgrader": {"grade_id": "max_pool_backward"}}}]}).encode()
+    answer = _upload(service, vic, xsrf, junk)  # a file holding only the grade_id: no notebook, not counted
+    assert answer.status_code == 400 and "does not follow the notebook format" in answer.text, answer.text[:500]
+    assert service.attempts()[-1]["status"] == "refused"
+    old = nbformat.convert(nbformat.reads(notebook_of(LOOP_CORRECT).decode(), as_version=4), 3)
+    answer = _upload(service, vic, xsrf, nbformat.v3.writes_json(old).encode())  # nbformat 3: graded, counted
+    assert answer.status_code == 303, answer.text[:500]
+    number = int(answer.headers["Location"].rsplit("/", 1)[1])
+    within(180, lambda: next(row for row in service.attempts() if row["id"] == number)["status"] == "graded")
+    graded = next(row for row in service.attempts() if row["id"] == number)
+    assert json.loads(graded["result"])["score"] > 0
+
+
+def test_the_exchange_says_a_notebook_s_real_size(course, service):
+    inbound = Path(re.search(r"c.Exchange.root = '([^']+)'", (course / "nbgrader_config.py").read_text()).group(1),
+                   ASSIGNMENT, "inbound")
+    before = len(service.attempts())
+    for size, said in (("3M", "3 MiB"), ("5G", "5 GiB")):  # the 5 GiB one is sparse: never read
+        folder = inbound / f"{ZOE}+{ASSIGNMENT}+2026-11-26 10:00:0{size[0]}.000000 UTC+big"
+        made = subprocess.run(as_user(ZOE, ["sh", "-c", f'mkdir "{folder}" && truncate -s {size} "{folder}/'
+                                                        f'{ASSIGNMENT}.ipynb" && echo 0123456789abcdef0123 > '
+                                                        f'"{folder}/submission_secret.txt"'], {}), check=False)
+        assert made.returncode == 0
+        within(PROMPT + 5, lambda folder=folder: any(row["source"] == folder.name for row in service.attempts()))
+        row = next(row for row in service.attempts() if row["source"] == folder.name)
+        assert row["status"] == "refused" and f"The file is too large ({said}; the limit is 2048 KiB)" in row["message"]
+    assert len(service.attempts()) == before + 2
+
+
+def test_an_attempt_graded_while_its_student_leaves_the_roster_is_not_kept(course, service):
+    sam, xsrf = _session(links(course)["sam"])
+    slow = LOOP_CORRECT + "\nimport time\ntime.sleep(1)\n"  # a little longer to leave the roster meanwhile
+    answer = _upload(service, sam, xsrf, notebook_of(slow))
+    assert answer.status_code == 303, answer.text[:500]
+    number = int(answer.headers["Location"].rsplit("/", 1)[1])
+    roster = (course / "roster.csv").read_text()
+    within(120, lambda: next(row for row in service.attempts() if row["id"] == number)["status"] == "grading")
+    (course / "roster.csv").write_text("".join(line + "\n" for line in roster.splitlines()
+                                              if not line.startswith("sam,")))
+    try:
+        within(180, lambda: next(row for row in service.attempts() if row["id"] == number)["status"]
+               not in ("queued", "grading"))
+    finally:
+        (course / "roster.csv").write_text(roster)
+    row = next(row for row in service.attempts() if row["id"] == number)
+    assert row["status"] == "refused" and "roster (any more)" in row["message"], row
+    from nbgrader.api import Gradebook
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:  # nothing of it reached the gradebook
+        assert not gradebook.find_student("sam").submissions
+    assert not (course / "submitted" / "sam").exists() or not any((course / "submitted" / "sam").iterdir())
+    assert not (course / ".maxpool-grader" / "serve" / "before" / str(number)).exists()
+
+
+def test_every_shape_of_notebook_is_graded_through_the_service_with_its_reason(course, service):
+    """What nbgrader's own steps failed on (a pasted solution cell, 50 copies of it, a deleted
+    answer, moved cells, nbformat 3): each upload is graded, counted, and its page says why."""
+    from test_faults import SHAPES
+    release = nbformat.read(ROOT / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", as_version=4)
+    uma, xsrf = _session(links(course)["uma"])
+    uploads = {name: nbformat.writes(SHAPES[name][0](notebook_with(release, LOOP_CORRECT))).encode()
+               for name in ("pasted_solution", "fifty_copies", "deleted_answer", "moved_cells")}
+    uploads["nbformat_3"] = nbformat.writes(nbformat.convert(notebook_with(release, LOOP_CORRECT), 3), 3).encode()
+    reasons = {name: SHAPES[name][2] for name in SHAPES} | {"nbformat_3": "Passed"}
+    for name, content in uploads.items():
+        answer = _upload(service, uma, xsrf, content)
+        assert answer.status_code == 303, (name, answer.text[:500])
+        page = _feedback(service, uma, answer.headers["Location"])
+        number = int(answer.headers["Location"].rsplit("/", 1)[1])
+        row = next(row for row in service.attempts() if row["id"] == number)
+        assert row["status"] == "graded", (name, row)
+        assert reasons[name] in " ".join(page.text.split()), name
+
+
+def _kill_grading_workers(service: Running) -> int:
+    """SIGKILL the service's grading workers (its forked children, not its zygotes): what a
+    machine out of memory does to them. How many were killed."""
+    import psutil
+    serve = psutil.Process(service.process.pid)
+    workers = [child for child in serve.children() if child.cmdline() == serve.cmdline()]
+    for worker in workers:
+        worker.kill()
+    return len(workers)
+
+
+def test_a_failed_attempt_never_replaces_the_graded_one(course, service):
+    """Uploaded correct (15 of Part B), then again; the second attempt's grading fails twice
+    (its workers killed each time it is graded: a fault of the grader). The first attempt
+    stands everywhere: submitted/ holds its notebook, the gradebook its grades and timestamp,
+    the service says why the second failed and where its whole log is, and ``grade --force``
+    at the deadline keeps the 15. Runs last: it stops the service."""
+    tess, xsrf = _session(links(course)["tess"])
+    first = _upload(service, tess, xsrf, notebook_of(LOOP_CORRECT))
+    number = int(first.headers["Location"].rsplit("/", 1)[1])
+    within(180, lambda: next(row for row in service.attempts() if row["id"] == number)["status"] == "graded")
+    submitted = course / "submitted" / "tess" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    graded_notebook, graded = submitted.read_bytes(), all_grades(sqlite(course))
+    tess_grades = {cell: score for (student, cell), score in graded.items() if student == "tess"}
+    assert sum(score for cell, score in tess_grades.items() if cell != "part_a_derivation") == 15
+
+    second = _upload(service, tess, xsrf, notebook_of(ZEROS))
+    again = int(second.headers["Location"].rsplit("/", 1)[1])
+    killed = 0
+    deadline = time.monotonic() + 300
+    while (row := next(row for row in service.attempts() if row["id"] == again))["status"] != "failed":
+        assert time.monotonic() < deadline and row["status"] != "graded", row
+        if row["status"] == "grading":
+            killed += _kill_grading_workers(service)
+        time.sleep(0.05)
+    assert killed >= 2
+    assert submitted.read_bytes() == graded_notebook
+    assert {cell: score for (student, cell), score in all_grades(sqlite(course)).items() if student == "tess"} == \
+        tess_grades
+    said = service.output()
+    assert f"attempt {again} of tess FAILED: grading failed twice: a grading worker died while grading it" in said
+
+    service.stop()
+    regraded = subprocess.run([str(BIN / "maxpool-grader"), "grade", "--force", "-q", "--course-dir", str(course)],
+                              capture_output=True, text=True, timeout=600)
+    assert regraded.returncode == 0, regraded.stdout + regraded.stderr
+    assert {cell: score for (student, cell), score in all_grades(sqlite(course)).items() if student == "tess"} == \
+        tess_grades
+
+
+def test_a_port_in_use_is_a_sentence(tmp_path):
+    course = copy_course(tmp_path / "course", with_submissions=False)
+    port = free_port()
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", port))
+        taken.listen()
+        started = subprocess.run([str(BIN / "maxpool-grader"), "serve", "--course-dir", str(course), "--port",
+                                  str(port), "--workers", "1", "--no-exchange"], capture_output=True, text=True,
+                                 timeout=300)
+    assert started.returncode == 1 and "Traceback" not in started.stdout + started.stderr
+    assert f"the web page cannot listen on 127.0.0.1:{port}" in started.stderr and "--port" in started.stderr

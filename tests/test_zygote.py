@@ -157,10 +157,12 @@ def test_a_warm_process_is_confined_exactly_like_a_cold_one(bare_zygote, box, pr
         "bin", "dev", "etc", "lib", "lib32", "lib64", "libx32", "proc", "root", "run", "sbin", "scratch", "tmp",
         "usr", "opt", "home", "work", "srv"}.union({Path(sys.prefix).parts[1], Path(sys.base_prefix).parts[1]})
     # /tmp is a link into /scratch, unless Python itself lives under /tmp (a clone in /tmp)
-    tmp_is_scratch = not any(tree.startswith("/tmp/") for tree in filesystem.read_only_trees(False))
+    tmp_is_scratch = not any(tree.startswith("/tmp/") for tree in filesystem.read_only_trees())
     assert (warm["writes_cwd"], warm["writes_tmp"], warm["writes_root"]) == (True, tmp_is_scratch, False)
     assert warm["network_interfaces"] == ["lo"] and warm["limits"] == {"RLIMIT_AS": 1 << 30, "RLIMIT_CORE": 0}
-    assert warm["fds"] == [0, 1, 2, 3, 4]  # the report's pipe and the one listdir opened
+    # the report's pipe and the one listdir opened, cold and warm: nothing bwrap was given
+    # (its seccomp filter, the submission's files) nor anything of the grader's
+    assert warm["fds"] == [0, 1, 2, 3, 4] and cold["fds"][:3] == [0, 1, 2] and len(cold["fds"]) == 5
     assert warm["env"] == dict(env, PWD=filesystem.WORKDIR)  # exactly what bwrap passes on
     assert warm["processes_seen"] == 3  # the sandbox's init, its holder, itself
     if box.cgroup is not None:  # in the submission's cgroup, cold and warm
@@ -260,7 +262,7 @@ def test_warm_verdicts_are_the_cold_verdicts(name):
     grade_ids = ["hidden_overlapping_windows", "hidden_ties_first_maximum"]
     found = {}
     for warm in (False, True):
-        wrap = sealed_box.untrusted_process_wrapper("required", LOG, warm=warm)
+        wrap = solution_process.untrusted_process_wrapper("required", LOG, warm=warm)
         found[warm] = verdicts("import numpy as np\n" + SOLUTIONS[name], grade_ids=grade_ids,
                                limits=QUICK, wrap=wrap)
     assert {key: (v.passed, v.kind, v.message) for key, v in found[True].items()} == \
@@ -272,7 +274,7 @@ def test_warm_verdicts_are_the_cold_verdicts(name):
 
 
 def test_a_killed_verdict_zygote_is_started_again():
-    wrap = sealed_box.untrusted_process_wrapper("required", LOG, warm=True)
+    wrap = solution_process.untrusted_process_wrapper("required", LOG, warm=True)
     verdicts("import numpy as np\n" + ZEROS, grade_ids=["hidden_gradient_check"], limits=QUICK, wrap=wrap)
     first = solution_process.verdict_zygote()
     first.process.kill()
@@ -330,12 +332,13 @@ import logging, sys
 import nbformat
 from nbclient import NotebookClient
 from maxpool_grader.sandbox import box as sealed_box, kernels
+from maxpool_grader.verdict import process as solution_process
 from maxpool_grader.verdict.verdicts import verdicts
 
 box, log = sealed_box.Box(log=logging.getLogger("dots")), logging.getLogger("dots")
 try:
     found = verdicts(sys.argv[1], grade_ids=["hidden_gradient_check"],
-                     wrap=sealed_box.untrusted_process_wrapper("required", log, box))
+                     wrap=solution_process.untrusted_process_wrapper("required", log, box))
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print(6 * 7)")])
     NotebookClient(notebook, timeout=30, kernel_name="python3",
                    kernel_manager_class=kernels.kernel_manager("required", 4096 << 20, log, box)).execute()
@@ -363,22 +366,26 @@ def test_a_python_named_through_dots_still_starts_in_the_sandbox():
 ZYGOTE_IMPORTS = """
 import json, os, sys, threading
 before = set(os.listdir("/proc/self/fd"))
-import maxpool_grader.verdict.kernel_zygote as kernel_zygote
-from maxpool_grader.exercise import rules
+import kernel_zygote
 print(json.dumps({"threads": threading.active_count(), "new_fds": sorted(set(os.listdir("/proc/self/fd")) - before),
                   "missing": [name for name in kernel_zygote.KERNEL_START_MODULES if name not in sys.modules],
-                  "numerical_gradients": len(rules._NUMERICAL)}))
+                  "grader": sorted(name for name in sys.modules if name.startswith("maxpool"))}))
 """
 
 
-def test_what_the_kernel_zygote_imports_starts_no_thread_and_opens_no_file():
-    """A forked child keeps only the thread that forked it, and would inherit any open file:
-    the kernel zygote's imports (and its warm_up_checks) must leave neither."""
-    result = subprocess.run([sys.executable, "-c", ZYGOTE_IMPORTS], capture_output=True, text=True, timeout=120,
-                            env=filesystem.environment(home=tempfile.gettempdir(), **filesystem.kernel_search_path()))
+def test_what_the_kernel_zygote_imports_starts_no_thread_opens_no_file_and_holds_no_grader(tmp_path):
+    """A forked child keeps only the thread that forked it, and would inherit any open file
+    and every module: the kernel zygote's imports, run from a copy of its program as
+    kernels.start_kernel_zygote runs it, leave neither a thread nor a file, and no module of
+    the grader (whose package holds the answer)."""
+    for program in (kernels.KERNEL_ZYGOTE_PROGRAM, Path(zygote.__file__)):
+        shutil.copyfile(program, tmp_path / program.name)
+    result = subprocess.run([sys.executable, "-c", "import sys; sys.path.insert(0, sys.argv[1])\n" + ZYGOTE_IMPORTS,
+                             str(tmp_path)], capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                            env=filesystem.environment(home=str(tmp_path)))
     assert result.returncode == 0 and not result.stderr, result.stderr[-2000:]
     found = json.loads(result.stdout)
-    assert found == {"threads": 1, "new_fds": [], "missing": [], "numerical_gradients": 4}, found
+    assert found == {"threads": 1, "new_fds": [], "missing": [], "grader": []}, found
 
 
 READY = """

@@ -6,7 +6,9 @@
   ``NbGraderAPI`` each; a submission's follow-up, its feedback, on the same worker);
 * ``batch``: a class's submissions run on a backend, with ``progress`` shown;
 * ``warm``: what the command does once before it forks the workers (their zygotes,
-  started while it prepares; the warm-up they inherit).
+  started while it prepares; the warm-up they inherit);
+* ``control``: the control submission a backend's workers grade before any grade is
+  written (the reference solution and the blank release notebook, recorded by no one).
 
 May import: ``names``, ``exercise``, ``sandbox``, ``verdict``, ``glue``, ``course``.
 """

@@ -7,6 +7,12 @@ one submission at a time, each in a fresh kernel, through nbgrader's own ``autog
 with the course's ``nbgrader_config.py``: the grades are the ones plain
 ``nbgrader autograde`` records (a test compares them cell for cell).
 
+Before a pool records any grade, one of its workers grades the control submission
+(control.py): the others grade meanwhile, and their grades wait to be written until it
+passed (glue/recording.py); when it fails nothing is written, and every submission comes
+back with the control's sentence as its ``fault``. The workers are forks of one process,
+so one control stands for them all.
+
 A submission's ``then`` (its feedback, say) runs in the same worker right after its
 grading, not in a second pool once every submission is graded: a new pool imported
 nbconvert, nbgrader and matplotlib again and warmed its caches again, and the feedback's
@@ -19,6 +25,7 @@ from __future__ import annotations
 import gc
 import multiprocessing
 import os
+import re
 import signal
 import time
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -30,13 +37,19 @@ from typing import Callable
 from ..course.directory import nbgrader_api
 from ..course.jobs import JobResult
 from ..glue.nbgrader_costs import close_pooled_connections
-from ..names import ASSIGNMENT, KERNEL_IMPORT_FAILED
+from ..glue.recording import set_gate
+from ..names import ASSIGNMENT
+from ..sandbox.box import GraderFault
 from ..sandbox.zygote import die_with_parent
+from .control import ControlResult, run_control
 from .interface import GradingBackend, WorkerDied
 from .warm import adopt_zygotes
 
 _API = None
 _ZYGOTES: list = [(), None]  # the zygotes for the workers forked next, and a count of those taken
+_CONTROL: list = [None, None]  # the pool's control: its state (CONTROL_STATES) and its sentence, shared
+NOT_RUN, RUNNING, PASSED, FAILED = range(4)
+CONTROL_WAIT_SECONDS = 600  # how long a grade waits for the control (a correct one takes seconds)
 
 
 def default_workers() -> int:
@@ -114,6 +127,7 @@ class LocalPool(GradingBackend):
                 self.before_fork()
             gc.freeze()  # what this process made so far: never collected (nor copied) by the workers' GC
             _ZYGOTES[:] = [self.zygotes, multiprocessing.Value("i", 0)]  # inherited by the workers forked now
+            _CONTROL[:] = [multiprocessing.Value("i", NOT_RUN), multiprocessing.Array("c", 1 << 14)]
             self.executor = ProcessPoolExecutor(max_workers=self.workers,
                                                 mp_context=multiprocessing.get_context("fork"),
                                                 initializer=start_grading_worker,
@@ -163,21 +177,64 @@ def worker_api():
 
 def pool_job(student: str, assignment: str, autograde: bool, create: bool, then: Callable | None,
              args: tuple) -> JobResult:
-    """One submission in a worker: its autograde, then ``then`` when that worked."""
-    graded = autograde_job(student, assignment, create) if autograde else JobResult(student, True)
+    """One submission in a worker: its autograde (the pool's control first, if no worker ran
+    it yet; nothing when it failed), then ``then`` when that worked."""
+    if autograde:
+        failed = _control_first(assignment)
+        graded = JobResult(student, False, fault=failed) if failed else autograde_job(student, assignment, create)
+    else:
+        graded = JobResult(student, True)
     if then is not None and graded.success:
         graded.then = then(student, assignment, graded, *args)
     return graded
 
 
+def _control_first(assignment: str) -> str:
+    """Run the pool's control here if no worker has; its sentence when it failed, else ""."""
+    state, sentence = _CONTROL
+    if state is None:  # not a pool's worker
+        return ""
+    with state.get_lock():
+        mine = state.value == NOT_RUN
+        if mine:
+            state.value = RUNNING
+    if mine:
+        result = control_job(assignment)
+        if not result.passed:
+            sentence.value = result.sentence().encode()[:(1 << 14) - 1]
+        state.value = PASSED if result.passed else FAILED
+    return sentence.value.decode(errors="replace") if state.value == FAILED else ""
+
+
+def control_job(assignment: str) -> ControlResult:
+    """The control submission, graded in this worker with its NbGraderAPI's configuration."""
+    return run_control(Path(_API.coursedir.root), _API.config, assignment=assignment)
+
+
+def _wait_for_control() -> None:
+    """The gate before a grade is written (glue/recording.py): the pool's control passed."""
+    state, sentence = _CONTROL
+    deadline = time.monotonic() + CONTROL_WAIT_SECONDS
+    while state is not None and state.value in (NOT_RUN, RUNNING):
+        if time.monotonic() > deadline:
+            raise GraderFault(f"the control submission did not finish within {CONTROL_WAIT_SECONDS} s")
+        time.sleep(0.02)
+    if state is not None and state.value == FAILED:
+        raise GraderFault(sentence.value.decode(errors="replace"))
+
+
 def autograde_job(student: str, assignment: str, create: bool = True) -> JobResult:
     started, cpu = time.monotonic(), time.process_time()
-    result = _API.autograde(assignment, student, force=True, create=create)
-    if not result["success"] and "database is locked" in (result.get("log") or ""):
-        result = _API.autograde(assignment, student, force=True, create=create)  # one retry
+    set_gate(_wait_for_control)  # its grades are written once the pool's control passed
+    try:
+        result = _API.autograde(assignment, student, force=True, create=create)
+        if not result["success"] and "database is locked" in (result.get("log") or ""):
+            result = _API.autograde(assignment, student, force=True, create=create)  # one retry
+    finally:
+        set_gate(None)
     return JobResult(student, bool(result["success"]), seconds=time.monotonic() - started,
-                     cpu_seconds=time.process_time() - cpu,
-                     import_failed=kernel_import_failed(result), log=failure_log(result, 4000))
+                     cpu_seconds=time.process_time() - cpu, log=failure_log(result, FULL_LOG),
+                     fault=fault_in(result))
 
 
 def feedback_job(student: str, assignment: str, graded: JobResult | None = None) -> JobResult:
@@ -194,14 +251,20 @@ def ready() -> int:
     return os.getpid()
 
 
+FULL_LOG = 1 << 20  # characters of a failed job's log kept: the whole of it, in practice
+
+
+def fault_in(result: dict) -> str:
+    """A fault of the grader that failed the job (a GraderFault's message), or ""."""
+    if result["success"]:
+        return ""
+    found = re.findall(r"GraderFault: (.+)", (result.get("log") or "") + str(result.get("error") or ""))
+    return found[-1].strip() if found else ""
+
+
 def failure_log(result: dict, characters: int) -> str:
     """The end of an nbgrader API call's log, and its error, when it failed."""
     return "" if result["success"] else (result.get("log") or "")[-characters:] + str(result.get("error") or "")
-
-
-def kernel_import_failed(result: dict) -> bool:
-    """Whether a test cell of the submission could not import the grader in its kernel."""
-    return KERNEL_IMPORT_FAILED in (result.get("log") or "")
 
 
 def let_go(zygotes) -> tuple:

@@ -12,6 +12,7 @@ import nbformat
 from nbgrader.converters import GenerateFeedback
 
 from ..course.directory import course_config, nbgrader_api, notebook_path, say
+from ..exercise.checks import warm_up_checks
 from ..exercise.part_a import figure_png
 from ..glue.sealedbox import SealedBox
 from ..names import ASSIGNMENT, RESOURCES_KEY
@@ -47,14 +48,13 @@ def adopt_zygotes(zygotes, taken) -> None:
 
 
 def _assignment_code(course: Path, assignment: str) -> list[str]:
-    """The code cells of the source and release notebooks: what a graded notebook holds of
-    the assignment (provided cells, tests with their hidden part)."""
-    cells = []
-    for step in ("source", "release"):
-        with contextlib.suppress(OSError, ValueError):
-            nb = nbformat.read(notebook_path(course, step, ".", assignment), as_version=4)
-            cells += [cell.source for cell in nb.cells if cell.cell_type == "code"]
-    return list(dict.fromkeys(cells))
+    """The code cells of the release notebook: what every student has of the assignment. Never
+    the source notebook's: every kernel holds what its zygote read, and the source holds the
+    solution and the hidden tests (a hidden test cell is not run in the kernel anyway)."""
+    with contextlib.suppress(OSError, ValueError):
+        nb = nbformat.read(notebook_path(course, "release", ".", assignment), as_version=4)
+        return list(dict.fromkeys(cell.source for cell in nb.cells if cell.cell_type == "code"))
+    return []
 
 
 def warm_up(course: Path, db_url: str, assignment: str = ASSIGNMENT) -> None:
@@ -64,6 +64,7 @@ def warm_up(course: Path, db_url: str, assignment: str = ASSIGNMENT) -> None:
     once here before the workers are forked from this process. What it leaves are caches of
     pure functions of their inputs: every verdict and page is the same byte for byte."""
     figure_png(backward=True)
+    warm_up_checks()  # the verdicts' numerical gradients, computed once for every worker
     release = notebook_path(course, "release", ".", assignment)
     try:
         nb = nbformat.read(release, as_version=4)

@@ -1,9 +1,10 @@
 """``maxpool-grader doctor``: which of the grading guarantees hold on this machine, for the
 user who runs it, each with the one step that would make it hold.
 
-It asks exactly what grading asks (``box.bwrap_works``, ``cgroups.available``, the
-gradebook's connection, ``glue.patches.mismatches``), as the same user, so what it prints
-is what a grading run here gets (tests/test_doctor.py runs it as root and as a normal user
+It asks exactly what grading asks (``box.bwrap_works``, ``cgroups.available``, the seccomp
+filter, the gradebook's connection, ``glue.patches.mismatches``, and the control submission
+every grading backend grades first), as the same user, so what it prints is what a grading
+run here gets (tests/test_doctor.py runs it as root and as a normal user
 and compares).
 """
 
@@ -16,9 +17,11 @@ from pathlib import Path
 
 from sqlalchemy import create_engine, text
 
-from ..course.directory import configured_db_url
+from ..backend.control import run_control
+from ..course.directory import configured_db_url, course_config, notebook_path
 from ..glue.patches import mismatches
-from ..sandbox import box, cgroups
+from ..names import ASSIGNMENT
+from ..sandbox import box, cgroups, seccomp
 
 
 @dataclass(frozen=True)
@@ -127,8 +130,28 @@ def _patches() -> Guarantee:
     return Guarantee("nbgrader", True, "every patch of nbgrader fits the installed versions")
 
 
+def _seccomp() -> Guarantee:
+    if seccomp.filter_program() is None:
+        return Guarantee("keyring", False, seccomp.why_unavailable(), "apt-get install libseccomp2; pip install -e .")
+    return Guarantee("keyring", True, "a seccomp filter refuses the keyring calls in every sandbox: no submission "
+                                    "can leave anything for another")
+
+
+def _control(course: Path, db_url: str | None) -> Guarantee:
+    """The control submission every grading backend runs first (backend/control.py)."""
+    if not (course / "nbgrader_config.py").is_file() or not notebook_path(course, "release", ".", ASSIGNMENT).exists():
+        return Guarantee("control", True, f"not checked: {course} has no released notebook (pass --course-dir, or "
+                                        "release it: maxpool-grader grade does)", needed=False)
+    found = run_control(course, course_config(course, db_url or configured_db_url(course)))
+    if found.passed:
+        return Guarantee("control", True, f"the reference solution gets every point and the blank release none, "
+                                        f"graded in the sandbox ({found.seconds:.1f} s)")
+    return Guarantee("control", False, found.sentence(), "see docs/security.md#control")
+
+
 def guarantees(course: Path, db_url: str | None = None) -> list[Guarantee]:
-    return [*_sandbox(), _cgroup(), _user(), _gradebook(course, db_url), _patches()]
+    return [*_sandbox(), _cgroup(), _seccomp(), _user(), _gradebook(course, db_url), _patches(),
+            _control(course, db_url)]
 
 
 def summary(found: list[Guarantee]) -> str:

@@ -16,7 +16,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import textwrap
 from importlib.metadata import PackageNotFoundError, version
@@ -25,7 +24,7 @@ from pathlib import Path
 from ..authoring.check import check
 from ..cluster import tls
 from ..course import directory
-from ..course.directory import configured_db_url, nbgrader_environment
+from ..course.directory import configured_db_url, use_nbgrader_environment
 from ..course.roster import RosterError, import_roster
 from ..grading.grade import grade
 from ..grading.similarity import THRESHOLD
@@ -218,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
         return grade(args.course_dir, workers=args.workers, force=args.force, db_url=args.db,
                      similarity_threshold=args.similarity_threshold, cluster=args.cluster,
                      security=_cluster_security(args, parser))
-    os.environ["PATH"] = nbgrader_environment()["PATH"]  # a new gradebook runs alembic
+    use_nbgrader_environment()  # a new gradebook runs alembic; the feedback needs nbconvert's templates
     db_url = args.db or configured_db_url(args.course_dir)
     if args.command == "serve":
         return serve_cli.serve_command(args, parser, db_url, _cluster_security(args, parser))

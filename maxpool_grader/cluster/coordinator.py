@@ -34,9 +34,12 @@ is not thread-safe)::
     dask scheduler --port 8786 --dashboard-address 127.0.0.1:8787 \\
         --tls-ca-file ca.pem --tls-cert scheduler.pem --tls-key scheduler-key.pem
     dask worker tls://HOST:8786 --nworkers <cores> --nthreads 1 --no-dashboard \\
+        --dashboard-address 127.0.0.1:0 \\
         --tls-ca-file ca.pem --tls-cert worker.pem --tls-key worker-key.pem
 
-(a worker's own dashboard would listen on every address, whatever its log says).
+(``--no-dashboard`` turns off the dashboard's pages only: each worker still serves plain
+HTTP, ``/health`` and ``/metrics``, on every address unless ``--dashboard-address`` puts
+it on loopback, whatever its log says; docs/operations.md, tests/test_cluster.py).
 """
 
 from __future__ import annotations

@@ -19,7 +19,8 @@ import nbgrader
 from nbgrader.apps import NbGraderAPI
 from nbgrader.coursedir import CourseDirectory
 
-from ..backend.pool import failure_log, kernel_import_failed
+from ..backend.control import run_control
+from ..backend.pool import FULL_LOG, failure_log, fault_in
 from ..course.directory import course_config
 from ..course.jobs import JobResult
 from ..names import ASSIGNMENT, PACKAGE_DIR, package_files
@@ -74,6 +75,7 @@ def submission_files(folder: Path) -> dict[str, bytes]:
 
 _COURSES: dict[str, Path] = {}  # bundle digest -> this process's private course
 _API = {}
+_CONTROLS: dict = {}  # private course -> its control submission (backend/control.py), run once
 _LOCK = threading.Lock()  # one submission at a time per process: nbgrader's API is not thread-safe
 
 
@@ -129,6 +131,11 @@ def grade_submission(package: Bundle, student: str, files: dict[str, bytes]) -> 
     with _LOCK:
         course, api = _course_for(package)
         os.chdir(course)
+        if course not in _CONTROLS:  # this worker's control submission, before its first grading
+            _CONTROLS[course] = run_control(course, api.config, assignment=package.assignment)
+        if not _CONTROLS[course].passed:
+            return JobResult(student, False, fault=_CONTROLS[course].sentence(),
+                             worker=os.uname().nodename + f":{os.getpid()}")
         folder = course / "submitted" / student / package.assignment
         for step in ("submitted", "autograded"):
             shutil.rmtree(course / step / student, ignore_errors=True)
@@ -147,5 +154,5 @@ def grade_submission(package: Bundle, student: str, files: dict[str, bytes]) -> 
         for step in ("submitted", "autograded"):
             shutil.rmtree(course / step / student, ignore_errors=True)
     return JobResult(student, bool(result["success"]) and bool(notebooks), seconds=time.monotonic() - started,
-                     notebooks=notebooks, import_failed=kernel_import_failed(result), log=failure_log(result, 4000),
+                     notebooks=notebooks, log=failure_log(result, FULL_LOG), fault=fault_in(result),
                      worker=os.uname().nodename + f":{os.getpid()}")

@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import nbgrader
 from nbgrader.apps import NbGraderAPI
 from nbgrader.apps.exportapp import ExportApp
 from nbgrader.coursedir import CourseDirectory
@@ -20,14 +21,30 @@ from ..names import ASSIGNMENT
 
 
 def nbgrader_environment() -> dict[str, str]:
-    """The environment for nbgrader: this interpreter's bin/ first on PATH.
+    """The environment for nbgrader: this interpreter's bin/ first on PATH, then that of the
+    folder nbgrader is installed in, and that folder's Jupyter data on JUPYTER_PATH.
 
     Creating a gradebook runs ``alembic`` as a subprocess, which fails with
-    FileNotFoundError when the virtual environment was not activated.
+    FileNotFoundError when the virtual environment was not activated; and a ``pip install
+    --target DIR`` keeps its programs in ``DIR/bin`` and nbconvert's templates (which the
+    feedback pages extend) in ``DIR/share/jupyter``, where nothing looks for them.
     """
     env = dict(os.environ)
-    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    library = Path(nbgrader.__file__).resolve().parent.parent  # site-packages, or a --target folder
+    programs = [str(Path(sys.executable).parent)] + ([str(library / "bin")] if (library / "bin").is_dir() else [])
+    searched = env.get("PATH", "").split(os.pathsep)
+    env["PATH"] = os.pathsep.join([*programs, *(part for part in searched if part not in programs)])
+    data = library / "share" / "jupyter"
+    if data.is_dir() and str(data) not in env.get("JUPYTER_PATH", "").split(os.pathsep):
+        env["JUPYTER_PATH"] = os.pathsep.join(part for part in (env.get("JUPYTER_PATH", ""), str(data)) if part)
     return env
+
+
+def use_nbgrader_environment() -> None:
+    """This process's environment made ``nbgrader_environment``, for nbgrader run in it."""
+    for name, value in nbgrader_environment().items():
+        if name in ("PATH", "JUPYTER_PATH") and os.environ.get(name) != value:
+            os.environ[name] = value
 
 
 VERBOSITY = 1  # 0: --quiet, 1: the default, 2: --verbose (the command line sets it once)
@@ -90,8 +107,7 @@ def nbgrader_api(course: Path, db_url: str, warm_start: bool = False):
     kernels and verdict processes on with ``warm_start``), for nbgrader's commands run in
     this process; this interpreter's bin/ first on PATH (nbgrader runs ``alembic`` when it
     creates a gradebook)."""
-    if os.environ.get("PATH", "").split(os.pathsep)[0] != str(Path(sys.executable).parent):
-        os.environ["PATH"] = nbgrader_environment()["PATH"]
+    use_nbgrader_environment()
     config = course_config(course, db_url)
     if warm_start:
         config.SealedBox.warm_start = True

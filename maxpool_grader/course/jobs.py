@@ -3,6 +3,7 @@ started it, from a worker process (backend/pool.py) or a Dask worker (cluster/wo
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 
@@ -12,10 +13,10 @@ class JobResult:
 
     student: str
     success: bool
-    log: str = ""  # the end of nbgrader's log (and its error) when the job failed
+    log: str = ""  # nbgrader's log (and its error) when the job failed
+    fault: str = ""  # a fault of the grader, never the student's (nothing was recorded): why
     seconds: float | None = None  # how long the job took where it ran
     cpu_seconds: float | None = None  # the CPU time of the process that ran it (its threads), meanwhile
-    import_failed: bool = False  # a test cell could not import the grader in the student's kernel
     record_seconds: float | None = None  # --cluster: the coordinator's gradebook write of it
     notebooks: dict[str, bytes] | None = None  # --cluster: the graded notebooks, sent back to be recorded
     worker: str = ""  # --cluster: host:pid of the worker that graded it
@@ -25,3 +26,23 @@ class JobResult:
         """This job, failed after all (recording its grades broke, say)."""
         self.success, self.log = False, log
         return self
+
+
+def error_summary(log: str) -> str:
+    """The exception that failed a job, from its log, in one line: its type and message, and
+    the last frame it passed through (``file:line in function``). nbgrader's own closing
+    "see the above traceback" is passed over for the one it points to; without any
+    traceback, the log's last line."""
+    lines = [line.strip() for line in (log or "").splitlines() if line.strip()]
+    starts = [index for index, line in enumerate(lines) if "Traceback (most recent call last)" in line]
+    for start, end in reversed(list(zip(starts, starts[1:] + [len(lines)]))):
+        block = lines[start + 1:end]
+        frames = [index for index, line in enumerate(block) if line.startswith('File "')]
+        after = block[frames[-1] + 2:] if frames else block  # past the last frame and its line of code
+        error = next((line for line in after if re.match(r"[A-Za-z_][\w.]*(: |$)", line)), "")
+        if not error or "above traceback" in error:
+            continue
+        found = re.match(r'File "(.+)", line (\d+), in (.+)', block[frames[-1]]) if frames else None
+        where = f" (at {found[1].rsplit('/', 1)[-1]}:{found[2]} in {found[3]})" if found else ""
+        return (error + where)[:800]
+    return lines[-1][:500] if lines else "no log"

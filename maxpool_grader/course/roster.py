@@ -6,11 +6,17 @@ row and the columns id, first name, last name and email (``first_name`` or ``fir
 name``, any case; email may be missing), and optionally lms_id (the Canvas user id or Moodle
 participant id, for ``collect-lms`` and ``export-lms``); ``maxpool-grader grade`` imports the course's
 ``roster.csv`` by itself when there is one. Importing again updates the names.
+
+A cell's control characters (a NUL, a line feed, a carriage return, a tab) never reach the
+gradebook: a NUL is dropped and the others become spaces, before the cell is trimmed, so a
+name such as ``"\n=HYPERLINK(...)"`` is read as ``=HYPERLINK(...)``, which every CSV of ours
+then writes with a leading ``'`` (glue/safecsvexport.py).
 """
 
 from __future__ import annotations
 
 import csv
+import re
 from pathlib import Path
 
 from nbgrader.api import Gradebook
@@ -22,6 +28,7 @@ HEADINGS = {"id": ("id", "student_id", "student id", "student"),
            # the student's id in the LMS (Canvas user id, Moodle participant id): optional
            "lms_id": ("lms_id", "lms id", "canvas id", "canvas user id", "moodle id", "participant id")}
 OPTIONAL = ("email", "lms_id")
+CONTROL = re.compile(r"[\x01-\x1f\x7f]")  # C0 controls and DEL: spaces in a name (NUL: dropped)
 
 
 class RosterError(ValueError):
@@ -51,7 +58,7 @@ def read_roster(path: Path) -> list[dict[str, str | None]]:
     for number, row in enumerate(rows[1:], start=2):
         if not any(cell.strip() for cell in row):
             continue
-        value = {field: (row[index].strip() if index < len(row) else "") or None for field, index in where.items()}
+        value = {field: (clean_cell(row[index]) if index < len(row) else "") or None for field, index in where.items()}
         if not value["id"]:
             raise RosterError(f"{path}, line {number}: the student id is empty")
         if value["id"] in seen:
@@ -60,6 +67,11 @@ def read_roster(path: Path) -> list[dict[str, str | None]]:
         seen[value["id"]] = number
         students.append({"email": None, "lms_id": None, **value})
     return students
+
+
+def clean_cell(text: str) -> str:
+    """A roster cell without its control characters (module doc), trimmed."""
+    return CONTROL.sub(" ", text.replace("\0", "")).strip()
 
 
 def import_roster(path: Path, db_url: str) -> int:

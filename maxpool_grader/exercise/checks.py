@@ -266,7 +266,7 @@ HIDDEN_CHECKS: dict[str, GradedCheck] = {check.grade_id: check for check in [
 
 def warm_up_checks() -> None:
     """Compute what every submission's checks need and nothing of theirs changes: the numerical
-    gradients of the gradient check's cases (the kernel zygote calls this before it forks)."""
+    gradients of the gradient check's cases (``maxpool-grader grade`` calls this before it forks)."""
     for case in gradient_check_cases():
         numerical_gradient(case)
 

@@ -126,8 +126,8 @@ _NUMERICAL: dict[tuple, np.ndarray] = {}  # numerical_gradient's results, by the
 def numerical_gradient(case: Case, step: float = 1e-4) -> np.ndarray:
     """The central differences of sum(d_output * forward(x)) (read-only). It depends on the
     case alone, and each x element costs two forward passes, so it is computed once per
-    process for each case: the graded cases are the same for every submission (the kernel
-    zygote computes theirs before it forks, ``warm_up_checks``)."""
+    process for each case: the graded cases are the same for every submission (``grade``
+    computes theirs before it forks its workers, ``warm_up_checks``)."""
     key = (case.x.dtype.str, case.x.shape, case.x.tobytes(), case.d_output.dtype.str, case.d_output.shape,
            case.d_output.tobytes(), repr(case.pool_size), repr(case.stride), step)
     numeric = _NUMERICAL.get(key)

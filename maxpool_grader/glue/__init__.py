@@ -6,13 +6,16 @@ named after its class as nbgrader's own ``preprocessors/`` are.
 
 * reading a submission: ``tolerantnotebookexporter`` (``TolerantNotebookExporter``),
   ``restorecellorder`` (``RestoreCellOrder``), ``makesubmissioninert``
-  (``MakeSubmissionInert``); ``submission``: what they share, and the patches that never
-  follow a student's symbolic link and grade a folder without its notebook;
+  (``MakeSubmissionInert``), ``deduplicatecells`` (``DeduplicateCells``: a pasted graded
+  cell), ``restoremissingcells`` (``RestoreMissingCells``: a deleted one); ``submission``:
+  what they share, and the patches that never follow a student's symbolic link and grade a
+  folder without its notebook;
 * running it: ``outofprocessverdicts`` (``OutOfProcessVerdicts``) and ``safeexecute``
   (``SafeExecute``, with ``outputs``: what a cell may show), both reading their limits
   from ``sealedbox`` (``SealedBox``, ``c.SealedBox``);
 * saving it: ``keephandgrades`` (``KeepHandGrades``), ``showrubric`` (``ShowRubric``),
-  ``latepolicy`` (``LatePolicy``); ``notes``: the grader's notes cell;
+  ``latepolicy`` (``LatePolicy``); ``notes``: the grader's notes cell; ``recording``: the
+  gate a grading worker may put before grades are written (its control submission);
 * the feedback: ``modelanswer`` (``ModelAnswer``), ``feedbackexplanations``
   (``FeedbackExplanations``), ``feedbacksummary`` (``FeedbackSummary``), ``feedbackexporter``
   (``FeedbackExporter``), ``makeinert``

@@ -3,7 +3,6 @@ process (verdict/verdicts.py), before the kernel starts."""
 
 from __future__ import annotations
 
-import functools
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -15,10 +14,9 @@ from traitlets import Float
 
 from ..exercise.checks import GRADED_CHECKS, HIDDEN_CHECKS
 from ..names import RESOURCES_KEY, SOLUTION_CELL, grade_id
-from ..sandbox.box import untrusted_process_wrapper
-from ..verdict.process import Limits
+from ..verdict.process import Limits, untrusted_process_wrapper
 from ..verdict.remote import Cell
-from ..verdict.verdicts import Verdict, as_python, verdicts
+from ..verdict.verdicts import Verdict, verdicts
 from .sealedbox import SealedBox, box_for
 
 
@@ -69,45 +67,23 @@ class OutOfProcessVerdicts(NbGraderPreprocessor):
         # box to be gone, before it starts the kernel: the verdict has the box's caps to
         # itself, and nothing it started can starve the kernel's start (glue/execute.py).
         pending = _VERDICT_THREADS.submit(decide)
-        resources.setdefault(RESOURCES_KEY, {}).update(verdicts=pending, graded=set(graded),
-                                                       as_in_the_kernel=_as_in_the_kernel(nb, cells))
+        resources.setdefault(RESOURCES_KEY, {}).update(verdicts=pending, graded=set(graded))
         return nb, resources
 
 
-def _as_in_the_kernel(nb: NotebookNode, cells: list[Cell]) -> bool:
-    """Whether the kernel runs the hidden tests on the function the verdict tested: the
-    student's code is all before the first test (no cell of theirs among or after the tests)
-    and plain Python (no magic or shell command, which the verdict's process does not run,
-    and nothing only IPython runs, such as a top-level await)."""
-    tests = [index for index, cell in enumerate(nb.cells) if cell.cell_type == "code" and is_grade(cell)]
-    after = [cell for cell in nb.cells[tests[0]:] if cell.cell_type == "code"] if tests else []
-    student = [cell.source for cell in cells if cell.kind != "provided"]
-    return all(is_grade(cell) for cell in after) and all(map(_plain, student))
-
-
-@functools.lru_cache(maxsize=256)
-def _plain(source: str) -> bool:
-    python = as_python(source)
-    if "get_ipython" in python:
-        return False
-    try:
-        compile(python, "<cell>", "exec", dont_inherit=True)
-    except (SyntaxError, ValueError):
-        return False
-    return True
-
-
-def passed_in_the_grader(cell, verdict: Verdict | None, as_in_the_kernel: bool) -> str | None:
-    """What a hidden test cell prints in the kernel, when the verdict already knows it: the
-    test passed, the student's function wrote and warned nothing while it ran, the kernel
-    would test the same function, and the cell does nothing but that test (run_check prints
-    its "Passed" line then). None when the cell must run in the kernel."""
-    if not (as_in_the_kernel and verdict is not None and verdict.passed and verdict.quiet
-            and verdict.grade_id in HIDDEN_CHECKS):
+def decided_in_the_grader(cell, verdict: Verdict | None) -> list[NotebookNode] | None:
+    """The outputs of a hidden test cell, decided by the grader alone: it never runs in the
+    student's kernel, which holds nothing of the hidden tests (their code calls the grader
+    package, which no sandbox sees). A passed test shows the line ``run_check`` prints, a
+    failed one its report; a cell with no verdict fails, saying so. None for any other cell
+    (a visible test runs in the kernel as well, and can only lose points there)."""
+    if grade_id(cell) not in HIDDEN_CHECKS or not is_grade(cell):
         return None
-    code = [line.strip() for line in cell.source.splitlines() if line.strip() and not line.strip().startswith("#")]
-    calls = ["from maxpool_grader.checks import run_check", f"run_check({verdict.grade_id!r}, globals())"]
-    return verdict.message + "\n" if code == calls else None
+    if verdict is None:
+        return [error_output("This test was not decided (the grader found no verdict for it), so it scores 0.")]
+    if not verdict.passed:
+        return [error_output(verdict.message)]
+    return [new_output("stream", name="stdout", text=verdict.message + "\n")]
 
 
 def code_before_tests(nb: NotebookNode) -> list[Cell]:

@@ -135,6 +135,19 @@ PATCHES: tuple[Patch, ...] = (
           "overridden in KeepHandGrades with nbgrader's own rules for a grade and a comment (_add_score, "
           "_add_comment) copied, committed once per notebook instead of once per cell",
           (NBGRADER,), "none filed: found here by profiling a grading worker", None),
+    Patch("DeduplicateCells.preprocess", "nbgrader.preprocessors.DeduplicateIds.preprocess",
+          "overridden in DeduplicateCells: of a pasted graded cell's copies the one in the assignment's place "
+          "is graded and the others lose their grading data entirely (an empty entry failed the submission "
+          "with KeyError: 'grade_id' in OverwriteCells.add_missing_task_cells)",
+          (NBGRADER,), "jupyter/nbgrader#1083 (open); PR #1753 (open, not merged)", None),
+    Patch("RestoreMissingCells.add_missing_grade_cells",
+          "nbgrader.preprocessors.OverwriteCells.add_missing_grade_cells",
+          "overridden in RestoreMissingCells: a deleted graded cell goes after the nearest earlier assignment "
+          "cell the notebook still has (nbgrader's assumes a graded one: KeyError: 'part_a_question')",
+          (NBGRADER,), "none filed yet: introduced with add_missing_cells, jupyter/nbgrader PR #1770", None),
+    Patch("RestoreMissingCells.add_missing_task_cells", "nbgrader.preprocessors.OverwriteCells.add_missing_task_cells",
+          "overridden in RestoreMissingCells: task cells looked up only among cells with grading data",
+          (NBGRADER,), "jupyter/nbgrader#1083 (open)", None),
     Patch("SafeExecute._update_display_id", "nbclient.NotebookClient._update_display_id",
           "overridden (a private method) in SafeExecute: display updates would rewrite outputs of earlier "
           "cells past the output cap",

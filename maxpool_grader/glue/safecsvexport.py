@@ -5,11 +5,12 @@ by commas without quoting: a roster name such as ``=HYPERLINK(...)`` or ``+cmd|'
 is a formula in every spreadsheet, and a name with a comma moves every column after it.
 This plugin writes the same columns and rows with Python's ``csv`` module, and every text
 cell that a spreadsheet would read as a formula (starting with ``=``, ``+``, ``-``, ``@``, a
-tab or a carriage return: OWASP's CSV injection) gets a leading ``'``. Numbers are written
-as nbgrader writes them and stay numbers. ``maxpool-grader export-lms`` uses the same rule.
-A last column, ``part_a``, says whether Part A has a grade: "graded", "not graded yet" (it
-waits for a person: the score counts it as 0 until then) or "not answered yet" (before the
-deadline, an answer left as released); empty for a student who submitted nothing."""
+tab, a carriage return, a line feed or a NUL: OWASP's CSV injection list, as ASVS names it)
+gets a leading ``'``. Numbers are written as nbgrader writes them and stay numbers.
+``maxpool-grader export-lms`` uses the same rule. A last column, ``part_a``, says whether Part A
+has a grade: "graded", "not graded yet" (it waits for a person: the score counts it as 0 until
+then) or "not answered yet" (before the deadline, an answer left as released); empty for a
+student who submitted nothing."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from nbgrader.plugins.export import CsvExportPlugin
 
 from .deadline import deadline_passed, part_a_state
 
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\n", "\0")
 
 
 EXPORT_COLUMNS = ("assignment", "duedate", "timestamp", "student_id", "last_name", "first_name", "email",

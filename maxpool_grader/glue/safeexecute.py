@@ -1,19 +1,21 @@
 """``SafeExecute``: nbgrader's Execute, made safe for grading untrusted notebooks.
 
 It runs the notebook in a sandboxed kernel of the submission's box as nbgrader's
-``Execute`` does, except that a test the out-of-process verdict failed shows that verdict
-instead of running (the notebook can lower a score, never raise it), that a hidden test it
-passed is not run again when what the kernel would print is known (glue/verdicts.py,
-``passed_in_the_grader``), that a dead kernel
-or a used-up time budget costs only what the out-of-process verdict failed, that output
-on stderr in a test cell does not cost points, and that what a cell prints is capped.
+``Execute`` does, except that a hidden test never runs there: its cell shows what the
+out-of-process verdict decided (``decided_in_the_grader``; the kernel holds nothing of the
+hidden tests, nor the package their code imports). A visible test the verdict failed shows
+that verdict instead of running; one it passed runs in the kernel too, and can only lose its
+points there. A dead kernel or a used-up time budget costs only what the out-of-process
+verdict failed, output on stderr in a test cell does not cost points, and what a cell
+prints is capped.
 
 The kernel starts only once the verdict is decided and the box is empty (every process
 the verdict left is gone), so nothing of the verdict's can starve it: a fork bomb's
 sleeping children once filled the box's processes cap while the kernel started, and the
 kernel died before it was ready, in some runs and not in others. A kernel that still does
-not start gets one more try in an emptied box; after that every test cell scores 0 and
-says why, instead of nbgrader failing the submission with no grade."""
+not start gets one more try in an emptied box; after that it is a fault of the grader
+(``GraderFault``), never a grade: no student code ran in it, so nbgrader fails the
+submission, nothing is recorded, and the next run grades it."""
 
 from __future__ import annotations
 
@@ -25,17 +27,17 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbformat import NotebookNode
 from nbformat.v4 import new_output
 from nbgrader.preprocessors import Execute
-from nbgrader.utils import is_grade
 from traitlets import Float, Integer, default
 
-from ..names import KERNEL_IMPORT_FAILED, PACKAGE_DIR, REPORT_KEY, RESOURCES_KEY, grade_id
-from ..sandbox.box import disk_hit
+from ..names import REPORT_KEY, RESOURCES_KEY, grade_id
+from ..sandbox.box import GraderFault, disk_hit
 from ..sandbox.kernel_client import RevivingChannel
 from ..sandbox.kernels import kernel_manager
 from ..verdict.verdicts import Verdict
 from .notes import add_note, show_notes
-from .outofprocessverdicts import error_output, passed_in_the_grader
+from .outofprocessverdicts import decided_in_the_grader, error_output
 from .outputs import ERROR_BYTES, OUTPUT_CUT, coalesced, not_run_output, output_size, shortened_error
+from .recording import forget_new_submission
 from .sealedbox import SealedBox, box_for
 
 KERNEL_CPU_MARGIN_SECONDS = 30  # the kernel's CPU time beyond ``notebook_seconds``
@@ -68,10 +70,8 @@ class SafeExecute(Execute):
         ours = (resources or {}).get(RESOURCES_KEY, {})
         self._pending: Future | None = ours.get("verdicts")
         self._graded: set[str] = ours.get("graded", set())
-        self._as_in_the_kernel: bool = ours.get("as_in_the_kernel", False)
         self._verdicts: dict[str, Verdict] | None = None if self._pending else {}
         self._not_running: str | None = None
-        self._no_kernel = False
         settings = SealedBox(parent=self)
         box = box_for(self, resources if resources is not None else {})
         self._caps = box.caps if box else settings.caps()
@@ -81,6 +81,9 @@ class SafeExecute(Execute):
         try:
             nb, resources = self._run_in_kernel(nb, resources, km, box)
             found = self._decided()
+        except GraderFault:  # never a grade: the gradebook as it was
+            forget_new_submission(resources)
+            raise
         finally:
             hits = box.hits() if box else []
             if box:
@@ -98,17 +101,12 @@ class SafeExecute(Execute):
             if verdict is None:
                 continue
             # kept in the autograded notebook for the class report
-            cell.metadata[REPORT_KEY] = {"passed": verdict.passed and not self._no_kernel, "kind": verdict.kind,
+            cell.metadata[REPORT_KEY] = {"passed": verdict.passed, "kind": verdict.kind,
                                          "bugs": list(verdict.bugs)}
-            if verdict.passed and _failed_to_import_the_grader(cell):
-                self.log.error("%s: %s in the test cell, which scores 0 although the out-of-process "
-                               "verdict passed. The student's code may have done this; if every submission "
-                               "shows it, the kernel does not see the package "
-                               "(docs/security.md#nothing-of-the-course).", grade_id(cell), KERNEL_IMPORT_FAILED)
             for output in cell.get("outputs", []):
                 if output.get("output_type") == "stream" and output.get("name") == "stderr":
                     output["name"] = "stdout"  # nbgrader gives 0 for any stderr output
-        _number_cells(nb, found)
+        _number_cells(nb)
         for cell in nb.cells:
             if cell.cell_type == "code":
                 cell.outputs = coalesced(cell.get("outputs", []))
@@ -120,7 +118,8 @@ class SafeExecute(Execute):
 
     def _run_in_kernel(self, nb, resources, km, box):
         """Run the notebook in a kernel started after the verdict, in an emptied box (module
-        doc); a kernel that does not start twice leaves every test cell a 0 and the reason."""
+        doc); a kernel that does not start twice is a fault of the grader, never a grade: the
+        student's code has not run in it (the box was emptied first)."""
         self._decided()  # the verdict's processes are closed then; an error here is the grader's
         problem = None
         for attempt in range(KERNEL_STARTS):
@@ -139,15 +138,9 @@ class SafeExecute(Execute):
                     raise
                 problem = f"{type(failure).__name__}: {str(failure)[:300]}"
             self.log.warning("The kernel did not start (attempt %d of %d): %s", attempt + 1, KERNEL_STARTS, problem)
-        self.log.error("The kernel did not start %d times (%s): every test cell of %s scores 0.", KERNEL_STARTS,
-                       problem, resources.get("nbgrader", {}).get("student", "this notebook"))
-        add_note(nb, KERNEL_NOT_STARTED.format(problem=problem))
-        self._no_kernel = True  # the class report counts these tests as failed, as they score
-        for cell in nb.cells:
-            if cell.cell_type == "code" and is_grade(cell):
-                cell.outputs = [error_output("Not run: the Python kernel that runs your notebook did not "
-                                              "start (see the notes at the top), so this test scores 0.")]
-        return nb, resources
+        raise GraderFault(f"the Python kernel did not start, {KERNEL_STARTS} times ({problem}): no cell of the "
+                          "notebook ran, so nothing is recorded; grade it again once the kernel starts "
+                          "(maxpool-grader doctor)")
 
     def output(self, outs, msg, display_id, cell_index):
         """nbclient's output handler, with a cap on what one cell may print: a flood of
@@ -201,8 +194,11 @@ class SafeExecute(Execute):
         if cell.cell_type != "code":
             return cell, resources
         verdict = self._decided().get(grade_id(cell)) if grade_id(cell) in self._graded else None
-        if verdict is not None and not verdict.passed:
-            cell.outputs = [error_output(verdict.message)]
+        decided = decided_in_the_grader(cell, verdict)
+        if decided is None and verdict is not None and not verdict.passed:
+            decided = [error_output(verdict.message)]
+        if decided is not None:  # not run in the kernel
+            cell.outputs, cell.execution_count = decided, 0
             return cell, resources
         remaining = self._deadline - time.monotonic()
         if self._not_running is None and remaining < 1:
@@ -210,10 +206,6 @@ class SafeExecute(Execute):
                                  "time in the cells above")
         if self._not_running is not None:
             cell.outputs = [not_run_output(self._not_running, verdict)]
-            return cell, resources
-        printed = passed_in_the_grader(cell, verdict, self._as_in_the_kernel)
-        if printed is not None:  # what the kernel would print, known: not run a second time
-            cell.outputs, cell.execution_count = [new_output("stream", name="stdout", text=printed)], 0
             return cell, resources
         saved_timeout = self.timeout
         self.timeout = max(1, int(min(self.timeout or remaining, remaining)))
@@ -236,33 +228,15 @@ class SafeExecute(Execute):
             self.timeout = saved_timeout
 
 
-def _number_cells(nb: NotebookNode, found: dict[str, Verdict]) -> None:
-    """Number the code cells that ran, in order: a test the out-of-process verdict failed ran
-    there (it shows that verdict, not a run in the kernel), and showed "In [ ]" as if it had
-    not run. Cells left unrun (a dead kernel, no time left) keep no number."""
+def _number_cells(nb: NotebookNode) -> None:
+    """Number the code cells that ran, in order, a test decided by the grader among them (it
+    showed "In [ ]" as if it had not run). Cells left unrun (a dead kernel, no time left) keep
+    no number."""
     count = 0
     for cell in nb.cells:
-        if cell.cell_type != "code":
-            continue
-        verdict = found.get(grade_id(cell))
-        shown = verdict is not None and not verdict.passed and any(
-            output.get("evalue") == verdict.message for output in cell.get("outputs", []))
-        if cell.get("execution_count") is not None or shown:
+        if cell.cell_type == "code" and cell.get("execution_count") is not None:
             count += 1
             cell.execution_count = count
 
 
-def _failed_to_import_the_grader(cell) -> bool:
-    return any(output.get("output_type") == "error"
-               and output.get("ename") in ("ModuleNotFoundError", "ImportError")
-               and PACKAGE_DIR.name in str(output.get("evalue", "")) for output in cell.get("outputs", []))
-
-
 KERNEL_STARTS = 2  # a kernel that does not start gets one more try, in an emptied box
-
-
-KERNEL_NOT_STARTED = (
-    "The Python kernel that runs your notebook did not start, twice ({problem}), so no cell of your "
-    "notebook ran and every test scores 0. A file in your submission's folder named like a module the "
-    "kernel loads when it starts (ipykernel_launcher.py, for one) stops it; if there is none, tell your "
-    "instructor.")

@@ -16,10 +16,11 @@ from pathlib import Path
 
 from ..backend import pool, warm
 from ..backend.batch import BatchResult, run_batch
+from ..backend.control import CONTROL_FAILED
 from ..backend.interface import GradingBackend
 from ..cluster import coordinator
 from ..course.directory import configured_db_url, course_path, export_grades, nbgrader_api, notebook_path, say
-from ..course.jobs import JobResult
+from ..course.jobs import JobResult, error_summary
 from ..course.roster import RosterError, import_roster
 from ..names import ASSIGNMENT
 from ..sandbox import box, cgroups
@@ -127,6 +128,9 @@ class GradingRun:
         self.reading = report.Reading(self.course, self.assignment)
 
         def done(item: JobResult) -> None:  # saved before it is shown as done
+            if not item.success:  # graded again by the next run, whatever its files say
+                self.state["submissions"].pop(item.student, None)
+                state.save_state(self.course, self.state)
             if item.success:
                 self.state["submissions"][item.student] = state.submission_digest(
                     self.course, item.student, self.assignment)
@@ -149,15 +153,18 @@ class GradingRun:
         if recorded:  # --cluster: the coordinator's gradebook writes
             self.timings["record_seconds_mean"] = sum(recorded) / len(recorded)
         cgroups.sweep_all()  # the workers have ended: their submissions' cgroups go too
+        control = next((item.fault for item in batch.failed if item.fault.startswith(CONTROL_FAILED)), None)
+        if control:
+            raise Broke(1, f"\n{control}\nNothing was recorded; run the command again once the cause is fixed "
+                           "(maxpool-grader doctor runs the same control).")
         for item in batch.failed:
-            print(f"\nGrading {item.student} broke:\n{item.log}", file=sys.stderr)
-        blocked = sorted(item.student for item in batch.finished if item.import_failed)
-        if blocked:
-            print(f"\nWarning: in {len(blocked)} of {len(batch.finished)} submissions a test cell could not import "
-                  f"the grader package in the student's kernel and scored 0 ({', '.join(blocked[:10])}"
-                  f"{', ...' if len(blocked) > 10 else ''}). A student's code can do this; if it is every "
-                  "submission, the kernel does not see the package (docs/security.md#nothing-of-the-course).",
-                  file=sys.stderr)
+            log = self.course / ".maxpool-grader" / "logs" / self.assignment / f"{item.student}.log"
+            log.parent.mkdir(parents=True, exist_ok=True)
+            log.write_text(item.log or "")
+            kind = ("a fault of the grader, not the student's: nothing was recorded" if item.fault
+                    else "nothing was recorded")
+            print(f"\nNot graded: {item.student} ({kind}): {item.fault or error_summary(item.log)}\n"
+                  f"  full log: {log}", file=sys.stderr)
         if batch.interrupted:
             raise Broke(130, f"\nInterrupted: {len(batch.finished)} graded, {len(todo) - len(batch.finished)} left. "
                              "Run the command again to grade the rest.")
@@ -194,9 +201,15 @@ class GradingRun:
             return graded.exists() and page.stat().st_mtime_ns < graded.stat().st_mtime_ns
         return [student for student in current if stale(student)]
 
-    def export(self) -> bool:
+    def export(self, failed: list[str]) -> bool:
         """grades.csv, as ``nbgrader export`` writes it with the course's plugin, from this
-        process (no second nbgrader to start); True when it worked."""
+        process (no second nbgrader to start); True when it worked. Not when a submission of
+        this run was not graded (``failed``): the file would show them a 0 they never got."""
+        if failed:
+            print(f"\ngrades.csv was not updated: {len(failed)} submission(s) were not graded "
+                  f"({', '.join(failed[:10])}{', ...' if len(failed) > 10 else ''}); run the command again.",
+                  file=sys.stderr)
+            return False
         say("$ nbgrader export (in this process)", level=2)
         result = export_grades(self.course, self.db_url, self.course / "grades.csv")
         if not result["success"]:
@@ -245,7 +258,7 @@ def grade(course: Path, *, workers: int | None = None, force: bool = False, db_u
         if feedback.interrupted:
             raise KeyboardInterrupt
         with run.step("export"):
-            exported = run.export()
+            exported = run.export([item.student for item in graded.failed])
         with run.step("report"):
             paths = report.write_report(course, run.db_url, assignment, similarity_threshold, run.reading)
     except Broke as broke:

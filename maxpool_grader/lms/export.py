@@ -3,7 +3,8 @@ gradebook import) and ``lms_grades.csv`` (every number, for any LMS).
 
 Names, ids and emails come from students (an LMS profile, a roster exported from it), so
 every text cell that a spreadsheet would read as a formula (starting with ``=``, ``+``,
-``-``, ``@``, a tab or a carriage return: OWASP's CSV injection) gets a leading ``'``.
+``-``, ``@``, a tab, a carriage return, a line feed or a NUL: OWASP's CSV injection) gets a
+leading ``'``.
 Numbers are written by us as numbers and stay numbers.
 """
 

@@ -18,12 +18,18 @@ How the LMSs name the files in their bulk download (from their source and guides
 Every student is treated as an attacker. Files are matched to the course's ``roster.csv``
 by the LMS's part of the name only (lms/match.py): a student whose ``lms_id`` is in the roster
 is matched by it alone, a student collected before by the LMS user recorded then, the others
-by name (Unicode letters and digits, accents dropped; a name with none matches nobody); two
-LMS users who fit one student, or a new user with a collected student's name, are refused.
-Nothing is written until the whole zip is read and checked; then each student's folder is
-built next to the old one and renamed into place, so a failure leaves the old one whole, and
-a file copied to lms-unmatched/ gets its name only once it is whole. One collect-lms runs at
-a time per course, and it first finishes what a killed one left (store.recover). A
+by name (Unicode letters and digits, accents dropped; a name with none, or one of look-alike
+letters of another script, matches nobody); two LMS users who fit one student, or a new user
+with a collected student's name, are refused. Every match by display name alone is printed
+as a note. Nothing is written until the whole zip is read and checked; then each student's
+folder is built next to the old one and renamed into place, so a failure leaves the old one
+whole, and a file copied to lms-unmatched/ gets its name only once it is whole. Each student
+is recorded (``.maxpool-grader/lms.json``, replaced by rename, synced) once their new folder
+is built and before it is renamed into place, so a run stopped at any point leaves every
+student it collected recorded, and the next run matches them by that record. One
+collect-lms runs at a time per course, and it first finishes what a killed one left
+(store.recover). Files macOS's zip adds (``__MACOSX/``) and two files of one student whose
+names clean up to the same name are named, and exit status 1. A
 student whose upload cannot be read, who uploaded more files than the limit, or whose
 ``submitted/`` folder holds a newer submission than the zip's, or one without a timestamp
 (unless ``replace_newer``), keeps their folder as it was. Every file not collected is copied
@@ -54,15 +60,19 @@ from ..course.directory import course_path
 from ..course.roster import read_roster
 from ..names import ASSIGNMENT
 from .export import LMS_STATE, export  # noqa: F401  (the other half of "from the LMS and back")
-from .match import known_users, match
+from .match import match, records_of
 from .store import STAGING, Collected, KeepOut, recover, submitted_time, swap_in
+from .tree import holds_files
 from .zip_upload import (
+    BLOCK,
+    Budget,
     LmsError,
     ZipLimits,
     ZipUpload,
     ambiguous,
     detect_layout,
     files_of,
+    litter,
     parse,
     safe_parts,
     shown,
@@ -95,7 +105,6 @@ def collect(zip_path: Path, course: Path, db_url: str, *, due: dt.datetime | Non
             with Gradebook(db_url) as book:
                 book.update_or_create_assignment(assignment,
                                                  duedate=due.astimezone(dt.timezone.utc).replace(tzinfo=None))
-        _save_state(course / LMS_STATE, result)
     return result
 
 
@@ -104,17 +113,21 @@ def _collect_zip(archive: zipfile.ZipFile, zip_path: Path, staging: Path, course
     """Read, stage, match and write the zip (``options``: those of ``_collect_student``)."""
     entries = files_of(archive)
     result.layout = detect_layout(entries, lms)
-    read, skipped = stage(archive, entries, staging, limits)
-    keep_out = KeepOut(course, course / UNMATCHED / safe_parts(zip_path.stem)[-1], read, skipped, result)
+    budget = Budget(limits.total)
+    read, skipped = stage(archive, entries, staging, limits, budget)
+    keep_out = KeepOut(course, course / UNMATCHED / safe_parts(zip_path.stem)[-1], read, skipped, result, budget)
     uploads = [upload for entry in entries if (upload := parse(entry, result.layout))]
     parsed = {upload.entry for upload in uploads}
     for entry in entries:
-        if ambiguous(entry, result.layout):
+        if litter(entry):
+            keep_out(entry, "a file of the __MACOSX/ folder macOS's zip adds (no LMS does: this zip was made again "
+                            "on a Mac; check it is the LMS's own download)", failed=True)
+        elif ambiguous(entry, result.layout):
             keep_out(entry, "Moodle's '_<id>_assignsubmission_file_' is in its name twice, so whose file it "
                             "is cannot be told (download the submissions in folders)")
         elif entry not in parsed:
             keep_out(entry, f"not named as {result.layout or 'Canvas or Moodle'} names its files")
-    why = match(uploads, roster, known_users(course / LMS_STATE))
+    why = match(uploads, roster, records_of(course / LMS_STATE))
     by_student: dict[str, list[ZipUpload]] = {}
     for upload in uploads:
         if upload.student is None:
@@ -122,10 +135,20 @@ def _collect_zip(archive: zipfile.ZipFile, zip_path: Path, staging: Path, course
         else:
             by_student.setdefault(upload.student, []).append(upload)
     for student, theirs in sorted(by_student.items()):
+        first = theirs[0]
+        record = {"lms": first.lms, "lms_id": first.lms_id, "name": first.name, "matched_by": first.matched_by,
+                  "zip": zip_path.name}
         info = _collect_student(course_path(course, "submitted", student, assignment), theirs, keep_out,
-                                per_student=limits.per_student, **options)
+                                per_student=limits.per_student, budget=budget,
+                                record=lambda student=student, record=record: _record(course / LMS_STATE, student,
+                                                                                      record), **options)
         if info is not None:
             result.students[student] = info
+            if first.matched_by == "name":
+                result.messages.append(
+                    f"{student}: matched by display name alone ({shown(first.name)!r}, {first.lms} user "
+                    f"{first.lms_id}): roster.csv has no lms_id for them and no earlier collection recorded one. "
+                    f"Check in the LMS that it is them: from now on only this LMS user stands for {student}")
 
 
 def _roster(course: Path) -> list[dict]:
@@ -140,13 +163,24 @@ def _roster(course: Path) -> list[dict]:
     return roster
 
 
-def _save_state(state: Path, result: Collected) -> None:
-    saved = json.loads(state.read_text()) if state.exists() else {}
-    saved.update({student: {key: value for key, value in info.items() if key in ("lms", "lms_id", "name")}
-                  for student, info in result.students.items()})
-    partial = state.with_name(state.name + ".partial")  # a killed run leaves the old state whole
-    partial.write_text(json.dumps(saved, indent=1, sort_keys=True))
+def _record(state: Path, student: str, record: dict) -> None:
+    """``student`` recorded as ``record``'s LMS user in lms.json now: written whole beside it,
+    synced, renamed into place and the folder synced, so a kill or a power cut leaves the old
+    file or the new one, never half of one."""
+    saved = records_of(state)
+    saved[student] = {**saved.get(student, {}), **record,
+                      "collected": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")}
+    partial = state.with_name(state.name + ".partial")
+    with open(partial, "w") as handle:
+        handle.write(json.dumps(saved, indent=1, sort_keys=True))
+        handle.flush()
+        os.fsync(handle.fileno())
     os.replace(partial, state)
+    folder = os.open(state.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(folder)
+    finally:
+        os.close(folder)
 
 
 @contextlib.contextmanager
@@ -167,12 +201,19 @@ def _stored_name(upload: ZipUpload) -> str:
 
 
 def _collect_student(folder: Path, uploads: list[ZipUpload], keep_out: KeepOut, *, due, zip_timezone,
-                     replace_newer: bool, per_student: int) -> dict | None:
-    """Swap one student's folder for their uploads; None when it is kept as it was."""
-    student, latest = folder.parent.name, {}
+                     replace_newer: bool, per_student: int, budget: Budget, record) -> dict | None:
+    """Swap one student's folder for their uploads (``record`` them once it is built); None
+    when it is kept as it was."""
+    student, latest, clashes = folder.parent.name, {}, []
     for upload in sorted(uploads, key=lambda upload: (upload.attempt, upload.time, upload.entry.filename)):
-        if (earlier := latest.get(_stored_name(upload))) is not None:  # an upload made again replaces it
-            keep_out(earlier.entry, f"{student}'s file, superseded by {shown(upload.entry.filename)}")
+        if (earlier := latest.get(_stored_name(upload))) is not None:
+            if earlier.file != upload.file:  # two different files, one name once cleaned: which is meant?
+                clashes.append(f"{shown(earlier.file)!r} and {shown(upload.file)!r} are both saved as "
+                               f"{shown(_stored_name(upload))!r}")
+                keep_out(earlier.entry, f"{student}'s file, named like another of theirs once cleaned up, so "
+                                        f"submitted/{student} is left as it was", failed=True)
+            else:  # the same file uploaded again replaces it
+                keep_out(earlier.entry, f"{student}'s file, superseded by {shown(upload.entry.filename)}")
         latest[_stored_name(upload)] = upload
     unreadable = [shown(upload.entry.filename) for upload in latest.values() if upload.entry in keep_out.skipped]
     times = [upload.time.replace(tzinfo=zip_timezone).astimezone(dt.timezone.utc) for upload in latest.values()]
@@ -180,7 +221,10 @@ def _collect_student(folder: Path, uploads: list[ZipUpload], keep_out: KeepOut, 
     if late and due is not None and when <= due:
         when = due + dt.timedelta(seconds=1)  # late by the LMS's word: the earliest it can have been
     reason = None
-    if unreadable:
+    if clashes:
+        reason = (f"kept out: {'; '.join(clashes)} (their names differ only in what cannot be a file name), so "
+                  f"submitted/{student} is left as it was: rename one in the LMS, or copy the right one by hand")
+    elif unreadable:
         reason = f"kept out: {', '.join(unreadable)} cannot be read, so submitted/{student} is left as it was"
     elif len(latest) > per_student:
         reason = (f"kept out: {len(latest)} files, more than {per_student} for one student, so submitted/{student} "
@@ -191,9 +235,11 @@ def _collect_student(folder: Path, uploads: list[ZipUpload], keep_out: KeepOut, 
     elif before is None and _holds_files(folder) and not replace_newer:
         reason = (f"kept out: submitted/{student} holds a submission without a timestamp.txt, so it may be newer "
                   "than this zip's; --replace-newer replaces it")
+    elif not budget.spend(2 * BLOCK):  # the student's new folder (and their own, the first time)
+        reason = f"kept out: {budget.over()}, so submitted/{student} is left as it was"
     else:
         try:
-            swap_in(folder, {name: keep_out.read[upload.entry] for name, upload in latest.items()}, when)
+            swap_in(folder, {name: keep_out.read[upload.entry] for name, upload in latest.items()}, when, record)
         except OSError as error:
             reason = f"kept out: submitted/{student} could not be replaced ({shown(str(error))}); it is left as it was"
     for upload in latest.values():
@@ -213,7 +259,7 @@ def _collect_student(folder: Path, uploads: list[ZipUpload], keep_out: KeepOut, 
 
 
 def _holds_files(folder: Path) -> bool:
-    return folder.is_dir() and any(path.is_file() for path in folder.rglob("*"))
+    return folder.is_dir() and holds_files(folder)
 
 
 def _notebook_messages(student: str, assignment: str, files: list[str]) -> list[str]:

@@ -1,24 +1,31 @@
 """Writing what collect-lms read and checked (lms/intake.py decides, lms/zip_upload.py reads): a
 student's folder swapped into ``submitted/`` whole, and the files that do not go there
-kept in ``lms-unmatched/``, never over another file."""
+kept in ``lms-unmatched/``, never over another file. Staged files are linked into place
+(copied only across file systems), so the zip's bytes are on disk once; every folder made
+in ``lms-unmatched/`` is paid for from the run's budget (zip_upload.Budget). Folders are
+removed and searched without recursion (lms/tree.py)."""
 
 from __future__ import annotations
 
 import datetime as dt
+import errno
 import filecmp
 import os
 import secrets
 import shutil
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from nbgrader.utils import parse_utc
 
-from .zip_upload import checkpoint, safe_parts, shown
+from .tree import remove_files, remove_tree
+from .zip_upload import BLOCK, Budget, checkpoint, safe_parts, shown
 
 STAGING = "lms-staging-"  # the staging folders in .maxpool-grader/
 PARTIAL = ".lms-part-"  # a copy into lms-unmatched/ before it gets its name
+UNMATCHED_NAME = "lms-unmatched"
 
 
 @dataclass
@@ -37,24 +44,38 @@ class KeepOut:
     """Files that do not go into submitted/: copied to lms-unmatched/<zip>/ under their own
     safe path, or, if they could not be read, skipped; each named in ``result.notes``."""
 
-    def __init__(self, course: Path, folder: Path, read: dict, skipped: dict, result: Collected):
+    def __init__(self, course: Path, folder: Path, read: dict, skipped: dict, result: Collected,
+                 budget: Budget | None = None):
         self.course, self.folder, self.read, self.skipped, self.result = course, folder, read, skipped, result
+        self.budget = budget or Budget(1 << 62)
 
     def __call__(self, entry: zipfile.ZipInfo, reason: str, *, failed: bool = False) -> None:
-        if entry in self.skipped:
-            self.result.failed += 1
-            self.result.notes.append(f"{shown(entry.filename)}: {reason}; SKIPPED, {self.skipped[entry]}")
-            return
-        self.result.unmatched += 1
-        self.result.failed += failed
-        where = place(self.folder, safe_parts(entry.filename), self.read[entry])
-        self.result.notes.append(f"{shown(entry.filename)}: {reason}; copied to {where.relative_to(self.course)}")
+        if entry not in self.skipped:
+            try:
+                where = place(self.folder, safe_parts(entry.filename), self.read[entry], self.budget)
+            except OverBudget:
+                self.skipped[entry] = self.budget.over()
+            except OSError as error:
+                self.skipped[entry] = f"it could not be copied to {UNMATCHED_NAME}/ ({shown(str(error))})"
+            else:
+                self.result.unmatched += 1
+                self.result.failed += failed
+                self.result.notes.append(f"{shown(entry.filename)}: {reason}; copied to "
+                                         f"{where.relative_to(self.course)}")
+                return
+        self.result.failed += 1
+        self.result.notes.append(f"{shown(entry.filename)}: {reason}; SKIPPED, {self.skipped[entry]}")
 
 
-def place(root: Path, parts: list[str], staged: Path) -> Path:
-    """Copy ``staged`` to root/parts. A component that clashes with something else there
-    gets a number (``name~2.ipynb``); the very same file already there is kept once."""
-    where = root
+class OverBudget(Exception):
+    """The folders a file kept out needs are more than the run's budget has left."""
+
+
+def place(root: Path, parts: list[str], staged: Path, budget: Budget | None = None) -> Path:
+    """Link (or copy) ``staged`` to root/parts. A component that clashes with something else
+    there gets a number (``name~2.ipynb``); the very same file already there is kept once.
+    Each folder made costs a block of ``budget``: ``OverBudget`` when it has too few."""
+    where, made = root, []
     for index, part in enumerate(parts):
         last, number, candidate = index == len(parts) - 1, 1, where / part
         while not _free(candidate, staged, last):
@@ -62,14 +83,29 @@ def place(root: Path, parts: list[str], staged: Path) -> Path:
             stem, dot, suffix = part.rpartition(".") if last and "." in part[1:] else (part, "", "")
             candidate = where / f"{stem}~{number}{dot}{suffix}"
         where = candidate
-        if not last:
-            where.mkdir(parents=True, exist_ok=True)
+        if not last and not where.is_dir():
+            made.append(where)
+    if budget is not None and not budget.spend(len(made) * BLOCK):
+        raise OverBudget
+    for folder in made:
+        folder.mkdir(parents=True, exist_ok=True)
     root.mkdir(parents=True, exist_ok=True)
     partial = where.parent / f"{PARTIAL}{secrets.token_hex(4)}"  # a killed copy never has a real name
-    shutil.copyfile(staged, partial)
+    link_or_copy(staged, partial)
     checkpoint("unmatched-copy")
     os.rename(partial, where)
     return where
+
+
+def link_or_copy(staged: Path, target: Path) -> None:
+    """``staged`` at ``target`` too: a hard link (no second copy on disk), or a copy where
+    the two are on different file systems."""
+    try:
+        os.link(staged, target)
+    except OSError as error:
+        if error.errno not in (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP):
+            raise
+        shutil.copyfile(staged, target)
 
 
 def _free(candidate: Path, staged: Path, last: bool) -> bool:
@@ -83,19 +119,24 @@ def _free(candidate: Path, staged: Path, last: bool) -> bool:
     return candidate.is_file() and filecmp.cmp(candidate, staged, shallow=False)
 
 
-def swap_in(folder: Path, files: dict[str, Path], when: dt.datetime) -> None:
+def swap_in(folder: Path, files: dict[str, Path], when: dt.datetime,
+            record: Callable[[], None] = lambda: None) -> None:
     """Make ``folder`` hold exactly ``files`` (name -> staged copy) and nbgrader's
     timestamp.txt: built next to it, then renamed into place; the old folder is removed
-    only once the new one is there, and stays whole if anything fails."""
+    only once the new one is there, and stays whole if anything fails. ``record`` is called
+    once the new folder is built, before it is renamed into place: whatever stops the run
+    after that, the student is recorded (lms/intake.py)."""
     tag = secrets.token_hex(4)
     new, old = folder.parent / f".{folder.name}.lms-new-{tag}", folder.parent / f".{folder.name}.lms-old-{tag}"
     folder.parent.mkdir(parents=True, exist_ok=True)
     try:
         new.mkdir()
         for name, staged in files.items():
-            shutil.copyfile(staged, new / name)
+            link_or_copy(staged, new / name)
         (new / "timestamp.txt").write_text(when.strftime("%Y-%m-%d %H:%M:%S.%f UTC"))
         checkpoint("swap")
+        record()
+        checkpoint("recorded")
         if folder.exists() or folder.is_symlink():
             os.rename(folder, old)
             checkpoint("between-renames")
@@ -106,10 +147,9 @@ def swap_in(folder: Path, files: dict[str, Path], when: dt.datetime) -> None:
                 os.rename(old, folder)
             raise
     finally:
-        shutil.rmtree(new, ignore_errors=True)  # gone already when it was renamed into place
-    if old.is_symlink():
-        old.unlink()
-    shutil.rmtree(old, ignore_errors=True)
+        remove_tree(new)  # gone already when it was renamed into place
+    remove_tree(old)
+    checkpoint("swapped")
 
 
 def recover(course: Path, submitted: Path, unmatched: Path, staging_parent: Path, assignment: str) -> list[str]:
@@ -119,7 +159,7 @@ def recover(course: Path, submitted: Path, unmatched: Path, staging_parent: Path
     Returns a line for the instructor per student restored."""
     restored = []
     for leftover in sorted(staging_parent.glob(f"{STAGING}*")):
-        shutil.rmtree(leftover, ignore_errors=True)
+        remove_tree(leftover)
     for student in sorted(submitted.iterdir()) if submitted.is_dir() else []:
         folder = student / assignment
         for old in sorted(student.glob(f".{assignment}.lms-old-*")):
@@ -128,11 +168,10 @@ def recover(course: Path, submitted: Path, unmatched: Path, staging_parent: Path
                 restored.append(f"{student.name}: submitted/{student.name}/{assignment} restored as it was before "
                                 "an interrupted collect-lms")
             else:
-                shutil.rmtree(old, ignore_errors=True)
+                remove_tree(old)
         for new in student.glob(f".{assignment}.lms-new-*"):
-            shutil.rmtree(new, ignore_errors=True)
-    for partial in unmatched.rglob(f"{PARTIAL}*") if unmatched.is_dir() else []:
-        partial.unlink(missing_ok=True)
+            remove_tree(new)
+    remove_files(unmatched, PARTIAL)  # however deep an earlier run (or zip) made lms-unmatched/
     return restored
 
 

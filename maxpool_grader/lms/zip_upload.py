@@ -16,7 +16,14 @@
   or disk) are reported and skipped.
 * **Where may it go.** Names are cut into safe path components (backslashes are
   separators, no ``..``, no absolute paths, no hidden or control characters, each
-  component at most ``NAME_BYTES`` bytes).
+  component at most ``NAME_BYTES`` bytes, at most ``DEPTH`` of them: deeper folders are
+  joined into the last component's name), so no path written is longer than about 1,600
+  bytes, however long or deep the zip's name.
+* **How much may it write.** One budget (``Budget``, ``--max-total-size``) counts every
+  byte staged, as whole 4 KiB blocks, and every folder made for the files kept out (a
+  block each): a zip of thousands of tiny entries in their own folders fills it as surely
+  as one large file. The staged copies are then linked, not copied, into the course, so a
+  run's disk use peaks at about the budget.
 """
 
 from __future__ import annotations
@@ -40,6 +47,7 @@ MOODLE_MARK = re.compile(r"_[0-9]+_assignsubmission_file_")  # twice in a flat n
 ATTEMPT = re.compile(r"^(?P<stem>.+?)-(?P<attempt>[0-9]+)(?P<suffix>\.[^.]+)$")
 LITTER = "__MACOSX"  # macOS's zip adds it; no LMS does
 NAME_BYTES = 200  # a path component on disk; file systems allow 255
+DEPTH = 8  # path components of a file kept: deeper folders are joined into its name
 MiB = 1 << 20
 CHUNK = MiB
 BLOCK = 4096  # what a file costs on disk at least: the limits count it so
@@ -62,6 +70,7 @@ class ZipUpload:
     attempt: int = 0  # Canvas: the n of "-n" (uploaded again)
     late: bool = False  # Canvas: "_LATE"
     student: str | None = None  # matched in the roster
+    matched_by: str = ""  # how: "lms_id" (roster.csv), "recorded" (an earlier collection), "name"
 
     @property
     def time(self) -> dt.datetime:
@@ -111,27 +120,37 @@ def shorten(component: str, limit: int = NAME_BYTES) -> str:
 def safe_parts(path: str) -> list[str]:
     """``path`` as safe relative path components: backslashes are separators, empty, ``.``
     and ``..`` components are dropped, hidden names get a leading ``_``, characters that
-    are not printable become ``_``, each component is shortened."""
+    are not printable become ``_``; past ``DEPTH`` components the rest are joined with
+    ``_`` into the last one, and each component is shortened."""
     parts = []
     for part in re.split(r"[/\\]", path):
         if part in ("", ".", ".."):
             continue
         clean = "".join(ch if ch.isprintable() else "_" for ch in part)
-        parts.append(shorten("_" + clean if clean.startswith(".") else clean))
-    return parts or ["_"]
+        parts.append("_" + clean if clean.startswith(".") else clean)
+    if len(parts) > DEPTH:
+        parts[DEPTH - 1:] = ["_".join(parts[DEPTH - 1:])]
+    return [shorten(part) for part in parts] or ["_"]
 
 
 def files_of(archive: zipfile.ZipFile) -> list[zipfile.ZipInfo]:
-    """The files of the zip, without folders and the ``__MACOSX/`` folder that macOS's zip
-    adds (at the top only: further down, a student could have named a folder so)."""
-    return [entry for entry in archive.infolist()
-            if not entry.is_dir() and PurePosixPath(entry.filename).parts[:1] != (LITTER,)]
+    """The files of the zip, without its folders."""
+    return [entry for entry in archive.infolist() if not entry.is_dir()]
+
+
+def litter(entry: zipfile.ZipInfo) -> bool:
+    """Whether the entry is under the ``__MACOSX/`` folder that macOS's zip adds at the top
+    (no LMS does: the zip was made again on a Mac). Further down, a student could have named
+    a folder so."""
+    return PurePosixPath(entry.filename).parts[:1] == (LITTER,)
 
 
 def parse(entry: zipfile.ZipInfo, layout: str | None) -> ZipUpload | None:
     """What the LMS's part of an entry's name says in ``layout``, or None when the entry is
     not named that way."""
     name = entry.filename
+    if litter(entry):
+        return None
     if layout == "canvas" and (found := CANVAS.match(name)):
         file, attempt = found["file"], 0
         if again := ATTEMPT.match(file):
@@ -170,10 +189,15 @@ def detect_layout(entries: list[zipfile.ZipInfo], forced: str | None = None) -> 
     return layout
 
 
+_REACHED: dict[str, int] = {}
+
+
 def checkpoint(step: str) -> None:
     """Where the tests kill collect-lms (``kill -9`` of itself, as a power cut would): the
-    environment variable names the step; outside the tests it is never set."""
-    if os.environ.get(KILL_AT) == step:
+    environment variable names the step, ``step:N`` its N-th time (a step per student);
+    outside the tests it is never set."""
+    _REACHED[step] = _REACHED.get(step, 0) + 1
+    if os.environ.get(KILL_AT) in (step, f"{step}:{_REACHED[step]}"):
         os.kill(os.getpid(), signal.SIGKILL)
 
 
@@ -181,11 +205,35 @@ class _TooLarge(Exception):
     pass
 
 
-def stage(archive: zipfile.ZipFile, entries: list[zipfile.ZipInfo], folder: Path,
-          limits: ZipLimits) -> tuple[dict[zipfile.ZipInfo, Path], dict[zipfile.ZipInfo, str]]:
-    """Copy each entry into ``folder`` (as 0, 1, 2 ...) with a bounded read. Returns the
-    entries read, with their copies, and the entries skipped, with the reason."""
-    read, skipped, total = {}, {}, 0
+@dataclass
+class Budget:
+    """What a run may write (``--max-total-size``): staged bytes as whole blocks, and a block
+    for each folder it makes."""
+
+    total: int
+    used: int = 0
+
+    def left(self) -> int:
+        return self.total - self.used
+
+    def spend(self, size: int) -> bool:
+        """Take ``size`` bytes of the budget if they are left (True), else nothing (False)."""
+        if size > self.left():
+            return False
+        self.used += size
+        return True
+
+    def over(self) -> str:
+        return f"the zip unpacks to more than {_size(self.total)} in all, its folders counted (--max-total-size)"
+
+
+def stage(archive: zipfile.ZipFile, entries: list[zipfile.ZipInfo], folder: Path, limits: ZipLimits,
+          budget: Budget | None = None) -> tuple[dict[zipfile.ZipInfo, Path], dict[zipfile.ZipInfo, str]]:
+    """Copy each entry into ``folder`` (as 0, 1, 2 ...) with a bounded read, within
+    ``budget`` (a new one of ``limits.total`` when not given). Returns the entries read,
+    with their copies, and the entries skipped, with the reason."""
+    read, skipped = {}, {}
+    budget = budget or Budget(limits.total)
     if len(entries) > limits.files:
         raise LmsError(f"the zip holds {len(entries)} files, more than {limits.files} (--max-files): no LMS "
                        "download of one assignment has that many; nothing was collected")
@@ -195,11 +243,11 @@ def stage(archive: zipfile.ZipFile, entries: list[zipfile.ZipInfo], folder: Path
             skipped[entry] = problem
             continue
         target = folder / str(number)
-        cap = min(limits.per_file, limits.total - total - BLOCK)  # room for the block a file costs at least
+        cap = min(limits.per_file, budget.left() - BLOCK)  # room for the block a file costs at least
         try:
             if cap < 0:
                 raise _TooLarge
-            total += _on_disk(_bounded_copy(archive, entry, target, cap))
+            budget.spend(_on_disk(_bounded_copy(archive, entry, target, cap)))
             read[entry] = target
             checkpoint("staging")
         except _TooLarge:

@@ -30,9 +30,8 @@ import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
-from . import cgroups
+from . import cgroups, seccomp
 from .filesystem import (
     AS_ROOT,
     HOME,
@@ -41,7 +40,6 @@ from .filesystem import (
     STUDENT_GID,
     STUDENT_UID,
     TMPDIR,
-    VERDICT_DIR,
     WORKDIR,
     identity_file,
     read_only_trees,
@@ -53,6 +51,12 @@ from .limits import prlimit
 BWRAP = shutil.which("bwrap")
 SETPRIV = shutil.which("setpriv")
 _warned: set[str] = set()
+
+
+class GraderFault(RuntimeError):
+    """Grading could not be done for a reason that is not the student's: a sandbox that does
+    not start, a kernel that never came up, a verdict process that died before it ran a line
+    of the notebook. Never a grade: the submission stays to grade, and the run says why."""
 
 
 @dataclass(frozen=True)
@@ -102,7 +106,7 @@ def bwrap_works() -> bool:
     if BWRAP is None or (AS_ROOT and SETPRIV is None):
         return False
     try:
-        probe = subprocess.run(_bwrap_base() + system_binds(False) + ["--", "true"], capture_output=True, timeout=30)
+        probe = subprocess.run(_bwrap_base() + system_binds() + ["--", "true"], capture_output=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired):
         return False
     return probe.returncode == 0
@@ -163,12 +167,19 @@ class Box:
         self.files = regular_files(files_from) if files_from else []
         self.cgroup = cgroups.open_cgroup(caps.memory_bytes, caps.processes)
         if self.cgroup is None:
-            if mode == "required":
-                raise RuntimeError(
-                    "The sandbox is required (sandbox = 'required' in nbgrader_config.py), but no "
-                    f"cgroup can be made here for the caps of a submission ({cgroups.why_unavailable()}). "
-                    "See docs/security.md#where-the-caps-come-from.")
-            _warn_once("cgroup", self.log, without_cgroup_warning(caps))
+            self._without("cgroup", mode, f"no cgroup can be made here for the caps of a submission "
+                          f"({cgroups.why_unavailable()}). See docs/security.md#where-the-caps-come-from",
+                          without_cgroup_warning(caps))
+        self.seccomp = seccomp.filter_program()
+        if self.seccomp is None:
+            self._without("seccomp", mode, seccomp.why_unavailable(),
+                          "GRADING WITHOUT A SECCOMP FILTER: " + seccomp.why_unavailable() + ".")
+
+    def _without(self, what: str, mode: str, why: str, banner: str) -> None:
+        """A part of the box missing here: an error when the sandbox is required, else a banner."""
+        if mode == "required":
+            raise RuntimeError(f"The sandbox is required (sandbox = 'required' in nbgrader_config.py), but {why}.")
+        _warn_once(what, self.log, banner)
 
     # ---------------------------------------------------------------- starting a sandbox
     def sandbox(self, private: Path, files: list[tuple[str, str]] = (), kernel: bool = False) -> Launch:
@@ -176,11 +187,14 @@ class Box:
         (host file, path inside) bound read-only (a connection file, a program)."""
         launch = Launch(self.cgroup.enter_argv() if self.cgroup else [])
         argv = launch.argv
-        argv += _bwrap_base() + system_binds(kernel)
+        argv += _bwrap_base() + system_binds()
+        if self.seccomp is not None:
+            launch.fds.append(seccomp.program_fd(self.seccomp))
+            argv += ["--seccomp", str(launch.fds[-1])]
         argv += ["--perms", "1777", "--size", str(self.caps.scratch_bytes), "--tmpfs", SCRATCH]
         for directory in (WORKDIR, HOME, TMPDIR):
             argv += ["--perms", "1777", "--dir", directory]
-        if not any(tree == "/tmp" or tree.startswith("/tmp/") for tree in read_only_trees(kernel)):
+        if not any(tree == "/tmp" or tree.startswith("/tmp/") for tree in read_only_trees()):
             argv += ["--symlink", TMPDIR, "/tmp"]  # else Python lives under /tmp: TMPDIR says where
         argv += ["--perms", "1777", "--size", str(self.caps.shm_bytes), "--tmpfs", "/dev/shm"]
         for relative, host in self.files:
@@ -206,24 +220,24 @@ class Box:
         argv += ["--remount-ro", "/dev", "--remount-ro", "/", "--chdir", WORKDIR, "--"]
         return launch
 
+    def _rlimits(self, rlimits: dict[str, int]) -> dict[str, int]:
+        """A process's own limits, and the processes cap when no cgroup holds it."""
+        return dict(rlimits, **({} if self.cgroup else {"RLIMIT_NPROC": self.caps.processes}))
+
     def command(self, rlimits: dict[str, int]) -> list[str]:
         """What runs a command inside the sandbox (after bwrap's ``--``): its rlimits, and as
         root the drop to the unprivileged uid without any capability."""
-        rlimits = dict(rlimits)
-        if self.cgroup is None:
-            rlimits["RLIMIT_NPROC"] = self.caps.processes
-        prefix = prlimit(rlimits)
+        prefix = prlimit(self._rlimits(rlimits))
         if AS_ROOT:
             prefix += [SETPRIV or "setpriv", f"--reuid={STUDENT_UID}", f"--regid={STUDENT_GID}",
                        "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
         return prefix
 
     def warm_request(self, rlimits: dict[str, int]) -> dict:
-        """The same for a process forked by a zygote (zygote.py does what ``command`` says)."""
-        rlimits = dict(rlimits)
-        if self.cgroup is None:
-            rlimits["RLIMIT_NPROC"] = self.caps.processes
-        request = {"rlimits": rlimits, "cgroup_procs": self.cgroup.enter_files() if self.cgroup else []}
+        """The same for a process forked by a zygote (zygote.py does what ``command`` says, and
+        installs the seccomp filter bwrap installs for a command)."""
+        request = {"rlimits": self._rlimits(rlimits), "cgroup_procs": self.cgroup.enter_files() if self.cgroup else [],
+                   "seccomp": self.seccomp.hex() if self.seccomp else ""}
         if AS_ROOT:
             request.update(uid=STUDENT_UID, gid=STUDENT_GID)
         return request
@@ -281,20 +295,3 @@ def _bwrap_base() -> list[str]:
     argv = [BWRAP or "bwrap", "--die-with-parent", "--unshare-ipc", "--unshare-pid", "--unshare-net",
             "--unshare-uts", "--new-session"] + ([] if AS_ROOT else ["--unshare-user", "--cap-drop", "ALL"])
     return argv + ["--proc", "/proc", "--dev", "/dev"]
-
-
-def untrusted_process_wrapper(mode: str, log: logging.Logger, box: Box | None = None,
-                              warm: bool = False) -> Callable | None:
-    """A function (private dir, program) -> Launch that starts a sandbox of ``box`` for the
-    out-of-process verdict (its program bound read-only under VERDICT_DIR), or None
-    without a sandbox. Its attributes: ``box``, and ``warm`` (fork it from the verdict
-    zygote)."""
-    if not use_sandbox(mode, log):
-        return None
-    box = box or Box(mode=mode, log=log)
-
-    def wrap(private: Path, program: Path | None = None) -> Launch:
-        files = [(str(program), f"{VERDICT_DIR}/{program.name}")] if program else []
-        return box.sandbox(private, files)
-    wrap.warm, wrap.box = warm, box
-    return wrap

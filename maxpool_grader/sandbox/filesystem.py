@@ -1,9 +1,9 @@
 """What a sandbox sees: the allow-list file system, the paths inside, the environment.
 
 Read-only, only the system's programs and libraries (``/usr``, a minimal ``/etc``), the
-Python installation and its site-packages, and for the kernel the grader package (its
-hidden test cells call it): no home directory, no ``/tmp`` of the host, no course or
-neighbouring folder, no gradebook. Writable is only the sandbox's own scratch folder
+Python installation and every folder it imports from, with the grader package hidden
+wherever it lies: no home directory, no ``/tmp`` of the host, no course or neighbouring
+folder, no gradebook, no reference or hidden test. Writable is only the sandbox's own scratch folder
 ``/scratch``, a fresh size-limited tmpfs that starts with a copy of the submission's
 regular files (symbolic links are never copied nor followed). The environment holds
 nothing of the grader's.
@@ -11,6 +11,7 @@ nothing of the grader's.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import site
@@ -70,30 +71,80 @@ def identity_file(private: Path, name: str) -> Path:
     return path
 
 
-@functools.lru_cache(maxsize=2)
-def read_only_trees(kernel: bool) -> tuple[str, ...]:
-    """The directories the sandbox sees (read-only): the Python installation, its
-    site-packages, and for the kernel the grader package; nothing that holds the course."""
+def _private_places() -> set[str]:
+    """The home directory and the directory grading runs in (the course): a tree that holds
+    either is never the sandbox's to see."""
+    return {os.path.realpath(os.path.expanduser("~")), os.path.realpath(os.getcwd())}
+
+
+def _holds(tree: str, path: str) -> bool:
+    return path == tree or path.startswith(tree.rstrip("/") + "/")
+
+
+def _library_directory(entry: str) -> bool:
+    """A folder packages are installed into (site-packages, ``pip install --target``): it
+    holds their ``*.dist-info`` (or ``*.egg-info``) records. A course folder does not."""
+    if entry in {os.path.realpath(path) for path in [*site.getsitepackages(), site.getusersitepackages()]}:
+        return True
+    with contextlib.suppress(OSError):
+        return any(name.endswith((".dist-info", ".egg-info")) for name in os.listdir(entry))
+    return False
+
+
+@functools.lru_cache(maxsize=1)
+def import_paths() -> tuple[str, ...]:
+    """The library folders this Python imports from beyond its own installation, as real
+    paths, in its order: a virtual environment's or the system's site-packages, the user's
+    (``pip install --user``), a ``pip install --target`` folder on ``PYTHONPATH``, a conda
+    environment's. So every install that works for the grader works in the sandbox. Only
+    library folders (``_library_directory``): a folder of loose modules on ``sys.path`` (the
+    tests', a course folder) is not the sandbox's, nor is any folder that holds the course or
+    the home directory; one that holds the grader package is seen without it
+    (``hidden_paths``)."""
+    found: list[str] = []
+    for entry in sys.path:
+        real = os.path.realpath(entry) if entry else ""
+        if not real or not os.path.isdir(real) or real in found or not _library_directory(real):
+            continue
+        if _holds(os.path.realpath(sys.base_prefix), real):  # the installation's own: found there anyway
+            continue
+        if any(_holds(real, place) for place in _private_places()):
+            continue
+        found.append(real)
+    return tuple(found)
+
+
+@functools.lru_cache(maxsize=1)
+def read_only_trees() -> tuple[str, ...]:
+    """The directories the sandbox sees (read-only): the Python installation and every folder
+    it imports from (``import_paths``); nothing that holds the course."""
     candidates = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
-                  os.path.dirname(os.path.realpath(sys.executable)), *site.getsitepackages()}
+                  os.path.dirname(os.path.realpath(sys.executable)), *site.getsitepackages(), *import_paths()}
     if site.ENABLE_USER_SITE and os.path.isdir(site.getusersitepackages()):
         candidates.add(site.getusersitepackages())
     trees = sorted({os.path.realpath(path) for path in candidates if path and os.path.isdir(path)})
-    if kernel:
-        trees.append(str(PACKAGE_DIR))
-    # Never a tree that holds the home directory or the directory grading runs in (a
-    # Python installed in one of them): those are not the sandbox's to see.
-    private = {os.path.realpath(os.path.expanduser("~")), os.path.realpath(os.getcwd())}
+    private = _private_places()
     kept: list[str] = []
     for tree in sorted(set(trees), key=len):  # a tree inside one already kept needs no bind
-        inside_kept = any(tree == top or tree.startswith(top + "/") for top in ["/usr", *kept])
-        holds_private = any(path == tree or path.startswith(tree.rstrip("/") + "/") for path in private)
-        if not (inside_kept or holds_private):
+        inside_kept = any(_holds(top, tree) for top in ["/usr", *kept])
+        if not (inside_kept or any(_holds(tree, path) for path in private)):
             kept.append(tree)
     return tuple(kept)
 
 
-def system_binds(kernel: bool) -> list[str]:
+@functools.lru_cache(maxsize=1)
+def hidden_paths() -> tuple[str, ...]:
+    """What the sandbox must not see inside the trees it sees: the grader package (the
+    reference, the hidden tests, Part A's answer), wherever an import could find it (an
+    installed copy in site-packages as well as the one this process runs)."""
+    candidates = {str(PACKAGE_DIR)} | {os.path.join(os.path.realpath(entry), PACKAGE_DIR.name)
+                                       for entry in sys.path if entry}
+    trees = ["/usr", *read_only_trees()]
+    return tuple(sorted(path for path in candidates
+                        if os.path.isdir(path) and any(_holds(tree, path) for tree in trees)))
+
+
+def system_binds() -> list[str]:
     argv = []
     for top in ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32"):
         path = "/" + top
@@ -106,13 +157,15 @@ def system_binds(kernel: bool) -> list[str]:
         if os.path.exists(f"/etc/{name}"):
             argv += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
     made: set[str] = set()
-    for tree in read_only_trees(kernel):
+    for tree in read_only_trees():
         # the folders on the way, searchable by the sandbox's uid (bwrap would copy root's 0700)
         for ancestor in reversed(Path(tree).parents[:-1]):
             if str(ancestor) not in made:
                 made.add(str(ancestor))
                 argv += ["--perms", "0755", "--dir", str(ancestor)]
         argv += ["--ro-bind", tree, tree]
+    for path in hidden_paths():  # an empty, read-only folder in its place
+        argv += ["--perms", "0555", "--tmpfs", path, "--remount-ro", path]
     # the interpreter's path as the grader knows it (a virtualenv's bin/python is a link)
     for path in {os.path.abspath(sys.prefix), os.path.dirname(PYTHON)}:
         real = os.path.realpath(path)
@@ -121,25 +174,29 @@ def system_binds(kernel: bool) -> list[str]:
     return argv
 
 
-def kernel_search_path(*more: str) -> dict[str, str]:
-    """PYTHONPATH for the student's kernel and the kernel zygote it is forked from: the folder
-    that holds PACKAGE_DIR first, so the hidden test cells import the very package this
-    process grades with (the sandbox binds it read-only at its own path). Without it the
-    kernel's Python finds the package its environment knows, which is another folder when
-    the course carries its own copy and the virtual environment is another clone's: that
-    folder is not in the sandbox, and every hidden test cell failed to import."""
-    folder = str(PACKAGE_DIR.parent)
-    if folder in {os.path.realpath(path) for path in site.getsitepackages()}:
-        folder = ""  # an installed package: on the path already (and site-packages must not go first)
-    path = os.pathsep.join(part for part in (folder, *more) if part)
-    return {"PYTHONPATH": path} if path else {}
+def python_path() -> dict[str, str]:
+    """What every sandboxed Python (the kernel, the verdict process, their zygotes) needs in
+    its environment to import what the grader's does, where its own installation does not
+    say so already: ``PYTHONPATH`` (``pip install --target``), and the user's base
+    (``pip install --user``; its ``.pth`` files are read as the grader's are). Only folders
+    of ``import_paths`` (none holds the grader package or the course)."""
+    seen = set(import_paths())
+    extra: dict[str, str] = {}
+    given = [os.path.realpath(entry) for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep) if entry]
+    kept = list(dict.fromkeys(entry for entry in given if entry in seen))
+    if kept:
+        extra["PYTHONPATH"] = os.pathsep.join(kept)
+    if site.ENABLE_USER_SITE and os.path.realpath(site.getusersitepackages()) in seen:
+        extra["PYTHONUSERBASE"] = site.getuserbase()
+    return extra
 
 
 def environment(home: str = HOME, **extra: str) -> dict[str, str]:
-    """The whole environment of a sandboxed process: nothing of the grader's."""
+    """The whole environment of a sandboxed process: nothing of the grader's, but where its
+    Python finds the packages the grader's does (``python_path``)."""
     bin_dir = os.path.dirname(PYTHON)
     return {"PATH": os.pathsep.join([bin_dir, "/usr/local/bin", "/usr/bin", "/bin"]),
             "HOME": home, "TMPDIR": TMPDIR, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
             "MPLCONFIGDIR": f"{home}/.config/matplotlib",
             "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-            "PYDEVD_DISABLE_FILE_VALIDATION": "1", **extra}
+            "PYDEVD_DISABLE_FILE_VALIDATION": "1", **python_path(), **extra}

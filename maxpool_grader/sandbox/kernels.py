@@ -26,8 +26,9 @@ from jupyter_client.asynchronous import AsyncKernelClient
 from jupyter_client.manager import AsyncKernelManager
 from traitlets import CaselessStrEnum, Type
 
+from . import zygote as zygote_program
 from .box import Box, Launch, close_fds, private_directory, use_sandbox
-from .filesystem import KERNEL_DIR, PYTHON, WORKDIR, environment, kernel_search_path
+from .filesystem import KERNEL_DIR, PYTHON, WORKDIR, environment
 from .kernel_client import CappedKernelClient
 from .limits import prlimit, rlimits
 from .zygote import SpawnError, Zygote
@@ -86,7 +87,7 @@ class SandboxedKernelManager(QuickShutdown, AsyncKernelManager):
             command[0] = PYTHON
         # ipykernel exits when its parent's pid is gone, and the sandbox's pid namespace does
         # not show it; 1 means "no parent to watch" (the sandbox ends the kernel anyway)
-        kw["env"] = environment(JPY_PARENT_PID="1", **kernel_search_path())
+        kw["env"] = environment(JPY_PARENT_PID="1")
         kw["cwd"] = WORKDIR
         self._command = command
         return command, kw
@@ -181,7 +182,7 @@ def _start_cold(launch: Launch, command: list[str], env: dict) -> subprocess.Pop
 # them before the fork) did not. A cold kernel starts as a warm one does: its folder off the
 # path, the zygote's imports done, then the launcher; IPython puts the folder back (after the
 # standard library) once the kernel is up, so the student's own modules import, as in Jupyter.
-COLD_START = ("import sys; del sys.path[0]; import numpy, numpy.random, maxpool_grader.checks; import runpy; "
+COLD_START = ("import sys; del sys.path[0]; import numpy, numpy.random; import runpy; "
               "runpy.run_module('ipykernel_launcher', run_name='__main__', alter_sys=True)")
 
 
@@ -199,6 +200,9 @@ def _warm_kernel_command(argv: list[str]) -> bool:
 
 
 _the_kernel_zygote: Zygote | None = None
+# the zygote's program: a file to copy and run, never imported here (it imports ipykernel, and
+# ``zygote`` as a module of its own folder)
+KERNEL_ZYGOTE_PROGRAM = Path(__file__).with_name("kernel_zygote.py")
 
 
 def kernel_zygote() -> Zygote:
@@ -210,16 +214,20 @@ def kernel_zygote() -> Zygote:
 
 
 def start_kernel_zygote(cells: list[str] = (), holders: int = 1) -> Zygote:
-    """A new kernel zygote: started in an empty private directory (python -m puts it first
-    on sys.path), with the sandboxed kernels' environment (ipykernel reads some of it when
-    imported); ``cells``: code cells every kernel will run, read once by the zygote
-    (kernel_zygote.remember_pure_steps); ``holders``: the processes that share it (Zygote)."""
+    """A new kernel zygote: a private copy of its program (kernel_zygote.py, and zygote.py
+    beside it: never the grader package, which no kernel may hold) started in its private
+    directory, with the sandboxed kernels' environment (ipykernel reads some of it when
+    imported); ``cells``: the released notebook's code cells, which every kernel will run,
+    read once by the zygote (kernel_zygote.remember_pure_steps); ``holders``: the processes
+    that share it (Zygote)."""
     directory = private_directory("zygote-")
+    for program in (KERNEL_ZYGOTE_PROGRAM, Path(zygote_program.__file__)):
+        shutil.copyfile(program, directory / program.name)
     if cells:
         (directory / "warm-cells.json").write_text(json.dumps(list(cells)))
-    return Zygote([PYTHON, "-m", "maxpool_grader.verdict.kernel_zygote"], cwd=str(directory),
-                  env=dict(environment(home=str(directory), JPY_PARENT_PID="1"), TMPDIR=str(directory),
-                           **kernel_search_path(os.environ.get("PYTHONPATH", ""))), holders=holders)
+    return Zygote([PYTHON, str(directory / "kernel_zygote.py")], cwd=str(directory),
+                  env=dict(environment(home=str(directory), JPY_PARENT_PID="1"), TMPDIR=str(directory)),
+                  holders=holders)
 
 
 def adopt_kernel_zygote(zygote: Zygote, index: int = 0) -> None:

@@ -227,23 +227,40 @@ def drop_capabilities(uid: int | None = None, gid: int | None = None) -> None:
 
 def _become(request: dict, passed: list[int]) -> None:
     """The child in the sandbox: its own session, limits, directory, environment and
-    descriptors; no capabilities."""
+    descriptors (only ``passed``, and /dev/null as 0, 1 and 2: nothing of the grader's, its
+    terminal or its log, which the zygote itself never holds either); no capabilities; the
+    seccomp filter of a sandboxed process (seccomp.py), as bwrap would install it."""
     os.setsid()
     set_rlimits(request.get("rlimits", {}))
     os.chdir(request["cwd"])
     drop_capabilities(request.get("uid"), request.get("gid"))
+    if request.get("seccomp"):
+        install_filter(bytes.fromhex(request["seccomp"]))
     os.environ.clear()
     os.environ.update(request["env"])
     devnull = os.open(os.devnull, os.O_RDWR)
-    os.dup2(devnull, 0)
-    if request.get("quiet"):
-        os.dup2(devnull, 1)
-        os.dup2(devnull, 2)
+    for fd in (0, 1, 2):
+        os.dup2(devnull, fd)
     keep = sorted({0, 1, 2, *passed})
     for low, high in zip(keep, keep[1:] + [os.sysconf("SC_OPEN_MAX")]):
         os.closerange(low + 1, high)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+
+
+class _SockFilterProgram(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 22, 2
+
+
+def install_filter(program: bytes) -> None:
+    """Install a compiled seccomp filter (8 bytes an instruction) on this process, for good:
+    every process it starts inherits it. Needs no_new_privs (``drop_capabilities`` set it)."""
+    buffer = ctypes.create_string_buffer(program, len(program))
+    header = _SockFilterProgram(len(program) // 8, ctypes.cast(buffer, ctypes.c_void_p))
+    _check(_libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(header), 0, 0), "seccomp filter")
 
 
 # ---------------------------------------------------------------- the worker's side
@@ -255,9 +272,11 @@ class Zygote:
     def __init__(self, argv: list[str], env: dict | None = None, cwd: str | None = None, holders: int = 1):
         pairs = [socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM) for _ in range(holders)]
         theirs = [their.fileno() for _, their in pairs]
+        # no descriptor of the grader's (its terminal, its log) reaches the zygote, whose
+        # children would inherit it
         self.process = subprocess.Popen(argv + [",".join(map(str, theirs))], pass_fds=theirs,
-                                        env=env, cwd=cwd, stdin=subprocess.DEVNULL,
-                                        start_new_session=True)
+                                        env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                        stderr=subprocess.DEVNULL, start_new_session=True)
         for _, their in pairs:
             their.close()
         self._ends = [(ours, ours.makefile("rb")) for ours, _ in pairs]

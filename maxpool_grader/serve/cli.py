@@ -5,17 +5,30 @@ from __future__ import annotations
 
 import argparse
 import csv
+import difflib
 import os
+import sys
 from pathlib import Path
 
 from nbgrader.api import Gradebook
 
-from ..course.roster import import_roster
+from ..course.roster import import_roster, read_roster
 from ..glue.deadline import parse_time
 from ..glue.safecsvexport import csv_cell
 from . import service
 from .policy import SERVE_DIR, STUDENT_ID, load_settings
-from .signin import Credentials, hub_address, hub_auth, instructor_link, revoke, rotate_secret, token_for
+from .signin import (
+    Credentials,
+    generations,
+    hub_address,
+    hub_auth,
+    instructor_link,
+    restore,
+    revocations,
+    revoke,
+    rotate_secret,
+    token_for,
+)
 
 
 def add_parsers(commands, cluster_options) -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
@@ -49,6 +62,9 @@ def add_parsers(commands, cluster_options) -> tuple[argparse.ArgumentParser, arg
     tokens.add_argument("--revoke", metavar="ID", action="append", default=[],
                         help="end this student's link and session (a running serve sees it at once); the new link "
                              "is in the CSV. Repeat it for more students")
+    tokens.add_argument("--restore", metavar="ID", action="append", default=[],
+                        help="undo this student's last --revoke: the link they had before works again, the one "
+                             "given at the revocation ends. Repeat it for more students")
     tokens.add_argument("--rotate", action="store_true",
                         help="a new secret: every link and session so far ends, the instructor's link too")
     return serving, tokens
@@ -91,14 +107,27 @@ def serve_command(args, parser: argparse.ArgumentParser, db_url: str, security) 
 
 
 def tokens_command(args, db_url: str) -> int:
-    if (args.course_dir / "roster.csv").is_file():
-        import_roster(args.course_dir / "roster.csv", db_url)
+    roster = args.course_dir / "roster.csv"
+    if roster.is_file():
+        import_roster(roster, db_url)
     folder = args.course_dir / SERVE_DIR
+    with Gradebook(db_url) as gradebook:
+        known = {student.id for student in gradebook.students}
+    if roster.is_file():
+        known |= {row["id"] for row in read_roster(roster)}
+    if problems := _unknown_or_not_revoked(args, folder, known):
+        for problem in problems:
+            print(f"maxpool-grader tokens: {problem}", file=sys.stderr)
+        print("Nothing was changed.", file=sys.stderr)
+        return 2
     if args.rotate:
         rotate_secret(folder)
         print("A new secret: every link and session given out so far has ended (a running serve sees it at once)")
     for student in args.revoke:
         print(f"{student}: link and session ended (generation {revoke(folder, student)}); the new link is in the CSV")
+    for student in args.restore:
+        print(f"{student}: the last revocation is undone (generation {restore(folder, student)}): the link they had "
+              "before works again, the one given at the revocation no longer does")
     credentials = Credentials(folder)
     _instructor_link(folder, credentials)
     base = args.base_url.rstrip("/") + "/"
@@ -123,6 +152,25 @@ def tokens_command(args, db_url: str) -> int:
         print("The gradebook has no students: import the roster first (maxpool-grader roster roster.csv)")
         return 1
     return 0
+
+
+def _unknown_or_not_revoked(args, folder: Path, known: set[str]) -> list[str]:
+    """Why the --revoke and --restore asked for cannot be done (nothing is, then): an id that is
+    no student of the course (a typo would end nobody's link), or a restore of a link that is
+    not revoked."""
+    problems = []
+    for student in dict.fromkeys([*args.revoke, *args.restore]):
+        if student not in known:
+            close = difflib.get_close_matches(student, sorted(known), n=3)
+            problems.append(f"{student!r} is not a student of this course (neither in roster.csv nor in the "
+                            "gradebook)" + (f"; did you mean {' or '.join(close)}?" if close else ""))
+    pending = generations(folder)
+    for student in dict.fromkeys(args.restore):
+        undone = args.restore.count(student) - args.revoke.count(student)
+        if student in known and undone > revocations(folder).get(student, 0):
+            problems.append(f"{student}'s link is not revoked (generation {pending.get(student, 0)}): there is no "
+                            "revocation to undo")
+    return problems
 
 
 def _instructor_link(folder: Path, credentials) -> None:

@@ -2,8 +2,10 @@
 exchange's inbound folder, which every student can write to. The service takes each new
 submission once, and only when its folder, notebook and secret belong to the user the
 submission names (nbgrader's own ``collect`` only warns, "cheating attempt?"); it never
-follows a link. A refusal of a genuine submission is released as its feedback, where
-``fetch_feedback`` finds it."""
+follows a link. A submission made in another's name is the forger's record ("forged by X,
+claiming Y"), never the named student's, and an account's forgeries are limited per hour
+(``c.Serve.forgeries_per_hour``). A refusal of a genuine submission is released as its
+feedback, where ``fetch_feedback`` finds it."""
 
 from __future__ import annotations
 
@@ -37,6 +39,8 @@ class ExchangeWatcher:
         self.policy, self.assignment, self.queue = policy, policy.assignment, queue
         self.events, self.on_queued = events, on_queued
         self.first_seen: dict[str, float] = {}  # a folder's name -> when the scan saw it without its secret
+        self.ignored: set[str] = set()  # forged folders past an account's hourly limit: not read again
+        self.flooding: set[str] = set()  # the accounts past it (the instructor is told once)
 
     def scan(self) -> None:
         """Take every new submission of the exchange's inbound folder once."""
@@ -49,7 +53,7 @@ class ExchangeWatcher:
             return
         for name in names:
             parts = name.split("+")
-            if len(parts) < 3 or parts[1] != self.assignment or self.queue.seen_source(name):
+            if len(parts) < 3 or parts[1] != self.assignment or name in self.ignored or self.queue.seen_source(name):
                 continue  # another assignment's (plain nbgrader collect takes those) or taken already
             self.first_seen.setdefault(name, time.time())
             if not (inbound / name / "submission_secret.txt").exists() and time.time() - self.first_seen[name] < 30:
@@ -60,9 +64,13 @@ class ExchangeWatcher:
     def _take(self, inbound: Path, name: str, student: str) -> None:
         try:
             content, secret, note, stems = self._read_submission(inbound, name, student)
+        except Gone:
+            return  # taken back before it was read: nothing was submitted
+        except Forged as forged:
+            self._forged(name, forged)
+            return
         except Refused as refusal:
-            who = student if STUDENT_ID.fullmatch(student) else "?"
-            self.queue.add(who, self.assignment, "exchange", None, status="refused", message=str(refusal),
+            self.queue.add(student, self.assignment, "exchange", None, status="refused", message=str(refusal),
                            source=name)
             self.events.append(f"exchange submission {name!r} refused: {refusal}")
             print(f"serve: exchange submission {name!r} refused: {refusal}", file=sys.stderr, flush=True)
@@ -72,7 +80,9 @@ class ExchangeWatcher:
         try:
             if not self.policy.is_student(student):
                 raise Refused(NOT_ON_ROSTER, 403)
-            self.policy.check_notebook(content)
+            if isinstance(content, TooLarge):
+                raise self.policy.too_large(content.size)
+            content = self.policy.check_notebook(content)
             self.policy.admit(student)
         except Refused as refusal:
             self.queue.add(student, self.assignment, "exchange", None, status="refused", message=str(refusal),
@@ -89,27 +99,48 @@ class ExchangeWatcher:
             say(f"serve: {student}'s exchange submission: {note}")
         self.on_queued()
 
-    def _read_submission(self, inbound: Path, name: str, student: str) -> tuple[bytes, str]:
+    def _forged(self, name: str, forged: Forged) -> None:
+        """A submission made in another student's name: the forger's record, shown to the
+        instructor as "forged by X, claiming Y", up to ``c.Serve.forgeries_per_hour`` of one
+        account in an hour; past that, left unread and counted once for the instructor."""
+        limit = self.policy.settings.forgeries_per_hour
+        if self.queue.forged_since(forged.forger, time.time() - 3600) >= limit:
+            self.ignored.add(name)
+            if forged.forger not in self.flooding:
+                self.flooding.add(forged.forger)
+                self.events.append(f"{forged.forger} made more than {limit} forged submissions in an hour: the "
+                                   "service reads no more of them this hour (they stay in the exchange's inbound)")
+            return
+        self.flooding.discard(forged.forger)
+        said = f"forged by {forged.forger}, claiming {forged.claimed}: {forged}"
+        self.queue.add(forged.forger, self.assignment, "exchange", None, status="forged", message=said, source=name,
+                       claimed=forged.claimed)
+        self.events.append(f"exchange submission {name!r} {said}")
+        print(f"serve: exchange submission {name!r} {said}", file=sys.stderr, flush=True)
+
+    def _read_submission(self, inbound: Path, name: str, student: str) -> tuple[bytes | TooLarge, str, str, list]:
         """The notebook and secret of an inbound folder, read only when the folder and both files
-        belong to the user the folder's name claims; never through a link."""
-        if not STUDENT_ID.fullmatch(student):
-            raise Refused(f"{student!r} is not a student id this service takes")
+        belong to the user the folder's name claims; never through a link. Whoever made the
+        folder (or planted a file in it) in another's name is ``Forged``."""
+        directory = os.open(inbound, os.O_RDONLY | os.O_DIRECTORY)
         try:
-            expected = pwd.getpwnam(student).pw_uid
-        except KeyError:
-            raise Refused(f"claims to be from {student!r}, who has no account on this machine") from None
+            try:
+                made_by = os.lstat(name, dir_fd=directory).st_uid
+            except OSError:
+                raise Gone from None
+            folder = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=directory)
+        except FileNotFoundError:
+            raise Gone from None
+        except OSError:  # a link, or a file: refused, as its maker's
+            _check_claim(made_by, student, "the link or file in its place")
+            raise Refused("not a folder (a link, or a file)") from None
+        finally:
+            os.close(directory)
         try:
-            folder = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=os.open(inbound, os.O_RDONLY))
-        except OSError:
-            raise Refused("not a folder (a link, or gone)") from None
-        try:
-            owner = os.fstat(folder).st_uid
-            if owner != expected:
-                raise Refused(f"claims to be {student}'s submission but belongs to {_user(owner)}: a submission "
-                              "made in another student's name (cheating attempt?)")
+            expected = _check_claim(os.fstat(folder).st_uid, student, "its folder")
             try:
                 secret = _read_owned(folder, "submission_secret.txt", expected, 1024).decode().strip()
-            except (Refused, UnicodeDecodeError):
+            except (Refused, TooLarge, UnicodeDecodeError):
                 secret = ""
             if secret and not re.fullmatch(r"[0-9a-f]{16,256}", secret):
                 secret = ""
@@ -117,7 +148,9 @@ class ExchangeWatcher:
             stems = [name[:-len(".ipynb")] for name in sorted(names) if name.endswith(".ipynb")]
             try:
                 notebook, note = notebook_of(names, self.assignment)
-                content = _read_owned(folder, notebook, expected, self.policy.settings.max_upload * 1024 + 1)
+                content = _read_owned(folder, notebook, expected, self.policy.settings.max_upload * 1024)
+            except TooLarge as too_large:
+                content = too_large
             except Refused as refusal:
                 refusal.secret, refusal.stems = secret, stems
                 raise
@@ -166,6 +199,41 @@ def notebook_of(names: list[str], assignment: str) -> tuple[str, str]:
                   "This submission does not count against your attempts.")
 
 
+class Forged(Exception):
+    """A submission that names a student other than the account that made it (or planted a
+    file in it): ``forger``'s, ``claimed`` the named id; the reason is its text."""
+
+    def __init__(self, forger: str, claimed: str, reason: str):
+        super().__init__(reason)
+        self.forger, self.claimed = forger, claimed
+
+
+class TooLarge(Exception):
+    """A notebook above the limit, by its size on disk (``size``, bytes): never read."""
+
+    def __init__(self, size: int):
+        super().__init__(f"{size} bytes")
+        self.size = size
+
+
+class Gone(Exception):
+    """A folder of the inbound that was there when listed and is gone when opened."""
+
+
+def _check_claim(owner: int, claimed: str, what: str) -> int:
+    """The uid of the student a submission claims to be from, when ``owner`` (of ``what``) is
+    that student; else ``Forged``, naming the account that made it."""
+    try:
+        expected = pwd.getpwnam(claimed).pw_uid if STUDENT_ID.fullmatch(claimed) else None
+    except KeyError:
+        expected = None
+    if owner != expected:
+        known = "" if expected is not None else f" (no account of this machine is {claimed!r})"
+        raise Forged(_user(owner), claimed, f"{what} belongs to {_user(owner)}, not to {claimed}{known}: a "
+                                           "submission made in another student's name (cheating attempt?)")
+    return expected
+
+
 def _read_owned(folder: int, name: str, uid: int, limit: int) -> bytes:
     try:
         fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=folder)
@@ -173,10 +241,14 @@ def _read_owned(folder: int, name: str, uid: int, limit: int) -> bytes:
         raise Refused(f"no {name} in it (or a link)") from None
     try:
         found = os.fstat(fd)
+        if found.st_uid != uid:
+            raise Forged(_user(found.st_uid), _user(uid), f"{name} in it belongs to {_user(found.st_uid)}, not "
+                                                          f"to {_user(uid)}, whose submission it claims to be")
         if not stat.S_ISREG(found.st_mode):
             raise Refused(f"{name} is not a plain file")
-        if found.st_uid != uid:
-            raise Refused(f"{name} in it belongs to {_user(found.st_uid)}, not to the student it names")
+        if found.st_size > limit:  # refused by its real size, read no further
+            raise TooLarge(found.st_size)
+        limit += 1  # a file that grows while it is read is still seen as too large
         data = os.read(fd, limit)
         while len(data) < limit:
             more = os.read(fd, limit - len(data))

@@ -1,12 +1,20 @@
 """The grading side of ``maxpool-grader serve``: how its grading workers are set up
 (``serve_worker_setup``) and what one does right after an attempt is autograded on the
 grading backend (``serve_followup``: the feedback, its release through the exchange, and
-the scores and named mistakes the pages show)."""
+the scores and named mistakes the pages show).
+
+An attempt whose student is taken off the roster while it is graded is not kept: before it
+is staged, the service keeps what grading changes (``keep_before``: the student's submission
+in the gradebook, their ``submitted/`` and ``autograded/`` folders); the worker asks the
+roster again once it is graded and, when the student is gone, puts all of it back
+(``put_back``) and makes no feedback: the gradebook is as it was, and the attempt is refused."""
 
 from __future__ import annotations
 
 import json
+import shutil
 import time
+from datetime import datetime
 from pathlib import Path
 
 # what grading and feedback import, imported with this module: by the service before it forks
@@ -14,10 +22,10 @@ from pathlib import Path
 import nbconvert.exporters.html  # noqa: F401
 import nbgrader.converters  # noqa: F401
 import nbgrader.preprocessors  # noqa: F401
-from nbgrader.api import Gradebook
+from nbgrader.api import Gradebook, MissingEntry
 
 from ..backend.pool import failure_log, worker_api
-from ..course.directory import notebook_path
+from ..course.directory import course_path, notebook_path
 from ..course.jobs import JobResult
 from ..exercise.catalogue import BUGS
 from ..exercise.checks import GRADED_CHECKS
@@ -25,6 +33,7 @@ from ..names import PART_A_CELL, REPORT_KEY
 from ..sandbox import box
 from ..sandbox.kernels import kernel_zygote
 from ..verdict.process import verdict_zygote
+from .policy import on_roster
 
 
 def serve_worker_setup() -> None:
@@ -40,13 +49,17 @@ def serve_worker_setup() -> None:
         verdict_zygote()
 
 
-def serve_followup(student: str, assignment: str, graded: JobResult, release: bool) -> dict:
+def serve_followup(student: str, assignment: str, graded: JobResult, release: bool, before: str = "") -> dict:
     """In a grading worker, right after the attempt in submitted/ was autograded (as ``grade``
-    grades it, here or on a Dask worker): write its feedback, release it through the
+    grades it, here or on a Dask worker): unless its student left the roster meanwhile (then
+    what ``before`` kept is put back: module doc), write its feedback, release it through the
     exchange when it came that way, and return its scores per test and the mistakes named."""
     api = worker_api()
     started = time.monotonic()
     course = Path(api.coursedir.root)
+    if before and not on_roster(course, student):
+        put_back(course, api.coursedir.db_url, student, assignment, Path(before))
+        return {"success": False, "off_roster": True, "log": f"{student} left the roster while it was graded"}
     feedback = api.generate_feedback(assignment, student, force=True)
     if not feedback["success"]:
         return {"success": False, "log": failure_log(feedback, 4000)}
@@ -55,7 +68,6 @@ def serve_followup(student: str, assignment: str, graded: JobResult, release: bo
         if not released["success"]:
             return {"success": False, "log": failure_log(released, 4000)}
     return {"success": True, "released": release, **scores_of(api.coursedir.db_url, course, student, assignment),
-            "import_failed": graded.import_failed,
             "seconds": time.monotonic() - started + (graded.seconds or 0) + (graded.record_seconds or 0)}
 
 
@@ -88,3 +100,71 @@ def scores_of(db_url: str, course: Path, student: str, assignment: str) -> dict:
                               "mistakes": named.get(grade.name, [])})
         return {"tests": tests, "score": float(submission.score or 0), "max_score": float(submission.max_score or 0),
                 "late_penalty": float(submission.late_submission_penalty or 0)}
+
+
+# ------------------------------------------------------------------ an attempt not kept
+
+GRADE_FIELDS = ("auto_score", "manual_score", "extra_credit", "needs_manual_grade")
+COMMENT_FIELDS = ("auto_comment", "manual_comment")
+STEPS = ("submitted", "autograded")
+
+
+def keep_before(course: Path, db_url: str, student: str, assignment: str, folder: Path) -> None:
+    """Keep in ``folder`` what grading an attempt changes: the student's submission in the
+    gradebook (as JSON) and their submitted/ and autograded/ folders. Kept once: after a
+    restart the attempt graded again keeps what was there before its first try."""
+    if (folder / "gradebook.json").exists():
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    for step in STEPS:
+        here = course_path(course, step, student, assignment)
+        if here.is_dir() and not here.is_symlink():
+            shutil.copytree(here, folder / step, symlinks=True)
+    saved = {"exists": False}
+    with Gradebook(db_url) as gradebook:
+        try:
+            submission = gradebook.find_submission(assignment, student)
+        except MissingEntry:
+            pass
+        else:
+            saved = {"exists": True, "timestamp": submission.timestamp.isoformat() if submission.timestamp else None,
+                     "notebooks": {notebook.name: _notebook_state(notebook) for notebook in submission.notebooks}}
+    partial = folder / "gradebook.json.partial"
+    partial.write_text(json.dumps(saved))
+    partial.replace(folder / "gradebook.json")  # written last: its presence says the copies are whole
+
+
+def _notebook_state(notebook) -> dict:
+    return {"late_submission_penalty": notebook.late_submission_penalty,
+            "grades": {grade.name: [getattr(grade, key) for key in GRADE_FIELDS] for grade in notebook.grades},
+            "comments": {comment.name: [getattr(comment, key) for key in COMMENT_FIELDS]
+                         for comment in notebook.comments}}
+
+
+def put_back(course: Path, db_url: str, student: str, assignment: str, folder: Path) -> None:
+    """Undo what grading changed, from what ``keep_before`` kept in ``folder``."""
+    saved = json.loads((folder / "gradebook.json").read_text())
+    with Gradebook(db_url) as gradebook:
+        if not saved["exists"]:
+            try:
+                gradebook.remove_submission(assignment, student)
+            except MissingEntry:
+                pass
+        else:
+            submission = gradebook.find_submission(assignment, student)
+            submission.timestamp = datetime.fromisoformat(saved["timestamp"]) if saved["timestamp"] else None
+            for notebook in submission.notebooks:
+                kept = saved["notebooks"].get(notebook.name, {})
+                notebook.late_submission_penalty = kept.get("late_submission_penalty")
+                for rows, fields, key in ((notebook.grades, GRADE_FIELDS, "grades"),
+                                          (notebook.comments, COMMENT_FIELDS, "comments")):
+                    for row in rows:
+                        for field, value in zip(fields, kept.get(key, {}).get(row.name, ()), strict=False):
+                            setattr(row, field, value)
+            gradebook.db.commit()
+    for step in STEPS:
+        here = course_path(course, step, student, assignment)
+        if here.is_dir() and not here.is_symlink():
+            shutil.rmtree(here)
+        if (folder / step).is_dir():
+            shutil.copytree(folder / step, here, symlinks=True)

@@ -73,7 +73,7 @@ def status_text(attempt) -> str:
             return (f"graded: Part B {sum(test['score'] for test in automatic):g} of "
                     f"{sum(test['points'] for test in automatic):g}; Part A {waiting}")
         return f"graded: {attempt.result.get('score', 0):g} of {attempt.result.get('max_score', 0):g}"
-    if attempt.status in ("refused", "failed", "superseded"):
+    if attempt.status in ("refused", "failed", "superseded", "forged"):
         return f"{attempt.status}: {attempt.message}"
     return attempt.status
 
@@ -103,7 +103,9 @@ def attempt_progress(service: Service, attempt, here: str) -> dict:
     if attempt.status == "grading":
         return {"text": "Being graded now.", "done": False, "url": here}
     ready = " Your feedback is ready." if attempt.status == "graded" else ""
-    return {"text": f"{status_text(attempt).capitalize()}.{ready}", "done": True, "url": here}
+    said = status_text(attempt).rstrip()
+    said = said[:1].upper() + said[1:] + ("" if said.endswith((".", "?", "!")) else ".")  # its own words kept
+    return {"text": said + ready, "done": True, "url": here}
 
 
 def _shown(test: dict, level: str) -> dict:
@@ -186,7 +188,8 @@ def instructor_view(service: Service) -> dict:
         "students": [{"student": student, "hour": len(service.queue.counted_since(student, now - 3600)),
                       "all": len(found), "latest": status_text(max(found, key=lambda a: a.id))}
                      for student, found in sorted(students.items())],
-        "problems": [{"id": a.id, "student": a.student, "way": a.way + (f" {a.source!r}" if a.source else ""),
-                      "why": a.message} for a in attempts if a.status in ("refused", "failed")][:30],
+        "problems": [{"id": a.id, "student": f"forged by {a.student}, claiming {a.claimed}" if a.status == "forged"
+                      else a.student, "way": a.way + (f" {a.source!r}" if a.source else ""), "why": a.message}
+                     for a in attempts if a.status in ("refused", "failed", "forged")][:30],
         "events": service.events[-30:],
     }

@@ -9,10 +9,12 @@ from __future__ import annotations
 import json
 import re
 import time
+import warnings
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 
+import nbformat
 from nbgrader.api import Gradebook, MissingEntry
 from traitlets import Enum, Float, Int, List, Unicode
 from traitlets.config import Configurable
@@ -58,6 +60,10 @@ class Serve(Configurable):
         "The most cells a notebook the service takes may have (the assignment has about 20): one of "
         "thousands of cells would hold a grading worker for a minute. More is refused at once, with the "
         "reason.")).tag(config=True, unit="cells")
+    forgeries_per_hour = Int(3, help=(
+        "Submissions through the exchange made in another student's name that the service records per account "
+        "in any 60 minutes (each is the forger's record, shown on the live view); more are not read, and the "
+        "instructor is told once.")).tag(config=True, unit="submissions")
     poll_interval = Float(1.0, help="How often the exchange's inbound folder is looked at.").tag(config=True, unit="s")
     hub_instructors = List(Unicode(), default_value=[], help=(
         "With 'serve --hub-login': the JupyterHub users who, signed in, see the instructor's live view "
@@ -126,11 +132,7 @@ class Policy:
         stamp = found.st_mtime_ns, found.st_size, found.st_ino
         cached = self._roster_read
         if cached is None or cached[0] != stamp:
-            try:
-                ids = frozenset(row["id"] for row in read_roster(path))
-            except Exception:  # noqa: BLE001  a roster being written, or broken: nobody until it reads
-                ids = frozenset()
-            cached = self._roster_read = (stamp, ids)
+            cached = self._roster_read = (stamp, roster_ids(path))
         return cached[1]
 
     def level(self) -> str:
@@ -158,7 +160,9 @@ class Policy:
                               "kept.", 429)
 
     def too_large(self, size: int) -> Refused:
-        return Refused(f"The file is too large ({size // 1024} KiB; the limit is {self.settings.max_upload} KiB). "
+        """The refusal of a file of ``size`` bytes (its real size: the web way's Content-Length,
+        the exchange's file size), above ``max_upload``."""
+        return Refused(f"The file is too large ({size_text(size)}; the limit is {self.settings.max_upload} KiB). "
                        "Clear your outputs (Kernel > Restart Kernel and Clear Outputs of All Cells) and upload it "
                        "again.", 413)
 
@@ -167,34 +171,48 @@ class Policy:
         self.queue.add(student, self.assignment, way, None, status="refused", message=str(refusal))
         return refusal
 
-    def check_notebook(self, content: bytes) -> None:
-        """Refuse what is not this assignment's notebook, or too large."""
+    def check_notebook(self, content: bytes) -> bytes:
+        """Refuse what is not this assignment's notebook, or too large; return the notebook to
+        grade: as it came, or one of nbformat 3 converted to 4, as Jupyter converts it when it
+        opens one (graded, and counted, like any other). A file that nbformat cannot read, or
+        whose cells are not cells, is refused, and not counted, however it names its cells."""
         if len(content) > self.settings.max_upload * 1024:
             raise self.too_large(len(content))
+        not_a_notebook = Refused("This is not a Jupyter notebook (.ipynb): upload the notebook file of the "
+                                 f"assignment, {self.assignment}.ipynb.", 400)
         try:
-            notebook = json.loads(content.decode("utf-8"))
-            cells = notebook["cells"]
-            ids = {cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") for cell in cells
-                   if isinstance(cell, dict) and isinstance(cell.get("metadata"), dict)
-                   and isinstance(cell["metadata"].get("nbgrader", {}), dict)}
+            text = content.decode("utf-8")
+            raw = json.loads(text)
+            cells = raw["cells"] if raw.get("nbformat", 4) >= 4 else [
+                cell for sheet in raw["worksheets"] for cell in sheet["cells"]]
+            count = len(cells)
         except (UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError):
-            raise Refused("This is not a Jupyter notebook (.ipynb): upload the notebook file of the assignment, "
-                          f"{self.assignment}.ipynb.", 400) from None
-        if len(cells) > self.settings.max_cells:
-            raise Refused(f"Your notebook has {len(cells)} cells; the service takes at most {self.settings.max_cells} "
+            raise not_a_notebook from None
+        if count > self.settings.max_cells:  # before the format is checked: counting is quick
+            raise Refused(f"Your notebook has {count} cells; the service takes at most {self.settings.max_cells} "
                           "(the assignment has about 20). Delete the cells you added for trying things out, "
                           "or merge them, and upload it again.", 413)
+        try:
+            with warnings.catch_warnings():  # nbformat's warnings of a student's file: not the service's to print
+                warnings.simplefilter("ignore")
+                notebook = nbformat.reads(text, as_version=4)
+            _check_cells(notebook.cells)
+        except Exception as problem:  # noqa: BLE001  nbformat's readers raise many kinds on a hostile file
+            raise Refused(f"{not_a_notebook} Its file does not follow the notebook format "
+                          f"({_first_line(problem)}).", 400) from None
+        ids = {cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") for cell in notebook.cells}
         if SOLUTION_CELL not in ids:
             raise Refused(f"This notebook is not the {self.assignment} assignment (its cell "
                           f"'{SOLUTION_CELL}' is missing): upload {self.assignment}.ipynb as you fetched it, "
                           "with your answers.", 400)
+        return content if raw.get("nbformat") == 4 else nbformat.writes(notebook).encode()
 
     def submit(self, student: str, content: bytes, way: str = "web") -> int:
         """Check and queue an upload; a refused one is recorded (for the instructor) and raised."""
         try:
             if not self.is_student(student):
                 raise Refused(NOT_ON_ROSTER, 403)
-            self.check_notebook(content)
+            content = self.check_notebook(content)
             self.admit(student)
         except Refused as refusal:
             raise self.refuse(student, refusal, way) from None
@@ -211,8 +229,50 @@ class _Everyone:
 _EVERYONE = _Everyone()
 
 
+def roster_ids(path: Path):
+    """The ids of a roster.csv (everyone, when there is none; nobody while it cannot be read)."""
+    if not path.exists():
+        return _EVERYONE
+    try:
+        return frozenset(row["id"] for row in read_roster(path))
+    except Exception:  # noqa: BLE001  a roster being written, or broken: nobody until it reads
+        return frozenset()
+
+
+def on_roster(course: Path, student: str) -> bool:
+    """Whether ``student`` is a row of the course's roster.csv now (read at once, no cache): a
+    grading worker asks it before an attempt's grade is kept."""
+    return student in roster_ids(course / "roster.csv")
+
+
 def when_text(moment: float) -> str:
     return datetime.fromtimestamp(moment, timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def size_text(size: int) -> str:
+    """A size as a person reads it: 3.1 MiB, 5 GiB, 200 KiB."""
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20)):
+        if size >= scale:
+            return f"{size / scale:.3g} {unit}"
+    return f"{-(-size // 1024)} KiB"
+
+
+def _check_cells(cells) -> None:
+    """Raise ValueError unless every cell has what nbgrader reads of one: a known type, its
+    source, its metadata (and a code cell its outputs). Other departures from nbformat's
+    schema (a cell id of odd characters, say) are nbgrader's to grade, as it grades them."""
+    for number, cell in enumerate(cells, start=1):
+        kind = cell.get("cell_type") if isinstance(cell, dict) else None
+        if kind not in ("code", "markdown", "raw"):
+            raise ValueError(f"cell {number} has no cell_type of code, markdown or raw")
+        if not isinstance(cell.get("source"), (str, list)) or not isinstance(cell.get("metadata", {}), dict):
+            raise ValueError(f"cell {number} has no source, or metadata that is not a mapping")
+        if kind == "code" and not isinstance(cell.get("outputs", []), list):
+            raise ValueError(f"code cell {number} has outputs that are not a list")
+
+
+def _first_line(problem: Exception) -> str:
+    return (str(problem).strip().splitlines() or [type(problem).__name__])[0][:200]
 
 
 def _minutes(seconds: float) -> str:

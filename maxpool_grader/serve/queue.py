@@ -5,7 +5,9 @@ An attempt is ``queued`` when it is accepted, ``grading`` while a worker has it,
 ``graded``, ``failed`` (grading broke twice: the student and the instructor are told) or
 ``superseded`` (a newer upload of the same student came before it was graded: only the
 latest counts). A refused attempt is kept too (``refused``, with its reason), so the
-instructor sees every refusal, a forged exchange submission among them. Every change is
+instructor sees every refusal. An exchange submission made in another student's name is
+``forged``: it is the forger's record (``student`` is the account that made it, ``claimed``
+whom it named), never the named student's. Every change is
 committed before it is acted on, so a restart resumes the queue: what was ``grading``
 is queued again.
 """
@@ -32,7 +34,8 @@ CREATE TABLE IF NOT EXISTS attempts (
     tries INTEGER NOT NULL DEFAULT 0,
     message TEXT NOT NULL DEFAULT '',
     result TEXT NOT NULL DEFAULT '',  -- JSON: scores per test, named mistakes (serve/service.py)
-    finished REAL
+    finished REAL,
+    claimed TEXT NOT NULL DEFAULT ''  -- a forged submission: the student it named
 );
 CREATE INDEX IF NOT EXISTS attempts_student ON attempts (student, received);
 CREATE INDEX IF NOT EXISTS attempts_status ON attempts (status, id);
@@ -55,6 +58,7 @@ class Attempt:
     message: str
     result: dict
     finished: float | None
+    claimed: str = ""
 
     @classmethod
     def of(cls, row) -> Attempt:
@@ -77,6 +81,8 @@ class Queue:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=FULL")  # an accepted attempt survives a power cut
         self._db.executescript(SCHEMA)
+        if "claimed" not in {row["name"] for row in self._db.execute("PRAGMA table_info(attempts)")}:
+            self._db.execute("ALTER TABLE attempts ADD COLUMN claimed TEXT NOT NULL DEFAULT ''")  # a queue of before
 
     def close(self) -> None:
         with self._lock:
@@ -103,7 +109,7 @@ class Queue:
 
     def add(self, student: str, assignment: str, way: str, content: bytes | None, *, status: str = "queued",
             message: str = "", source: str = "", received: float | None = None,
-            files: dict[str, bytes] | None = None) -> int:
+            files: dict[str, bytes] | None = None, claimed: str = "") -> int:
         """Record an attempt (and, when accepted, its notebook and ``files`` beside it, by suffix,
         on disk before it is queued)."""
         received = time.time() if received is None else received
@@ -111,9 +117,10 @@ class Queue:
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 cursor = self._db.execute(
-                    "INSERT INTO attempts (student, assignment, way, source, received, status, message) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (student, assignment, way, source, received, "writing" if content is not None else status, message))
+                    "INSERT INTO attempts (student, assignment, way, source, received, status, message, claimed) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (student, assignment, way, source, received, "writing" if content is not None else status, message,
+                     claimed))
                 attempt_id = cursor.lastrowid
                 if content is not None:
                     for suffix, data in {".ipynb": content, **(files or {})}.items():
@@ -146,6 +153,11 @@ class Queue:
         return [row[0] for row in self._run(
             f"SELECT received FROM attempts WHERE student=? AND received>=? AND status IN {COUNTED} "
             "ORDER BY received", student, since)]
+
+    def forged_since(self, forger: str, since: float) -> int:
+        """How many forged submissions of the account ``forger`` were recorded since ``since``."""
+        return self._run("SELECT COUNT(*) FROM attempts WHERE student=? AND status='forged' AND received>=?",
+                         forger, since)[0][0]
 
     def position(self, attempt_id: int) -> int:
         """How many queued attempts are ahead of this one (0: next)."""

@@ -38,14 +38,19 @@ from ..backend.interface import GradingBackend, WorkerDied
 from ..backend.pool import LocalPool
 from ..cluster.coordinator import DaskCluster, WorkerRefused
 from ..course.directory import course_path, notebook_path, say
+from ..course.jobs import error_summary
 from ..grading.grade import Broke, GradingRun
 from ..names import ASSIGNMENT
 from .exchange import ExchangeWatcher, exchange_inbound
-from .grading_job import serve_followup, serve_worker_setup
+from .grading_job import keep_before, put_back, serve_followup, serve_worker_setup
 from .pages import brief_page
 from .policy import NOT_ON_ROSTER, SERVE_DIR, Policy, Serve, load_settings
 from .queue import Attempt, Queue
 from .signin import SignIn
+
+
+class CannotServe(Exception):
+    """The service cannot start its web page (a port in use): the sentence for the instructor."""
 
 
 class Service:
@@ -120,13 +125,15 @@ class Service:
             self.queue.finish(attempt.id, "refused", NOT_ON_ROSTER)
             return
         self.queue.start(attempt.id)
+        before = self._before(attempt.id)
+        keep_before(self.course, self.db_url, attempt.student, attempt.assignment, before)  # put back if they leave
         self._stage(attempt)
         self.in_flight[attempt.id] = attempt.student
         # through the exchange, nbgrader's feedback page only when the policy shows the reports now;
         # otherwise _finished releases the brief page the web way shows
         release = attempt.way == "exchange" and self.policy.feedback_level() == "reports"
         loop = asyncio.get_running_loop()
-        future = self.backend.submit(attempt.student, then=serve_followup, args=(release,))
+        future = self.backend.submit(attempt.student, then=serve_followup, args=(release, str(before)))
         future.add_done_callback(lambda done: _back_on(loop, self._finished, attempt, done))
 
     def _stage(self, attempt: Attempt) -> None:
@@ -147,20 +154,29 @@ class Service:
             # student; the exchange file it writes is named by the secret's hash: no one fetches it
             (folder / "submission_secret.txt").write_text(secrets.token_hex(16))
 
+    def _before(self, attempt_id: int) -> Path:
+        """Where what grading the attempt changes is kept until it is done (grading_job.keep_before)."""
+        return self.queue.folder / "before" / str(attempt_id)
+
     def _finished(self, attempt: Attempt, future) -> None:
         self.in_flight.pop(attempt.id, None)
         if self.stopping:
             return
         try:
             graded = future.result()
-            result = graded.then if graded.success else {"success": False, "log": graded.log}
+            result = graded.then if graded.success else {"success": False, "log": graded.log, "fault": graded.fault}
         except WorkerDied:  # the backend replaced the worker: the attempt is tried again
             self._try_again_or_fail(attempt, "a grading worker died while grading it")
             self.poke()
             return
         except Exception as problem:  # noqa: BLE001  a fault of the service: reported, never lost
             result = {"success": False, "log": f"{type(problem).__name__}: {problem}"}
-        if result.get("success"):
+        if result.get("success") or result.get("off_roster"):
+            shutil.rmtree(self._before(attempt.id), ignore_errors=True)  # kept, or put back
+        if result.get("off_roster"):  # taken off the roster while it was graded: put back, not kept
+            self.queue.finish(attempt.id, "refused", NOT_ON_ROSTER)
+            say(f"serve: attempt {attempt.id} of {attempt.student} not kept: they left the roster while it was graded")
+        elif result.get("success"):
             feedback = notebook_path(self.course, "feedback", attempt.student, attempt.assignment)
             if feedback.exists():
                 shutil.copyfile(feedback, self.queue.feedback_path(attempt.id))
@@ -175,8 +191,17 @@ class Service:
             say(f"serve: graded {attempt.student} (attempt {attempt.id}): {result['score']:g} of "
                 f"{result['max_score']:g} in {result.get('seconds', 0):.1f} s")
         else:
-            self._try_again_or_fail(attempt, (result.get("log") or "")[-600:])
+            self._try_again_or_fail(attempt, self._why(attempt, result))
         self.poke()
+
+    def _why(self, attempt: Attempt, result: dict) -> str:
+        """Why grading an attempt failed, for the instructor: the exception, its message and the
+        last frame it passed through (or the grader's fault), and the file with the whole log."""
+        tries = (self.queue.get(attempt.id) or attempt).tries
+        log = self.queue.folder / "logs" / f"attempt-{attempt.id}-try-{tries}.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.write_text(result.get("log") or "")
+        return f"{result.get('fault') or error_summary(result.get('log') or '')} (whole log: {log})"
 
     def _try_again_or_fail(self, attempt: Attempt, why: str) -> None:
         if (self.queue.get(attempt.id) or attempt).tries < 2:
@@ -185,6 +210,13 @@ class Service:
             self._failed(attempt, "grading failed twice: " + why)
 
     def _failed(self, attempt: Attempt, why: str) -> None:
+        """Never a failed attempt in place of a graded one: what grading changed is put back
+        (its submitted/ and autograded/ folders, its gradebook entry), so the student's last
+        graded attempt stands, there and for ``grade --force`` at the deadline."""
+        before = self._before(attempt.id)
+        if (before / "gradebook.json").exists():
+            put_back(self.course, self.db_url, attempt.student, attempt.assignment, before)
+        shutil.rmtree(before, ignore_errors=True)
         self.queue.finish(attempt.id, "failed", message="Grading this submission failed twice; your instructor has "
                                                         "been told. This attempt does not count against your limit.")
         self.events.append(f"attempt {attempt.id} of {attempt.student} failed: {why}")
@@ -239,6 +271,9 @@ def run(course: Path, db_url: str, workers: int, *, address: str, port: int, bas
         code = asyncio.run(_serve_until_stopped(service, start_web=start_web, address=address, port=port,
                                                 base_url=base_url, certfile=certfile, keyfile=keyfile,
                                                 secure_cookies=secure_cookies, hub_auth=hub_auth))
+    except CannotServe as problem:
+        print(f"maxpool-grader serve: not started: {problem}", file=sys.stderr)
+        code = 1
     finally:  # stopping now: a second Ctrl-C (a terminal's, a supervisor's) must not break the cleanup
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         backend.stop(now=True)

@@ -3,8 +3,11 @@
 * Personal links. A link carries a student id and an HMAC of it, made with the course's
   secret (``.maxpool-grader/serve/secret``) and the student's generation
   (``.maxpool-grader/serve/generations.json``, 0 until revoked). ``tokens --revoke ID``
-  raises one student's generation: their link and their session stop working, and the new
-  link is printed. ``tokens --rotate`` makes a new secret: every link and every session (the
+  gives one student a generation never used before: their link and their session stop
+  working, and the new link is printed. ``tokens --restore ID`` undoes their last revocation:
+  the generation before it is theirs again (the link they had works again, the one given at
+  the revocation no longer does); generations are never reused, so a later revocation
+  brings no older link back. ``tokens --rotate`` makes a new secret: every link and every session (the
   cookies are signed with it too) stops working, and tokens.csv is written anew. The running
   service reads both files again as soon as they change (``Credentials.refresh``: a ``stat``
   per request), so neither needs a restart. Files are replaced by rename, never rewritten in
@@ -21,12 +24,15 @@
   cookie, as after a personal link.
 
 The web layer (serve/handler.py, web.py, hub.py) reads and sets the cookies these
-decisions name; this module knows nothing of tornado's handlers.
+decisions name; this module knows nothing of tornado's handlers. It is past 300 lines because
+sign-in is decided here and nowhere else (tests/test_layout.py checks it): the links, their
+generations, the sessions and the Hub's client read best side by side.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import fcntl
 import hashlib
 import hmac
@@ -74,23 +80,66 @@ def rotate_secret(folder: Path) -> bytes:
     return bytes.fromhex(key)
 
 
+class NotRevoked(ValueError):
+    """``tokens --restore`` of a student whose link was never revoked (or is restored already)."""
+
+
 def revoke(folder: Path, student: str) -> int:
-    """Raise ``student``'s generation (their link and session stop working); the new one."""
+    """Give ``student`` a generation never used before (their link and session stop working);
+    the new one."""
+    with _ledger(folder) as ledger:
+        entry = ledger.setdefault(student, {"current": 0, "highest": 0, "before": []})
+        entry["before"].append(entry["current"])
+        entry["current"] = entry["highest"] = entry["highest"] + 1
+        return entry["current"]
+
+
+def restore(folder: Path, student: str) -> int:
+    """Undo ``student``'s last revocation: the generation before it is theirs again; it."""
+    with _ledger(folder) as ledger:
+        entry = ledger.get(student)
+        if not entry or not entry["before"]:
+            raise NotRevoked(f"{student}'s link was never revoked (or every revocation is undone already)")
+        entry["current"] = entry["before"].pop()
+        return entry["current"]
+
+
+@contextlib.contextmanager
+def _ledger(folder: Path):
+    """generations.json as {student: {current, highest, before}}, changed under a lock and
+    written back by rename when the block ends without an error."""
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
     with open(folder / ".generations.lock", "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # two revocations at once both count
-        found = generations(folder)
-        found[student] = found.get(student, 0) + 1
-        _replace(folder / GENERATIONS, json.dumps(found, indent=1, sort_keys=True))
-    return found[student]
+        ledger = _read_ledger(folder)
+        yield ledger
+        _replace(folder / GENERATIONS, json.dumps(ledger, indent=1, sort_keys=True))
 
 
-def generations(folder: Path) -> dict[str, int]:
+def _read_ledger(folder: Path) -> dict[str, dict]:
     try:
         found = json.loads((folder / GENERATIONS).read_text())
     except (OSError, ValueError):
         return {}
-    return {str(who): int(n) for who, n in found.items() if isinstance(n, int)} if isinstance(found, dict) else {}
+    ledger = {}
+    for who, entry in (found.items() if isinstance(found, dict) else ()):
+        if isinstance(entry, int):  # the first format: the current generation alone
+            entry = {"current": entry, "highest": entry, "before": list(range(entry))}
+        if isinstance(entry, dict) and isinstance(entry.get("current"), int):
+            before = [n for n in entry.get("before", []) if isinstance(n, int)]
+            ledger[str(who)] = {"current": entry["current"], "before": before,
+                                "highest": max([entry.get("highest", 0), entry["current"], *before])}
+    return ledger
+
+
+def revocations(folder: Path) -> dict[str, int]:
+    """How many revocations of each student ``tokens --restore`` can undo."""
+    return {who: len(entry["before"]) for who, entry in _read_ledger(folder).items()}
+
+
+def generations(folder: Path) -> dict[str, int]:
+    """Each revoked student's generation now."""
+    return {who: entry["current"] for who, entry in _read_ledger(folder).items()}
 
 
 def _replace(path: Path, text: str) -> None:

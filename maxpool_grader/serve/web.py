@@ -20,6 +20,7 @@ core (serve.run), which never imports this layer.
 
 from __future__ import annotations
 
+import errno
 import json
 import re
 import ssl
@@ -34,11 +35,13 @@ from ..course.directory import say
 from .handler import Handler
 from .pages import attempt_progress, brief, instructor_view, queue_summary, status_text
 from .policy import NOT_ON_ROSTER, SERVE_DIR, Refused
-from .service import Service
+from .service import CannotServe, Service
 from .signin import instructor_link, page_prefix
 
-DROPPED_AT_MOST = 1 << 30  # an upload body read (and dropped past the limit) up to this; more ends the connection
+DRAINED_AT_MOST = 1 << 30  # a body too large is read (and dropped) up to this after its answer; more: closed
 FORM_SLACK = 64 * 1024  # the multipart form around the notebook
+UNREADABLE_FORM = ("Your upload could not be read: its form is not valid (a file name with a NUL or another control "
+                   "character, say). Rename your notebook to max_pool_backward.ipynb and upload it again.")
 XSRF_FIELD = re.compile(rb'name="_xsrf"\r\n\r\n([^\r\n]{1,200})\r\n')
 FEEDBACK_POLICY = ("default-src 'none'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; "
                    "frame-ancestors 'none'; base-uri 'none'; form-action 'none'; sandbox")
@@ -75,29 +78,54 @@ class Home(Handler):
 
 @tornado.web.stream_request_body
 class Upload(Handler):
-    """The upload, read as it arrives: a body past the service's limit is counted and dropped,
-    so a file of any size up to ``DROPPED_AT_MOST`` gets the service's own "too large" page,
-    never tornado's bare 400. The CSRF check waits for the form's fields in the body."""
+    """The upload, decided before its body is read (``prepare``): a request of nobody signed
+    in, or one whose Content-Length is over the service's limit, is answered at once with the
+    service's own page (and its refusal recorded, for a student off the roster or a file too
+    large). The body is then read only to be dropped: as far as the limit when nobody is
+    signed in, up to ``DRAINED_AT_MOST`` for a file too large (a browser shows an answer only
+    once it has sent its request); past that the connection is closed after the page. A body
+    without a Content-Length (chunked) is counted as it arrives and dropped past the limit.
+    The CSRF check waits for the form's fields in the body."""
 
     def prepare(self):
         super().prepare()
-        self.request.connection.set_max_body_size(DROPPED_AT_MOST)
         self.kept, self.size = [], 0
+        self.limit = self.service.settings.max_upload * 1024 + FORM_SLACK
+        student = self.current_user
+        if student is None:
+            self.request.connection.set_max_body_size(self.limit)
+            holder = self.session_holder()
+            if holder is not None:  # signed in, then taken off the roster: the live view lists it
+                self.service.policy.refuse(holder, Refused(NOT_ON_ROSTER, 403))
+            self.signed_in("Your session has ended: open your personal link again, then upload.")
+            return
+        self.request.connection.set_max_body_size(DRAINED_AT_MOST)
+        length = int(self.request.headers.get("Content-Length") or 0)
+        if length > self.limit:
+            refusal = self.service.policy.refuse(student, self.service.policy.too_large(length))
+            self.home(student, str(refusal), status=refusal.status)
 
     def check_xsrf_cookie(self):
         """Checked in ``post``, once the body (which holds the form's token) has arrived."""
 
     def data_received(self, chunk: bytes) -> None:
+        if self._finished:  # answered in prepare: the body is dropped
+            return
         self.size += len(chunk)
-        if self.size <= self.service.settings.max_upload * 1024 + FORM_SLACK:
+        if self.size <= self.limit:
             self.kept.append(chunk)
 
     def post(self):
-        if self.size <= self.service.settings.max_upload * 1024 + FORM_SLACK:
-            tornado.httputil.parse_body_arguments(self.request.headers.get("Content-Type", ""), b"".join(self.kept),
+        body, unreadable = b"".join(self.kept), False
+        try:
+            if self.size > self.limit:
+                raise tornado.httputil.HTTPInputError("too large: only the form's first field is kept")
+            tornado.httputil.parse_body_arguments(self.request.headers.get("Content-Type", ""), body,
                                                   self.request.body_arguments, self.request.files, self.request.headers)
-        elif found := XSRF_FIELD.search(b"".join(self.kept)[:FORM_SLACK]):  # the form's first field, kept
-            self.request.body_arguments["_xsrf"] = [found[1]]
+        except tornado.httputil.HTTPInputError:
+            unreadable = self.size <= self.limit  # a form that cannot be parsed (a NUL in a file's name, say)
+            if found := XSRF_FIELD.search(body[:FORM_SLACK]):  # the form's first field
+                self.request.body_arguments["_xsrf"] = [found[1]]
         for name, values in self.request.body_arguments.items():
             self.request.arguments.setdefault(name, []).extend(values)
         super().check_xsrf_cookie()
@@ -106,8 +134,10 @@ class Upload(Handler):
             return
         files = self.request.files.get("notebook") or []
         try:
-            if self.size > self.service.settings.max_upload * 1024 + FORM_SLACK:
+            if self.size > self.limit:
                 raise self.service.policy.refuse(student, self.service.policy.too_large(self.size))
+            if unreadable:
+                raise self.service.policy.refuse(student, Refused(UNREADABLE_FORM, 400))
             if not files:
                 raise Refused("Choose your notebook file first.", 400)
             attempt_id = self.service.policy.submit(student, files[0]["body"])
@@ -249,7 +279,13 @@ def start_web(service: Service, *, address: str, port: int, base_url: str, certf
     app = make_app(service, base_url=base_url, secure_cookies=secure_cookies or bool(certfile), hub_auth=hub_auth)
     server = tornado.httpserver.HTTPServer(app, ssl_options=ssl_options, xheaders=True,
                                            max_body_size=service.settings.max_upload * 1024 * 2 + 65536)
-    sockets = tornado.netutil.bind_sockets(port, address=address)
+    try:
+        sockets = tornado.netutil.bind_sockets(port, address=address)
+    except OSError as problem:  # a port in use, an address not of this machine: a sentence, not a traceback
+        raise CannotServe(f"the web page cannot listen on {address}:{port} ({problem.strerror or problem}): "
+                          + ("another program (another serve?) uses that port; stop it, or choose another "
+                             "with --port" if problem.errno == errno.EADDRINUSE else
+                             "choose another --address or --port")) from None
     server.add_sockets(sockets)
     bound = sockets[0].getsockname()[1]
     link = instructor_link(service.signin.credentials.secret, base_url)

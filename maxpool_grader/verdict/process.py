@@ -2,8 +2,10 @@
 
 It runs ``untrusted.py`` (a separate Python, in a sandbox of the submission's box when
 one is available, with a memory cap and no output) and talks to it over two pipes:
-each request and reply is a frame read with a deadline (``Limits``), and an answer that
-does not come in time, or a process that ends, is an exception the verdict reports.
+each request and reply is a frame read with a deadline (``Limits``) and with bounds
+(replies.py), and an answer that does not come in time, a process that ends, or a reply
+that cannot be read is an exception the verdict reports. A third descriptor is a shared
+memory the grader writes each call's inputs to and reads them back from itself.
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ import numpy as np
 
 from ..sandbox import box, filesystem, zygote
 from ..sandbox.limits import PRLIMIT, prlimit, rlimits
-from . import untrusted
+from . import replies, untrusted
+from .inputs import SharedInputs
 
 
 @dataclass(frozen=True)
@@ -78,6 +81,23 @@ def describe_exit(returncode: int | None, limits: Limits) -> str:
     return f"ended the Python process with exit status {returncode} (os._exit or a crash)"
 
 
+def untrusted_process_wrapper(mode: str, log: logging.Logger, sealed: box.Box | None = None,
+                              warm: bool = False) -> Callable | None:
+    """A function (private dir, program) -> Launch that starts a sandbox of ``box`` for the
+    out-of-process verdict (its program bound read-only under filesystem.VERDICT_DIR), or None
+    without a sandbox. Its attributes: ``box``, and ``warm`` (fork it from the verdict
+    zygote)."""
+    if not box.use_sandbox(mode, log):
+        return None
+    sealed = sealed or box.Box(mode=mode, log=log)
+
+    def wrap(private: Path, program: Path | None = None) -> box.Launch:
+        files = [(str(program), f"{filesystem.VERDICT_DIR}/{program.name}")] if program else []
+        return sealed.sandbox(private, files)
+    wrap.warm, wrap.box = warm, sealed
+    return wrap
+
+
 _the_verdict_zygote: zygote.Zygote | None = None
 
 
@@ -91,12 +111,12 @@ def verdict_zygote() -> zygote.Zygote:
 
 def start_verdict_zygote(holders: int = 1) -> zygote.Zygote:
     """A new verdict zygote: untrusted.py with NumPy imported, run like the cold verdict
-    process (``python -I``, a private copy of the script, no grader package on its path,
+    process (``python -P``, a private copy of the script, no grader package on its path,
     the sandbox's clean environment); ``holders``: the processes that share it (Zygote)."""
     directory = box.private_directory("zygote-")
     for module in (untrusted, zygote):
         shutil.copyfile(module.__file__, directory / Path(module.__file__).name)
-    return zygote.Zygote([filesystem.PYTHON, "-I", str(directory / "untrusted.py"), "--zygote"],
+    return zygote.Zygote([filesystem.PYTHON, "-P", str(directory / "untrusted.py"), "--zygote"],
                          env=dict(filesystem.environment(home=str(directory)), TMPDIR=str(directory)),
                          cwd=str(directory), holders=holders)
 
@@ -111,7 +131,7 @@ def adopt_verdict_zygote(found: zygote.Zygote, index: int = 0) -> None:
 
 class SolutionProcess:
     """One untrusted Python process holding the student's solution: in a sandbox of the
-    submission's box (``wrap``, see box.untrusted_process_wrapper), or unsandboxed
+    submission's box (``wrap``, see untrusted_process_wrapper), or unsandboxed
     with limits when ``wrap`` is None."""
 
     def __init__(self, limits: Limits, wrap: Callable | None = None):
@@ -119,14 +139,16 @@ class SolutionProcess:
         self.directory = box.private_directory("untrusted-")
         request_read, self._request = os.pipe()
         self._reply, reply_write = os.pipe()
+        self.inputs = SharedInputs()
         own = rlimits(limits.memory_bytes, limits.file_bytes, limits.cpu_seconds)
         self.process = None
         script = self.directory / "untrusted.py"
         shutil.copyfile(untrusted.__file__, script)
         if wrap is None:
             self.process = subprocess.Popen(
-                prlimit(own) + [sys.executable, "-I", str(script), str(request_read), str(reply_write)],
-                pass_fds=(request_read, reply_write), cwd=self.directory,
+                prlimit(own) + [sys.executable, "-P", str(script), str(request_read), str(reply_write),
+                                str(self.inputs.fd)],
+                pass_fds=(request_read, reply_write, self.inputs.fd), cwd=self.directory,
                 env=dict(filesystem.environment(home=str(self.directory)), TMPDIR=str(self.directory)),
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                 start_new_session=True,
@@ -146,9 +168,8 @@ class SolutionProcess:
             if wrap.warm:  # forked into the sandbox by the verdict zygote
                 try:
                     self.process = verdict_zygote().spawn(
-                        launch.argv, dict(box.warm_request(rlimits), cwd=filesystem.WORKDIR, env=environment,
-                                          quiet=True),
-                        fds=(request_read, reply_write), bwrap_fds=tuple(launch.fds))
+                        launch.argv, dict(box.warm_request(rlimits), cwd=filesystem.WORKDIR, env=environment),
+                        fds=(request_read, reply_write, self.inputs.fd), bwrap_fds=tuple(launch.fds))
                 except (zygote.SpawnError, OSError) as problem:
                     logging.getLogger(__name__).warning(
                         "Warm start of the verdict process failed (%s); starting it cold", problem)
@@ -156,11 +177,12 @@ class SolutionProcess:
                 # the limits by prlimit: no preexec_fn, so it is safe from the verdict thread
                 info_read, info_write = os.pipe()  # bwrap writes the sandbox's init's pid there
                 argv = launch.argv[:-1] + ["--info-fd", str(info_write), "--"] + box.command(rlimits) + [
-                    filesystem.PYTHON, "-I", f"{filesystem.VERDICT_DIR}/{script.name}", str(request_read),
-                    str(reply_write)]
+                    filesystem.PYTHON, "-P", f"{filesystem.VERDICT_DIR}/{script.name}", str(request_read),
+                    str(reply_write), str(self.inputs.fd)]
                 try:
                     self.process = subprocess.Popen(
-                        argv, pass_fds=(request_read, reply_write, info_write, *launch.fds), cwd=self.directory,
+                        argv, pass_fds=(request_read, reply_write, self.inputs.fd, info_write, *launch.fds),
+                        cwd=self.directory,
                         env=environment, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                         stderr=subprocess.DEVNULL, start_new_session=True)
                 except BaseException:
@@ -212,25 +234,26 @@ class SolutionProcess:
         self.close()
         raise ProcessEnded(describe_exit(code, self.limits))
 
-    def request(self, header: dict, arrays: tuple[np.ndarray, ...] = (),
-                running: Callable[[int], None] | None = None) -> tuple[dict, list[bytes]]:
-        """Send a request, return its reply; ``running`` is told which cell the process is
-        running (a load request)."""
+    def request(self, header: dict, arrays: tuple[np.ndarray, ...] = (), running: Callable[[int], None] | None = None,
+                cells: int = 0, most_bytes: int = 0) -> tuple[dict, list[bytes]]:
+        """Send a request, return its reply (with at most one array of ``most_bytes``);
+        ``running`` is told which of the ``cells`` the process is running (a load request).
+        A reply that cannot be read or checked ends the process: ``replies.Malformed``."""
         self._next_id += 1
         self._send(untrusted.frame_bytes(dict(header, id=self._next_id), arrays))
-        while True:  # replies to earlier (abandoned) requests cannot come: each gets its own process
-            try:
-                reply, blobs = untrusted.read_frame(self._receive)
-            except ValueError:
-                self.close()
-                raise ProcessEnded("sent a malformed reply") from None
-            if reply.get("id") != self._next_id:
-                continue
-            if "running" in reply:
-                if running is not None and isinstance(reply["running"], int):
-                    running(reply["running"])
-                continue
-            return reply, blobs
+        try:
+            while True:
+                reply, blobs = replies.read_reply(self._receive, most_bytes)
+                if reply.get("id") != self._next_id:  # each request has a process of its own: no other id comes
+                    raise replies.Malformed("a reply to a request that was never made")
+                if "running" not in reply:
+                    return reply, blobs
+                index = replies.running_index(reply, cells)
+                if running is not None:
+                    running(index)
+        except replies.Malformed:
+            self.close()
+            raise
 
     def close(self) -> None:
         """Kill the process and everything it started (its session), remove its directory.
@@ -254,4 +277,6 @@ class SolutionProcess:
             pass
         box.close_fds((self._request, self._reply))
         self._request = self._reply = -1
+        self.inputs.close()
         shutil.rmtree(self.directory, ignore_errors=True)
+

@@ -1,6 +1,8 @@
 """The student's code, seen from the grader: the notebook's cells the verdict process runs
 (``Cell``), and their ``max_pool_backward`` called across the pipe (``RemoteFunction``),
-with the same errors and messages as a call in the notebook."""
+with the same errors and messages as a call in the notebook. What the process says is
+read through replies.py; what the function did to its inputs the grader reads for itself
+from the memory it handed them in."""
 
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ from ..exercise.student_call import (
     raised_message,
 )
 from ..names import FUNCTION
-from . import untrusted
+from . import replies, untrusted
 from .process import SolutionProcess
 
 
@@ -84,40 +86,40 @@ def _rebuilt(error: dict) -> BaseException:
 class RemoteFunction:
     """Calls the student's ``max_pool_backward`` in the untrusted process, as
     ``call_student`` would call it in the notebook: the same errors, and changes the
-    function makes to its inputs are made to the arrays passed here."""
+    function makes to its inputs are made to the arrays passed here, as the grader reads
+    them from the shared memory after the call (never as the process reports them)."""
 
     def __init__(self, process: SolutionProcess, parameters, cells: list[Cell]):
         self.process, self.cells = process, cells
-        self.heard = False  # a call wrote or warned something (untrusted._Listening), since it was reset
         signature = _signature(parameters) if parameters is not None else None
         if signature is not None:
             self.__signature__ = signature
         self.__name__ = FUNCTION
 
     def __call__(self, d_output, x, pool_size, stride=None):
+        given = (np.asarray(d_output), np.asarray(x))
+        layout = self.process.inputs.write(given)
+        most = max(given[1].size, 1) * 16 + 4096  # dx of x's size, complex or not, and its .npy header
         header = {"op": "call", "pool_size": untrusted.encode_size(pool_size),
-                  "stride": untrusted.encode_size(stride)}
-        reply, blobs = self.process.request(header, (np.asarray(d_output), np.asarray(x)))
-        self.heard = self.heard or reply.get("quiet") is not True
-        if "raised" in reply:
-            error = reply["raised"]
-            exception = _rebuilt(error)
-            raise StudentError(raised_message(exception, _where(error, self.cells)), exception)
-        if "not_array" in reply:
-            raise CheckFailed(not_an_array_message(str(reply["not_array"])[:100]))
-        if "too_big" in reply:
-            raise CheckFailed(f"dx has shape {tuple(reply['too_big'])[:8]}, but it must have x's "
-                              f"shape {np.shape(x)}.")
-        if "bad_dtype" in reply or len(blobs) != 3:
-            raise CheckFailed(not_numbers_message(str(reply.get("bad_dtype", "unknown"))[:100]))
+                  "stride": untrusted.encode_size(stride), "inputs": layout, "most": most}
+        reply, blobs = self.process.request(header, cells=len(self.cells), most_bytes=most)
+        kind, value = replies.call_reply(reply, blobs, len(self.cells))
+        for before, after in zip((d_output, x), self.process.inputs.read(layout)):
+            if isinstance(before, np.ndarray) and before.shape == after.shape and before.flags.writeable:
+                np.copyto(before, after, casting="unsafe")
+        if kind == "raised":
+            exception = _rebuilt(value)
+            raise StudentError(raised_message(exception, _where(value, self.cells)), exception)
+        if kind == "not_array":
+            raise CheckFailed(not_an_array_message(value))
+        if kind == "too_big":
+            raise CheckFailed(f"dx has shape {value}, but it must have x's shape {np.shape(x)}.")
+        if kind == "bad_dtype":
+            raise CheckFailed(not_numbers_message(value))
         try:
-            dx, x_after, d_output_after = (untrusted.array_from_bytes(blob) for blob in blobs)
+            return untrusted.array_from_bytes(value)
         except ValueError as problem:
             raise CheckFailed(not_numbers_message(str(problem)[:100])) from None
-        for given, after in ((x, x_after), (d_output, d_output_after)):
-            if isinstance(given, np.ndarray) and given.shape == after.shape and given.flags.writeable:
-                np.copyto(given, after, casting="unsafe")
-        return dx
 
 
 def _where(error: dict, cells: list[Cell]) -> str:

@@ -1,31 +1,32 @@
 """The process that runs a student's solution for the out-of-process verdict.
 
 This file is both a module (the grader imports its framing functions) and the program
-of the untrusted process: ``python -I untrusted.py <request fd> <reply fd>``, started by
-``maxpool_grader.verdict.process`` from a copy in a private temporary directory; or, with
-``--zygote <socket fd>``, the verdict zygote that forks such processes warm (zygote.py). It imports
-only the standard library and NumPy, never the grader package (which the sandbox hides
-and the import guard below refuses), and it holds no expected result: it receives
-inputs and sends back the numbers the student's function returned.
+of the untrusted process: ``python -P untrusted.py <request fd> <reply fd> <memory fd>``,
+started by ``maxpool_grader.verdict.process`` from a copy in a private temporary directory;
+or, with ``--zygote <socket fd>``, the verdict zygote that forks such processes warm
+(zygote.py). It imports only the standard library and NumPy, never the grader package
+(which the sandbox hides and the import guard below refuses), and it holds no expected
+result: it receives inputs and sends back the numbers the student's function returned.
 
-Messages are frames: a 4-byte length and a JSON header, then the raw ``.npy`` bytes
-of the arrays the header lists. The grader reads arrays with ``allow_pickle=False``
-and never trusts anything else in a reply.
+Requests are frames: a 4-byte length and a JSON header, then the raw ``.npy`` bytes of the
+arrays the header lists. A call's inputs are not sent: they lie in a shared memory the
+grader wrote them to (``<memory fd>``), and the function is given arrays over that very
+memory, so whatever it writes into its inputs the grader sees for itself. A reply is a
+frame too, carrying dx only; the grader reads it with bounds and checks every field
+(replies.py): nothing this process says decides a grade but the numbers of dx.
 """
 
 from __future__ import annotations
 
-import contextlib
 import inspect
 import io
 import json
 import linecache
+import mmap
 import os
 import struct
 import sys
-import tempfile
 import traceback
-import warnings
 
 import numpy as np
 
@@ -61,10 +62,26 @@ def array_bytes(array: np.ndarray) -> bytes:
 
 
 def array_from_bytes(data: bytes) -> np.ndarray:
-    """A plain ndarray of numbers, or ValueError; never unpickles anything."""
-    array = np.lib.format.read_array(io.BytesIO(data), allow_pickle=False)
-    if type(array) is not np.ndarray or array.dtype.kind not in "biuf":
-        raise ValueError(f"not a numeric array (dtype {array.dtype})")
+    """A plain ndarray of numbers, or ValueError; never unpickles anything, and never
+    allocates more than ``data`` holds (its header is checked against its length first)."""
+    stream = io.BytesIO(data)
+    try:
+        version = np.lib.format.read_magic(stream)
+        read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+        shape, fortran, dtype = read_header(stream)
+    except (ValueError, TypeError, SyntaxError, OverflowError) as problem:
+        raise ValueError(f"not an array ({str(problem)[:80]})") from None
+    if dtype.kind not in "biuf" or dtype.hasobject:
+        raise ValueError(f"not a numeric array (dtype {dtype})")
+    count = 1
+    for size in shape:
+        count *= size
+    if count * dtype.itemsize != len(data) - stream.tell():
+        raise ValueError(f"an array of shape {tuple(shape)[:8]} in {len(data)} bytes")
+    stream.seek(0)
+    array = np.lib.format.read_array(stream, allow_pickle=False)
+    if type(array) is not np.ndarray:
+        raise ValueError("not a plain array")
     return array
 
 
@@ -182,90 +199,37 @@ def _load(request: dict, running) -> tuple[dict, object]:
     return dict(found, ok=True, parameters=_parameters(function)), function
 
 
-class _Heard(io.TextIOBase):
-    """A stream that keeps nothing, and notes whether anything was written to it."""
-
-    heard = False
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, text) -> int:
-        self.heard = self.heard or bool(text)
-        return len(text)
+def inputs_over(memory, layout: list) -> tuple:
+    """The arrays ``layout`` describes ([offset, shape, dtype] each), over ``memory``."""
+    return tuple(np.ndarray(tuple(shape), dtype=np.dtype(dtype), buffer=memory, offset=offset)
+                 for offset, shape, dtype in layout)
 
 
-class _Listening:
-    """While the student's function runs, what it writes (sys.stdout, sys.stderr, descriptors
-    1 and 2) or warns still goes nowhere, but is noticed: in the kernel, the test would show
-    it (quiet_student_code: every warning, NumPy's floating-point ones included). ``quiet``:
-    nothing was. A notebook that changed the warning filters or NumPy's error handling is
-    never quiet: what the kernel would show cannot be told from here."""
-
-    _scratch: int | None = None  # a file of this process's own, empty between calls
-
-    def __enter__(self):
-        self.quiet, self._saved = False, []
-        self._custom = tuple(warnings.filters) != _FILTERS or np.geterr() != _NUMPY_ERRORS
-        self._heard = _Heard()
-        try:
-            if _Listening._scratch is None:
-                _Listening._scratch, path = tempfile.mkstemp()
-                os.unlink(path)
-            self._saved = [os.dup(1), os.dup(2)]
-            os.dup2(_Listening._scratch, 1)
-            os.dup2(_Listening._scratch, 2)
-        except OSError:
-            self._custom = True
-        self._stack = contextlib.ExitStack()
-        self._stack.enter_context(contextlib.redirect_stdout(self._heard))
-        self._stack.enter_context(contextlib.redirect_stderr(self._heard))
-        self._caught = self._stack.enter_context(warnings.catch_warnings(record=True))
-        if not self._custom:
-            warnings.simplefilter("always")
-            self._stack.enter_context(np.errstate(all="warn"))
-        return self
-
-    def __exit__(self, *_):
-        self._stack.close()
-        for fd, saved in zip((1, 2), self._saved):
-            os.dup2(saved, fd)
-            os.close(saved)
-        written = bool(self._saved) and os.fstat(_Listening._scratch).st_size > 0
-        if self._saved:
-            os.ftruncate(_Listening._scratch, 0)
-        self.quiet = not (self._custom or self._heard.heard or self._caught or written)
-
-
-_FILTERS = tuple(warnings.filters)  # as Python starts, before any student code
-_NUMPY_ERRORS = np.geterr()
-
-
-def _call(function, request: dict, arrays: list[bytes]) -> tuple[dict, tuple]:
-    d_output, x = (np.lib.format.read_array(io.BytesIO(blob)).copy() for blob in arrays)
+def _call(function, request: dict, memory) -> tuple[dict, tuple]:
+    """Call the student's function on the inputs in shared ``memory``; the reply, and dx."""
+    d_output, x = inputs_over(memory, request["inputs"])
     pool_size, stride = decode_size(request["pool_size"]), decode_size(request["stride"])
     args = (d_output, x, pool_size) if stride is None else (d_output, x, pool_size, stride)
-    listening = _Listening()
     try:
-        with listening:
-            result = function(*args)
+        result = function(*args)
     except BaseException as exc:  # noqa: BLE001  SystemExit and KeyboardInterrupt too
-        return {"raised": _error(exc)}, (x, d_output)
+        return {"raised": _error(exc)}, ()
     if type(result) is not np.ndarray:
-        return {"not_array": type(result).__name__}, (x, d_output)
+        return {"not_array": type(result).__name__}, ()
     if result.dtype.kind not in "biuf":
-        return {"bad_dtype": str(result.dtype)}, (x, d_output)
-    if result.nbytes > MAX_ARRAY // 4:  # far larger than any x here: not sent
-        return {"too_big": [int(n) for n in result.shape]}, (x, d_output)
-    return {"ok": True, "quiet": listening.quiet}, (result, x, d_output)
+        return {"bad_dtype": str(result.dtype)}, ()
+    if result.nbytes > request["most"]:  # larger than any dx of this x can be: not sent
+        return {"too_big": [int(n) for n in result.shape[:8]]}, ()
+    return {"ok": True}, (result,)
 
 
-def main(request_fd: int, reply_fd: int) -> None:
+def main(request_fd: int, reply_fd: int, memory_fd: int) -> None:
     sys.meta_path.insert(0, _ImportGuard())
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 0)
     os.dup2(devnull, 1)  # what the student prints goes nowhere: the replies have own fds
     os.dup2(devnull, 2)
+    memory = mmap.mmap(memory_fd, 0)  # the grader's inputs, the size it made it
     function = None
     while True:
         try:
@@ -277,7 +241,7 @@ def main(request_fd: int, reply_fd: int) -> None:
                 reply_fd, {"id": asked, "running": index}))
             write_frame(reply_fd, dict(reply, id=request["id"]))
         else:
-            reply, out = _call(function, request, arrays)
+            reply, out = _call(function, request, memory)
             try:
                 write_frame(reply_fd, dict(reply, id=request["id"]), out)
             except (ValueError, TypeError) as exc:  # an array that cannot be sent as numbers
@@ -287,10 +251,10 @@ def main(request_fd: int, reply_fd: int) -> None:
 if __name__ == "__main__":
     if sys.argv[1] == "--zygote":  # the verdict zygote (zygote.py): forks one process per request
         import socket
-        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # -I leaves it out
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # -P leaves it out
         import zygote  # the copy next to this one; never the grader package
         del sys.path[0]
         zygote.serve([socket.socket(fileno=int(fd)) for fd in sys.argv[2].split(",")], lambda request, fds: main(*fds),
                      directory=os.path.dirname(os.path.abspath(__file__)))
     else:
-        main(int(sys.argv[1]), int(sys.argv[2]))
+        main(int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]))

@@ -2,10 +2,12 @@
 comparison with the reference and the score are computed here, in the grader.
 
 Nothing the student's code does can reach this process: it runs the notebook's code
-cells in ``untrusted.py`` (process.py), receives each test input as ``.npy`` bytes and
-sends back the numbers its function returned, which are read without unpickling. The
-reports are built by the same code as in the notebook (exercise/explain.py), so a
-student reads the same message whichever side found the mistake.
+cells in ``untrusted.py`` (process.py), is handed each test input in a shared memory and
+sends back the numbers its function returned, which are read with bounds, without
+unpickling, and checked field by field (replies.py). The grader decides every test from
+what it sees (dx's numbers, the inputs as it reads them back), never from what the process
+says about itself. The reports are built by the same code as in the notebook
+(exercise/explain.py), so a student reads the same message whichever side found the mistake.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from ..exercise.explain import explain, passed_message, report
 from ..exercise.search import graded_failure
 from ..exercise.student_call import StudentError
 from ..names import FUNCTION
+from ..sandbox.box import GraderFault
+from . import replies
 from .process import Limits, ProcessEnded, SolutionProcess, Timeout
 from .remote import Cell, RemoteFunction, cell_error, notebook_cells
 from .shortcuts import find_shortcuts, shortcut_message
@@ -51,7 +55,6 @@ class Verdict:
     message: str  # the report (failed) or the "Passed: ..." line
     kind: str = VerdictKind.PASSED.value  # a VerdictKind: why it failed, for the class report
     bugs: tuple[str, ...] = ()  # the catalogue mistakes its report names as likely
-    quiet: bool = False  # passed, and the function wrote and warned nothing in any of its calls
 
 
 @dataclass
@@ -67,6 +70,7 @@ class _Session:
     load_failure: str = VerdictKind.NOT_DEFINED.value  # or TIMEOUT, CRASH
     skipped: dict[int, str] = field(default_factory=dict)  # student cells left out: why
     notes: list[str] = field(default_factory=list)  # what went wrong running the cells
+    ran_any: bool = False  # a process of this session ran the notebook's cells (so the box holds its doings)
 
     def budget_left(self) -> float:
         return self.limits.total_seconds - (time.monotonic() - self.started)
@@ -83,13 +87,26 @@ class _Session:
 
     def _load_once(self):
         self.close()
-        self.process = SolutionProcess(self.limits, self.wrap)
+        try:
+            self.process = SolutionProcess(self.limits, self.wrap)
+        except OSError as problem:  # bwrap, the zygote or Python could not be started
+            raise GraderFault(f"the verdict process could not be started ({problem})") from None
         self.process.deadline = time.monotonic() + min(self.limits.load_seconds, max(self.budget_left(), 0))
         running: list[int] = []
         request = {"op": "load", "cells": [cell.source for cell in self.cells], "skip": sorted(self.skipped)}
         try:
-            reply, _ = self.process.request(request, running=running.append)
+            reply, _ = self.process.request(request, running=running.append, cells=len(self.cells))
+            reply = replies.load_reply(reply, len(self.cells))
+        except replies.Malformed as malformed:
+            self.ran_any = True
+            self.load_failure = VerdictKind.CRASH.value
+            return f"Running your notebook's cells, {malformed.sentence()}."
         except (Timeout, ProcessEnded) as stopped:
+            if not running and not self.ran_any:  # nothing of the student's ran in this box yet
+                what = "did not start in time" if isinstance(stopped, Timeout) else str(stopped)
+                raise GraderFault(f"the verdict process {what} before it ran a line of the notebook "
+                                  "(can Python import NumPy inside the sandbox?)") from None
+            self.ran_any = True
             cell = running[-1] if running else None
             timeout = isinstance(stopped, Timeout)
             if (cell is not None and self.cells[cell].kind == "student" and cell not in self.skipped
@@ -104,17 +121,17 @@ class _Session:
                         "tested.")
             return (f"Running your solution cell {stopped} before {FUNCTION} was defined, so it could "
                     "not be tested.")
+        self.ran_any = True
         self.load_failure = VerdictKind.NOT_DEFINED.value
-        errors = reply.get("cell_errors") if isinstance(reply.get("cell_errors"), list) else []
         self.notes = [f"{self.cells[cell].describe(capital=True)} {why}, so it was left out."
                       for cell, why in sorted(self.skipped.items())]
-        self.notes += [cell_error(error, self.cells) for error in errors if isinstance(error, dict)]
+        self.notes += [cell_error(error, self.cells) for error in reply["cell_errors"]]
         if reply.get("missing"):
             return self._with_notes(explain_missing([cell.source for cell in self.cells
                                                      if cell.kind != "provided"]))
         if "not_callable" in reply:
-            return self._with_notes(f"{FUNCTION} is not a function (it is {str(reply['not_callable'])[:100]}).")
-        self.function = RemoteFunction(self.process, reply.get("parameters"), self.cells)
+            return self._with_notes(f"{FUNCTION} is not a function (it is {reply['not_callable']}).")
+        self.function = RemoteFunction(self.process, reply["parameters"], self.cells)
         return None
 
     def source(self) -> str:
@@ -164,15 +181,18 @@ def verdict_of(check: GradedCheck, session: _Session) -> Verdict:
     process, function = session.process, session.function
     seconds = min(limits.check_seconds, session.budget_left())
     process.deadline = time.monotonic() + seconds
-    function.heard = False
     try:
         failed = graded_failure(check, function, [])
+    except replies.Malformed as malformed:
+        session.close()
+        return Verdict(check.grade_id, False, report(check, f"Calling {FUNCTION} on this test's inputs, "
+                                                            f"{malformed.sentence()}."), VerdictKind.CRASH.value)
     except (Timeout, ProcessEnded) as failure:
         session.close()
         return Verdict(check.grade_id, False, _stopped(check, limits, "this test's inputs", failure, seconds),
                        (VerdictKind.TIMEOUT if isinstance(failure, Timeout) else VerdictKind.CRASH).value)
     if failed is None:
-        return Verdict(check.grade_id, True, passed_message(check), quiet=not function.heard)
+        return Verdict(check.grade_id, True, passed_message(check))
     if isinstance(failed, str):
         return Verdict(check.grade_id, False, report(check, failed), VerdictKind.WRONG.value)
     process.deadline = time.monotonic() + min(limits.search_seconds, max(session.budget_left(), 0))
@@ -183,7 +203,7 @@ def verdict_of(check: GradedCheck, session: _Session) -> Verdict:
     after = session._with_notes("") if missing_name else ""
     try:
         message = explain(check, function, failed, named, after=after, source=session.source())
-    except (Timeout, ProcessEnded):  # the search for a smaller input ran out: report the graded one
+    except (Timeout, ProcessEnded, replies.Malformed):  # the search for a smaller input ran out: the graded one
         session.close()
         named.clear()
         message = explain(check, None, failed, named, after=after, source=session.source())
@@ -231,9 +251,12 @@ def verdicts(solution: str | list[Cell], helpers: str = "", grade_ids=None, limi
 
 def _guarded(check: GradedCheck, session: _Session) -> Verdict:
     """verdict_of, except that a failure of the grader's own code on strange output fails
-    the test with a message (and a loud log line) instead of losing the submission."""
+    the test with a message (and a loud log line) instead of losing the submission. A fault
+    of the grader (a process that cannot start) is never a grade: it propagates."""
     try:
         return verdict_of(check, session)
+    except GraderFault:
+        raise
     except Exception as problem:  # noqa: BLE001
         logging.getLogger(__name__).error("grader error in %s: %r", check.grade_id, problem, exc_info=True)
         session.close()

@@ -1,10 +1,17 @@
-"""The kernel zygote: ``python -m maxpool_grader.verdict.kernel_zygote <socket fd>``.
+"""The kernel zygote: ``python kernel_zygote.py <socket fd>``, run from a private copy
+of this file and of ``zygote.py`` (kernels.start_kernel_zygote).
 
-Imports what every grading kernel imports (ipykernel, IPython, NumPy, the grader's
-checks) once, then forks one kernel per request into a fresh sandbox (see
-``zygote.py``). Each child runs exactly what ``python -m ipykernel_launcher`` runs, with
-the same ``sys.argv`` and ``sys.path``; no code of any notebook ever runs in the zygote
-(it reads the assignment's own cells as IPython would, ``remember_pure_steps``, and runs none).
+Imports what every grading kernel imports (ipykernel, IPython, NumPy) once, then forks one
+kernel per request into a fresh sandbox (see ``zygote.py``). Each child runs exactly what
+``python -m ipykernel_launcher`` runs, with the same ``sys.argv`` and ``sys.path``; no code
+of any notebook ever runs in the zygote (it reads the released notebook's cells as IPython
+would, ``remember_pure_steps``, and runs none).
+
+Every kernel holds what its zygote holds, so the zygote holds nothing a student may not
+see: it imports only the standard library, ipykernel and NumPy, never the grader package
+(which is not on its path: the sandbox hides it, and this program is not part of it when it
+runs), and it reads only the *release* notebook, never the source notebook with its solution
+and hidden tests.
 """
 
 from __future__ import annotations
@@ -42,12 +49,8 @@ for _name in KERNEL_START_MODULES:
 # kernel's own environment must hold as a kernel that imported them itself would
 SET_BY_IMPORTS = {name: value for name, value in os.environ.items() if _BEFORE_IMPORTS.get(name) != value}
 
-import maxpool_grader.checks  # noqa: E402, F401  (what the hidden test cells import)
+import zygote  # noqa: E402  (the copy next to this one, first on the path; never the grader package)
 
-from ..exercise.checks import warm_up_checks  # noqa: E402
-from ..sandbox import zygote  # noqa: E402
-
-warm_up_checks()  # the checks' work that is the same for every submission, done once here
 WARM_CELLS = "warm-cells.json"  # in the zygote's own directory: code cells every kernel will run
 
 
@@ -82,10 +85,11 @@ def remember_pure_steps(cells: list[str]) -> None:
         compiler.murmur2_x86(cell, compiler.get_tmp_hash_seed())
 
 
-with contextlib.suppress(OSError, ValueError):  # the assignment's cells, from start_kernel_zygote
+with contextlib.suppress(OSError, ValueError):  # the released cells, from start_kernel_zygote
     remember_pure_steps([str(cell) for cell in json.loads(Path(WARM_CELLS).read_text())])
 
-# python -m puts the working directory first, and ipykernel_launcher removes it again
+# what ``python -m ipykernel_launcher`` has on its path once the launcher removed the working
+# directory: this one's, but for the folder of this script (first)
 BASE_PATH = list(sys.path[1:])
 
 

@@ -1,0 +1,46 @@
+"""``DeduplicateCells``: nbgrader's ``DeduplicateIds``, for a notebook with a graded cell
+copied and pasted (JupyterLab keeps a cell's grading data when it pastes it)."""
+
+from __future__ import annotations
+
+from nbgrader.preprocessors import DeduplicateIds
+from nbgrader.utils import is_grade, is_locked, is_solution
+
+from ..names import grade_id
+from .notes import add_note
+from .submission import release_notebook
+
+
+class DeduplicateCells(DeduplicateIds):
+    """Of the copies of an assignment cell, grade the one in the assignment's own place: the
+    copy that kept the released cell's id (the pasted ones get new ids), else the first.
+    The other copies lose their grading data and stay in the notebook as cells the student
+    added (their code still runs, in its place), and a note says so.
+
+    nbgrader's own step keeps the *last* copy and leaves the others an empty ``nbgrader``
+    entry, on which ``OverwriteCells.add_missing_task_cells`` then fails with
+    ``KeyError: 'grade_id'``: the submission got no grade at all (jupyter/nbgrader#1083,
+    open; a fix proposed in #1753, not merged)."""
+
+    def preprocess(self, nb, resources):
+        release = release_notebook(resources["nbgrader"]["notebook"], resources["nbgrader"]["assignment"])
+        released_ids = {grade_id(cell): cell.get("id") for cell in release.cells} if release else {}
+        copies: dict[str, list[int]] = {}
+        for index, cell in enumerate(nb.cells):
+            if (is_grade(cell) or is_solution(cell) or is_locked(cell)) and grade_id(cell):
+                copies.setdefault(grade_id(cell), []).append(index)
+        for name, indices in copies.items():
+            if len(indices) < 2:
+                continue
+            kept = next((index for index in indices if nb.cells[index].get("id") == released_ids.get(name)),
+                        indices[0])
+            for index in indices:
+                if index != kept:
+                    del nb.cells[index].metadata["nbgrader"]
+            self.log.warning("Cell with id '%s' exists %d times: the one in the assignment's place is graded",
+                             name, len(indices))
+            add_note(nb, f"Your notebook has {len(indices)} copies of the assignment's cell '{name}' (a cell "
+                         "copied and pasted keeps its grading data). The one in the assignment's own place was "
+                         f"graded as that cell; the other {len(indices) - 1} stayed in your notebook as cells you "
+                         "added. Delete the copies you do not need.")
+        return nb, resources

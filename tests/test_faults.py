@@ -1,0 +1,219 @@
+"""A fault of the grader is never a student's grade, and every submission gets a grade and a
+reason (docs/security.md#faults, #control).
+
+- An install that works outside the box works inside it: the course's dependencies put in a
+  folder with ``pip install --target`` and named by ``PYTHONPATH`` (no virtual environment)
+  grade the sample class to the README's table.
+- The same install with NumPy moved to a folder of loose modules (the grader imports it, the
+  sandbox cannot): the control submission fails, nothing is recorded (no submission in the
+  gradebook, no graded notebook, no feedback, no grades.csv), the exit status is 1, the
+  sentence names the module, and ``doctor`` fails on it.
+- Notebooks whose structure nbgrader's own steps failed on (a pasted graded cell, 50 copies of
+  the solution cell, deleted cells, moved and added cells, nbformat 3) each get a grade,
+  feedback and the reason, through ``maxpool-grader grade`` and plain nbgrader alike; and
+  ``nbgrader release_feedback`` releases every student of the sample class.
+
+A kernel that never starts: tests/test_kernel_start.py; a failed attempt of ``serve``:
+tests/test_serve_term.py.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import re
+import shutil
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import nbformat
+import pytest
+from corpus import notebook_with
+from helpers import ASSIGNMENT, BIN, ROOT, STUDENTS, all_grades, copy_course, flat, nbgrader, sqlite
+from make_sample_class import LOOP_CORRECT, submission_files
+from nbgrader.api import Gradebook
+
+from maxpool_grader.exercise.checks import GRADED_CHECKS
+from maxpool_grader.names import PART_A_CELL, SOLUTION_CELL, grade_id
+
+pytestmark = pytest.mark.integration  # real installs, kernels, sandboxes and nbgrader
+
+BASE_PYTHON = Path(sys.base_prefix) / "bin" / "python3"  # the interpreter the test's venv was made from
+FULL = sum(check.points for check in GRADED_CHECKS.values())
+
+
+def readme_table() -> list[str]:
+    """The score table the README says the main job prints (its rows, student by student)."""
+    text = (ROOT / "README.md").read_text()
+    block = text.split("The main job prints", 1)[1].split("```", 2)[1]
+    return [line.rstrip() for line in block.splitlines() if line.strip() and not line.startswith(("student", "-"))]
+
+
+def printed_table(output: str) -> list[str]:
+    lines = output.split("\nstudent ", 1)[1].splitlines()[2:]
+    return [line.rstrip() for line in lines[:lines.index("")]]
+
+
+# ------------------------------------------------------------------ pip install --target
+@pytest.fixture(scope="module")
+def target_install(tmp_path_factory):
+    """The course's dependencies (and the grader) installed into one folder with pip's
+    ``--target``, and a bare virtual environment with none of them to run Python from."""
+    base = tmp_path_factory.mktemp("target")
+    target, bare = base / "deps", base / "bare"
+    done = subprocess.run([str(BIN / "pip"), "install", "--quiet", "--no-compile", "--no-build-isolation",
+                           "--target", str(target), str(ROOT)], capture_output=True, text=True, timeout=1200)
+    assert done.returncode == 0, done.stderr[-3000:]
+    subprocess.run([str(BASE_PYTHON), "-m", "venv", "--without-pip", str(bare)], check=True, timeout=120)
+    yield target, bare / "bin" / "python"
+    shutil.rmtree(base, ignore_errors=True)
+
+
+def _grader(python: Path, course: Path, pythonpath: str, *argv: str) -> subprocess.CompletedProcess:
+    """maxpool-grader run by ``python`` with only ``PYTHONPATH`` to find its packages (the
+    PATH of a fresh login: neither the install's bin/ nor the test's venv)."""
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(course.parent), "LANG": "C.UTF-8",
+           "PYTHONPATH": pythonpath, "TMPDIR": os.environ.get("TMPDIR", "/tmp")}
+    return subprocess.run([str(python), "-m", "maxpool_grader.cli.main", *argv], cwd=course, env=env, text=True,
+                          capture_output=True, timeout=1200)
+
+
+def test_an_install_with_pip_target_and_pythonpath_grades_the_sample_class_to_the_readme_table(
+        target_install, tmp_path):
+    target, python = target_install
+    course = copy_course(tmp_path / "course")
+    shutil.copy(ROOT / "roster.csv", course)
+    graded = _grader(python, course, str(target), "grade")
+    assert graded.returncode == 0, graded.stdout[-3000:] + graded.stderr[-3000:]
+    assert printed_table(graded.stdout) == readme_table()
+    assert len(list((course / "feedback").glob(f"*/{ASSIGNMENT}/{ASSIGNMENT}.html"))) == len(STUDENTS)
+
+
+def test_numpy_the_sandbox_cannot_import_records_nothing_and_says_so(target_install, tmp_path):
+    target, python = target_install
+    loose = tmp_path / "loose"  # NumPy as loose modules: the grader imports it, no sandbox sees it
+    loose.mkdir()
+    moved = [name for name in ("numpy", "numpy.libs") if (target / name).exists()]
+    for name in moved:
+        shutil.move(target / name, loose / name)
+    try:
+        course = copy_course(tmp_path / "course")
+        graded = _grader(python, course, f"{target}{os.pathsep}{loose}", "grade")
+        doctor = _grader(python, course, f"{target}{os.pathsep}{loose}", "doctor")
+    finally:
+        for name in moved:
+            shutil.move(loose / name, target / name)
+    said = flat(graded.stderr)
+    assert graded.returncode == 1, graded.stdout[-2000:] + said[-2000:]
+    assert "The control submission failed, so nothing was graded or recorded" in said
+    assert "No module named 'numpy'" in said and "library folders" in said
+    with Gradebook(sqlite(course)) as gradebook:
+        assert [submission for assignment in gradebook.assignments for submission in assignment.submissions] == []
+    assert not list((course / "autograded").glob(f"*/{ASSIGNMENT}/*")) if (course / "autograded").exists() else True
+    assert not (course / "feedback").exists() and not (course / "grades.csv").exists()
+    assert doctor.returncode == 1 and re.search(r"FAIL control .*No module named 'numpy'", flat(doctor.stdout))
+
+
+# ------------------------------------------------------------------ a notebook's structure
+def _index(nb, name: str) -> int:
+    return next(index for index, cell in enumerate(nb.cells) if grade_id(cell) == name)
+
+
+def _pasted(name: str, copies: int = 1):
+    def change(nb):
+        at = _index(nb, name)
+        for number in range(copies):
+            pasted = copy.deepcopy(nb.cells[at])
+            pasted.id = uuid.uuid4().hex[:8]  # what JupyterLab gives a pasted cell
+            nb.cells.insert(at + 1 + number, pasted)
+        return nb
+    return change
+
+
+def _deleted(name: str):
+    def change(nb):
+        del nb.cells[_index(nb, name)]
+        return nb
+    return change
+
+
+def _moved(nb):
+    nb.cells.append(nb.cells.pop(_index(nb, SOLUTION_CELL)))
+    return nb
+
+
+def _added(nb):
+    nb.cells.insert(3, nbformat.v4.new_code_cell("print('my own cell')"))
+    nb.cells.append(nbformat.v4.new_markdown_cell("my own notes"))
+    return nb
+
+
+# student: (change, the autograded points, what its feedback says)
+SHAPES = {
+    "pasted_solution": (_pasted(SOLUTION_CELL), FULL, "2 copies of the assignment's cell 'max_pool_backward'"),
+    "fifty_copies": (_pasted(SOLUTION_CELL, 50), FULL, "51 copies of the assignment's cell 'max_pool_backward'"),
+    "pasted_test": (_pasted("hidden_overlapping_windows"), FULL, "2 copies of the assignment's cell"),
+    "pasted_part_a": (_pasted(PART_A_CELL), FULL, f"2 copies of the assignment's cell '{PART_A_CELL}'"),
+    "deleted_answer": (_deleted(PART_A_CELL), FULL, f"put back as released before grading: {PART_A_CELL}"),
+    "deleted_question": (_deleted("part_a_question"), FULL, "Passed"),
+    "deleted_test": (_deleted("hidden_overlapping_windows"), FULL, "put back as released before grading"),
+    "deleted_solution": (_deleted(SOLUTION_CELL), 0, "max_pool_backward"),
+    "moved_cells": (_moved, FULL, "put back in the assignment's order"),
+    "added_cells": (_added, FULL, "Passed"),
+}
+NBFORMAT3 = "nbformat_3"
+
+
+def write_shapes(course: Path) -> None:
+    """A student for each shape, as ``nbgrader collect`` leaves a submission (its notebook, and
+    the time and secret ``nbgrader submit`` wrote)."""
+    release = nbformat.read(ROOT / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", as_version=4)
+    for student, (change, _, _) in [*SHAPES.items(), (NBFORMAT3, (None, FULL, ""))]:
+        folder = course / "submitted" / student / ASSIGNMENT
+        folder.mkdir(parents=True)
+        if change is None:
+            nbformat.write(nbformat.convert(notebook_with(release, LOOP_CORRECT), 3), folder / f"{ASSIGNMENT}.ipynb",
+                           version=3)
+        else:
+            nbformat.write(change(notebook_with(release, LOOP_CORRECT)), folder / f"{ASSIGNMENT}.ipynb")
+        for name, text in submission_files(student).items():
+            (folder / name).write_text(text)
+
+
+def _autograded_points(course: Path) -> dict[str, float]:
+    grades = all_grades(sqlite(course))
+    return {student: sum(grades.get((student, cell)) or 0 for cell in GRADED_CHECKS)
+            for student in {student for student, _ in grades}}
+
+
+def _feedback(course: Path, student: str) -> str:
+    return flat((course / "feedback" / student / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text())
+
+
+def test_every_shape_of_notebook_gets_a_grade_feedback_and_a_reason_and_release_feedback_reaches_all(tmp_path):
+    course = copy_course(tmp_path / "course")  # the sample class, and a student for each shape
+    write_shapes(course)
+    graded = subprocess.run([str(BIN / "maxpool-grader"), "grade", "--course-dir", str(course)], text=True,
+                            capture_output=True, timeout=1200)
+    assert graded.returncode == 0, graded.stdout[-3000:] + graded.stderr[-3000:]
+    points = _autograded_points(course)
+    for student, (_, due, reason) in SHAPES.items():
+        assert points[student] == due, (student, points[student])
+        assert reason in _feedback(course, student), student
+    assert points[NBFORMAT3] == FULL and "Passed" in _feedback(course, NBFORMAT3)
+
+    # plain nbgrader, on a copy of the same class: the same grade in every cell
+    plain = copy_course(tmp_path / "plain", with_submissions=False)
+    write_shapes(plain)
+    nbgrader(plain, "generate_assignment", ASSIGNMENT)
+    assert nbgrader(plain, "autograde", ASSIGNMENT).returncode == 0
+    ours, theirs = all_grades(sqlite(course)), all_grades(sqlite(plain))
+    assert theirs and {key: ours.get(key) for key in theirs} == theirs
+
+    # the instructor releases every student's feedback through the exchange
+    released = nbgrader(course, "release_feedback", ASSIGNMENT, check=False)
+    assert released.returncode == 0, released.stdout[-3000:]
+    outbound = list((course / "exchange" / ASSIGNMENT / "feedback").glob("*.html"))
+    assert len(outbound) == len(STUDENTS) + len(SHAPES) + 1  # as collected: with nbgrader submit's files
