@@ -21,11 +21,14 @@ import hashlib
 import time
 from collections import Counter
 from importlib import resources
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import jinja2
 from markupsafe import Markup
+from nbgrader.utils import notebook_hash
 
+from ..course.directory import course_path
 from ..glue.deadline import NOT_ANSWERED, NOT_GRADED
 from .policy import when_text
 
@@ -65,6 +68,26 @@ def part_a_waits(result: dict) -> str | None:
     return NOT_ANSWERED if not all(test.get("answered", True) for test in waiting) else NOT_GRADED
 
 
+def final_feedback(service, student: str) -> Path | None:
+    """The final feedback the instructor released for ``student`` (``nbgrader release_feedback``
+    after the deadline: the page with Part A's grade and model answer), in the exchange's feedback
+    folder (``service.released``) where Fetch Feedback finds it, or None. A web student's page is
+    released under the submission secret the service gave their last graded attempt, which no one
+    else knows; a page released before the deadline is not the final one."""
+    policy = service.policy
+    if service.released is None or policy.open_now() and policy.deadline() is not None:
+        return None
+    secret = course_path(service.course, "feedback", student, service.assignment) / "submission_secret.txt"
+    try:
+        key = secret.read_text().strip()
+        page = service.released / f"{notebook_hash(secret=key, notebook_id=service.assignment)}.html"
+        released = page.stat().st_mtime
+    except OSError:
+        return None
+    deadline = policy.deadline()
+    return page if deadline is None or released > deadline.timestamp() else None
+
+
 def status_text(attempt) -> str:
     if attempt.status == "graded":
         waiting = part_a_waits(attempt.result)
@@ -82,7 +105,7 @@ def home_view(service: Service, student: str, url) -> dict:
     """The student's page (home.html.j2): the policy, whether uploads are taken, their final
     feedback once it is released, their attempts."""
     deadline, now = service.policy.deadline(), time.time()
-    settings, final = service.settings, service.final_feedback(student)
+    settings, final = service.settings, final_feedback(service, student)
     return {"title": f"{service.assignment}: submit for feedback", "student": student, "assignment": service.assignment,
             "open": service.policy.open_now(), "action": url("/upload"), "level": LEVEL_TEXT[service.policy.level()],
             "deadline": (when_text(deadline.timestamp()) + (" (passed)" if now > deadline.timestamp() else ""))

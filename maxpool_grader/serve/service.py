@@ -12,7 +12,7 @@ persistent queue (serve/queue.py) and two ways in:
 * a web page (serve/web.py): a student's personal link (a token made from the roster),
   an upload form, their queue position, then their feedback page; after the deadline, once
   the instructor has released the final feedback (``nbgrader release_feedback``), that page
-  too, behind the same link (``final_feedback``).
+  too, behind the same link (``pages.final_feedback``).
 
 The instructor's policy is the ``Serve`` settings below (nbgrader_config.py): attempts per
 hour and per day (an attempt over the limit is refused at once, with the time the next
@@ -31,8 +31,6 @@ import signal
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
-
-from nbgrader.utils import notebook_hash
 
 from ..backend.interface import GradingBackend, WorkerDied
 from ..backend.pool import LocalPool
@@ -78,24 +76,6 @@ class Service:
         inbound = inbound if exchange else None
         self.exchange = None if inbound is None else ExchangeWatcher(
             inbound, policy=self.policy, queue=self.queue, events=self.events, on_queued=self.poke)
-
-    def final_feedback(self, student: str) -> Path | None:
-        """The final feedback the instructor released for ``student`` (``nbgrader release_feedback``
-        after the deadline: the page with Part A's grade and model answer), where Fetch Feedback
-        finds it, or None. A web student's page is released under the submission secret the
-        service gave their last graded attempt, which no one else knows; a page released before
-        the deadline is not the final one."""
-        secret = course_path(self.course, "feedback", student, self.assignment) / "submission_secret.txt"
-        if self.released is None or self.policy.open_now() and self.policy.deadline() is not None:
-            return None
-        try:
-            key = secret.read_text().strip()
-            page = self.released / f"{notebook_hash(secret=key, notebook_id=self.assignment)}.html"
-            released = page.stat().st_mtime
-        except OSError:
-            return None
-        deadline = self.policy.deadline()
-        return page if deadline is None or released > deadline.timestamp() else None
 
     def poke(self) -> None:
         if self.wake is not None:

@@ -33,7 +33,7 @@ import tornado.web
 
 from ..course.directory import say
 from .handler import Handler
-from .pages import attempt_progress, brief, instructor_view, queue_summary, status_text
+from .pages import attempt_progress, brief, final_feedback, instructor_view, queue_summary, status_text
 from .policy import NOT_ON_ROSTER, SERVE_DIR, Refused
 from .service import CannotServe, Service
 from .signin import instructor_link, page_prefix
@@ -191,14 +191,14 @@ class FeedbackPage(AttemptPage):
 
 
 class FinalPage(Handler):
-    """The final feedback the instructor released (Service.final_feedback), served as the attempt's
+    """The final feedback the instructor released (pages.final_feedback), served as the attempt's
     feedback page is: sandboxed, no script."""
 
     def get(self):
         student = self.signed_in("Your final feedback is reached through the personal link your instructor sent you.")
         if student is None:
             return
-        page = self.service.final_feedback(student)
+        page = final_feedback(self.service, student)
         if page is None:
             return self.message("Not released yet", "Your final feedback has not been released yet. "
                                 "Your instructor releases it after the deadline, once Part A is graded.",
