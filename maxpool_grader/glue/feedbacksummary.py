@@ -6,7 +6,7 @@ says so) and what cost points, each cause named once with the tests it cost and 
 points: a catalogue mistake as the test's report names it (likely, or possible), or a reason
 a report gives in full (no ``stride`` parameter, nothing defined, ...). Each
 explanation is then given once, under the first test it cost; later failure messages
-refer back to it (``explain.shorten_repeats``). The graded notebook keeps every message
+refer back to it (``repeats.shorten_repeats``). The graded notebook keeps every message
 in full. Everything taken from the student's notebook is escaped, and the summary is one
 block of sanitized HTML, as every other cell is (glue/inert.py).
 """
