@@ -175,19 +175,21 @@ def not_implemented_report(check: GradedCheck, why: str) -> str:
 
 def not_implemented(check: GradedCheck, function, failed: Outcome) -> str | None:
     """Why the function is not implemented yet, or None: it raises NotImplementedError, it
-    returns None, or it returns one value everywhere, the same for another input too."""
+    returns None, or it returns one value everywhere, the same for another input too, and
+    leaves its inputs alone (a function that changes x does something: that is reported)."""
     if isinstance(failed.error, StudentError) and isinstance(failed.error.exception, NotImplementedError):
         return "it raises NotImplementedError"
     if failed.error is not None and failed.problem == not_an_array_message("NoneType"):
         return "it returns None"
     dx = failed.dx
-    if dx is None or dx.size < 2 or dx.dtype.kind not in "biuf" or not np.all(dx == dx.flat[0]):
+    if dx is None or dx.size < 2 or dx.dtype.kind not in "biuf" or not np.all(dx == dx.flat[0]) \
+            or any(failed.inputs_changed):
         return None
     value = dx.flat[0].item()
     if function is not None:
         other = next((case for case in check.probes() if case.x.shape != failed.case.x.shape), None)
         again = attempt(check, function, other, []) if other is not None else None
-        if again is None or again.dx is None or not np.all(again.dx == value):
+        if again is None or again.dx is None or not np.all(again.dx == value) or any(again.inputs_changed):
             return None
     return f"it returns {value!r} at every position of dx, whatever the input"
 
