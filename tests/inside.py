@@ -4,14 +4,16 @@ grader's descriptors, classmates, and the grader's trust in what the box says.
 Where tests/hostile.py attacks the machine around the box, these attack what the box holds
 and what crosses its wall (docs/security.md#threat-model):
 
-- ``inside_reads_answer``: imports the grader package every way it can, walks every
-  folder on its ``sys.path`` for the grader's files, and scans ``gc.get_objects()`` and the
-  readable memory of its own process (``/proc/self/mem``) for the source notebook's
-  solution lines, Part A's model answer and rubric, the reference's code and the hidden
-  tests' inputs. It never holds those secrets itself: the test hands it, for each, only
-  its length and a polynomial hash, and it compares the hash of every window of what it
-  reads (so finding its own copy of a secret is impossible). When its function is called
-  after it found something, it raises ``INSIDE-FOUND``.
+- ``inside_reads_answer``: imports the grader package every way it can, walks every folder
+  on its ``sys.path`` for the grader's files, and scans ``gc.get_objects()`` and the readable
+  memory of its own process for the source notebook's solution lines, Part A's model answer
+  and rubric, the reference's code and the hidden tests' inputs. It never holds those
+  secrets itself: the test hands it, for each, only its length and a polynomial hash, and it
+  compares the hash of every window of what it reads (so finding its own copy of a secret is
+  impossible). When its function is called after it found something, it raises
+  ``INSIDE-FOUND``. (Every *file* a sandbox can read is searched for the same secrets by
+  test_sealed_box's ``test_no_file_a_sandbox_sees_holds_the_answer``, whose scanner may hold
+  them: it reads files, not its own memory.)
 - ``inside_descriptors``: lists ``/proc/self/fd``, writes a marker (with ANSI escapes) to
   every descriptor that is not one of its own sockets, and reads from every one that can
   be read (the instructor's terminal, if it held one).
@@ -40,6 +42,7 @@ import re
 from pathlib import Path
 
 import nbformat
+import numpy as np
 from corpus import ASSIGNMENT, LOOP_CORRECT, ZEROS, Submission, notebook_with
 from hostile import GUARD, RUN
 
@@ -92,8 +95,10 @@ def answer_secrets() -> dict[str, bytes]:
     lines_of("rubric", part_a.RUBRIC, 3)
     for check in HIDDEN_CHECKS.values():
         for number, case in enumerate(check.cases()):
-            data = case.x.tobytes()
-            if len(set(case.x.ravel().tolist())) >= 12 and len(data) >= SECRET_BYTES:  # random: nothing else has it
+            values, data = case.x.ravel(), case.x.tobytes()
+            steps = np.diff(values)
+            shuffled = len(set(values.tolist())) >= 12 and not (np.all(steps > 0) or np.all(steps < 0))
+            if case.x.dtype.kind == "f" and shuffled and len(data) >= SECRET_BYTES:  # random: nothing else has it
                 secrets[f"hidden input {check.grade_id} {number}"] = data[:SECRET_BYTES]
     return secrets
 
@@ -153,7 +158,6 @@ def _hostile_attack(P):
     import time
 
     started = time.monotonic()
-    deadline = started + min(P["seconds"] / 4, 3)
     targets = P["targets"]
     found, where, imported, paths = set(), {}, [], []
     sys.meta_path[:] = [finder for finder in sys.meta_path if "Guard" not in type(finder).__name__]
@@ -178,11 +182,10 @@ def _hostile_attack(P):
         if "maxpool" in name:
             imported.append("in sys.modules: " + name)
 
-    # every folder of sys.path, for the grader's files; what is there, read
+    # every folder of sys.path, for the grader's files (by name: test_sealed_box's
+    # test_no_file_a_sandbox_sees_holds_the_answer reads every file's content); those read
     for top in [entry for entry in sys.path if entry and os.path.isdir(entry)] + ["/run", "/etc", "/opt", "/srv"]:
         for folder, dirnames, filenames in os.walk(top):
-            if time.monotonic() > deadline:
-                break
             for name in dirnames + filenames:
                 if "maxpool" in name.lower():
                     paths.append(os.path.join(folder, name))
@@ -245,7 +248,8 @@ def _hostile_attack(P):
     global _inside_found
     _inside_found = sorted(found)
     _hostile_report({"found": sorted(found), "where": where, "imported": imported, "paths": paths[:50],
-                     "memory_mib": scanned >> 20, "seconds": round(time.monotonic() - started, 1)})
+                     "memory_mib": scanned >> 20,
+                     "seconds": round(time.monotonic() - started, 1)})
 '''
 
 DESCRIPTORS = r'''

@@ -20,6 +20,7 @@ tests/test_serve_term.py.
 from __future__ import annotations
 
 import copy
+import json
 import os
 import re
 import shutil
@@ -89,6 +90,30 @@ def test_an_install_with_pip_target_and_pythonpath_grades_the_sample_class_to_th
     assert graded.returncode == 0, graded.stdout[-3000:] + graded.stderr[-3000:]
     assert printed_table(graded.stdout) == readme_table()
     assert len(list((course / "feedback").glob(f"*/{ASSIGNMENT}/{ASSIGNMENT}.html"))) == len(STUDENTS)
+
+
+SEEN_FROM_A_SANDBOX = """
+import json, os, subprocess, sys
+from maxpool_grader.sandbox import box, filesystem
+sealed, private = box.Box(mode="required"), box.private_directory("seen-")
+launch = sealed.sandbox(private)
+look = "import json, os, sys; print(json.dumps([sys.path, os.listdir(sys.argv[1])]))"
+done = subprocess.run(launch.argv + sealed.command({}) + [filesystem.PYTHON, "-c", look, sys.argv[1]],
+                      pass_fds=tuple(launch.fds), env=filesystem.environment(), capture_output=True, text=True)
+sealed.close()
+print(done.stdout or done.stderr)
+"""
+
+
+def test_an_install_with_pip_target_shows_the_sandbox_its_packages_but_not_the_grader(target_install):
+    """The --target folder is seen inside at its own path, on the sandbox's Python path, with
+    the grader package in it an empty folder."""
+    target, python = target_install
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(target), "TMPDIR": os.environ.get("TMPDIR", "/tmp")}
+    done = subprocess.run([str(python), "-c", SEEN_FROM_A_SANDBOX, str(target / "maxpool_grader")], env=env,
+                          capture_output=True, text=True, timeout=300)
+    path, listed = json.loads(done.stdout)
+    assert str(target) in path and listed == [], done.stdout + done.stderr
 
 
 def test_numpy_the_sandbox_cannot_import_records_nothing_and_says_so(target_install, tmp_path):

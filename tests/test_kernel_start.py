@@ -114,8 +114,8 @@ def test_a_kernel_that_never_starts_is_a_fault_of_the_grader_never_a_grade(tmp_p
     assert "The kernel did not start (attempt 2 of 2)" in log  # it was tried again
     assert "GraderFault: the Python kernel did not start, 2 times" in log
     assert set(all_grades(sqlite(course)).values()) <= {None}
-    assert not (course / "autograded" / "correct_but_no_kernel").exists()
-    assert not (course / "feedback" / "correct_but_no_kernel").exists()
+    assert not (course / "autograded" / "correct_but_no_kernel" / ASSIGNMENT).exists()
+    assert not (course / "feedback" / "correct_but_no_kernel" / ASSIGNMENT).exists()
 
     regraded = nbgrader(course, "autograde", ASSIGNMENT)
     assert regraded.returncode == 0

@@ -42,7 +42,7 @@ from make_sample_class import LOOP_CORRECT, VECTORIZED_CORRECT
 from nbgrader.api import Gradebook
 
 from maxpool_grader.sandbox import box as sealed_box
-from maxpool_grader.sandbox import cgroups
+from maxpool_grader.sandbox import cgroups, filesystem
 
 pytestmark = pytest.mark.integration  # real kernels, sandboxes, nbgrader or servers
 
@@ -389,6 +389,64 @@ def test_the_answer_scan_finds_the_answer_where_it_is():
     report = json.loads(result.stdout.split(hostile.REPORT_PREFIX, 1)[1].splitlines()[0])
     kinds = {label.rsplit(" ", 1)[0].split(" hidden_")[0] for label in report["found"]}
     assert kinds == {"solution line", "reference line", "model answer", "rubric", "hidden input"}, report
+
+
+FILE_SCANNER = """
+import json, os, stat, sys
+secrets = {label: bytes.fromhex(data) for label, data in json.loads(sys.stdin.read()).items()}
+found, files, read = {}, 0, 0
+tops = [entry for entry in sys.path if entry and os.path.isdir(entry)] + [
+    "/etc", "/run", "/opt", "/srv", "/home", "/root", "/tmp", "/scratch", "/var", "/usr/local", "/usr/share/jupyter"]
+seen = set()
+for top in tops:
+    for folder, dirnames, filenames in os.walk(top):
+        if folder in ("/proc", "/sys", "/dev"):
+            dirnames[:] = []
+            continue
+        key = os.stat(folder).st_ino, os.stat(folder).st_dev
+        if key in seen:
+            dirnames[:] = []
+            continue
+        seen.add(key)
+        for name in filenames:
+            path = os.path.join(folder, name)
+            try:
+                info = os.lstat(path)
+                if not stat.S_ISREG(info.st_mode) or info.st_size > 8 << 20:  # no file of the grader's is larger
+                    continue
+                with open(path, "rb") as handle:
+                    data = handle.read(64 << 20)
+            except OSError:
+                continue
+            files, read = files + 1, read + len(data)
+            for label, secret in secrets.items():
+                if secret in data:
+                    found.setdefault(label, path)
+print(json.dumps({"found": found, "files": files, "read_mib": read >> 20}))
+"""
+
+
+def test_no_file_a_sandbox_sees_holds_the_answer():
+    """Every regular file a sandboxed process can read where a package could be installed or
+    a course could lie (every folder its Python imports from, the installation with it, and
+    /etc, /run, /opt, /srv, /home, /root, /tmp, /scratch, /var, /usr/local), up to 8 MiB (no
+    file of the grader's is larger), holds none of the answer's secrets (tests/inside.py's): a
+    scanner in a sandbox like the students' reads them all. Its own memory may hold the
+    secrets: it only reads files."""
+    sealed = sealed_box.Box(mode="required")
+    private = sealed_box.private_directory("scan-")
+    try:
+        launch = sealed.sandbox(private)
+        argv = launch.argv + sealed.command({}) + [filesystem.PYTHON, "-P", "-c", FILE_SCANNER]
+        secrets_hex = json.dumps({label: data.hex() for label, data in inside.answer_secrets().items()})
+        done = subprocess.run(argv, pass_fds=tuple(launch.fds), env=filesystem.environment(), input=secrets_hex,
+                              capture_output=True, text=True, timeout=600)
+        launch.close()
+    finally:
+        sealed.close()
+        shutil.rmtree(private, ignore_errors=True)
+    report = json.loads(done.stdout or "{}")
+    assert report.get("files", 0) > 5_000 and report["found"] == {}, (report, done.stderr[-2000:])
 
 
 def test_no_process_of_the_box_holds_the_answer(batch):
