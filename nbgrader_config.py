@@ -86,6 +86,8 @@ c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
     "nbgrader.preprocessors.ClearHiddenTests",
     "maxpool_grader.glue.modelanswer.ModelAnswer",  # Part A's model answer, in the final feedback only
+    # the tests' full explanations in the final feedback only; before it, nothing of the rubric
+    "maxpool_grader.glue.feedbackexplanations.FeedbackExplanations",
     "maxpool_grader.glue.feedbacksummary.FeedbackSummary",  # the summary first, each explanation once
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]

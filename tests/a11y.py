@@ -84,8 +84,7 @@ def unsandboxed(page, url_glob: str) -> None:
 
 # What sticks out sideways: elements that reach past the viewport's right edge outside every
 # box that scrolls by itself; and every box that does scroll sideways but the keyboard cannot
-# reach (not focusable, no focusable content). An inline formula (<math>) scrolls in its own
-# box without being focusable: a screen reader reads it whole, a keyboard cannot scroll it.
+# reach (not focusable, no focusable content): a formula (<math>, inline ones too) included.
 REFLOW = """() => {
   const width = document.documentElement.clientWidth;
   const scrolls = e => ['auto', 'scroll'].includes(getComputedStyle(e).overflowX) && e.scrollWidth > e.clientWidth + 1;
@@ -100,8 +99,7 @@ REFLOW = """() => {
     outside: all.filter(e => { const r = e.getBoundingClientRect();
       return r.width > 0 && r.right > width + 1 && !inScrollBox(e); }).slice(0, 10).map(name),
     unreachable: all.filter(e => scrolls(e) && e.tabIndex < 0
-      && !e.querySelector('a[href], [tabindex="0"], button, input')
-      && !(e.tagName.toLowerCase() === 'math' && e.getAttribute('display') !== 'block')).slice(0, 10).map(name),
+      && !e.querySelector('a[href], [tabindex="0"], button, input')).slice(0, 10).map(name),
   };
 }"""
 

@@ -193,21 +193,23 @@ if os.fork() == 0:
     os._exit(0)
 """ % COURSE_FROM_KERNEL + ZEROS
 
+# What an attack that returns zeros is told: the same as a function not written yet (exercise/explain.py)
+RETURNS_ZEROS = "max_pool_backward is not implemented yet (it returns 0.0 at every position of dx"
 ATTACKS = [
     Submission("attack_patched_asserts", "patches NumPy's asserts and comparisons, returns zeros",
-               solution(PATCH_ASSERTS), ZERO, "Smallest input where your function goes wrong"),
+               solution(PATCH_ASSERTS), ZERO, RETURNS_ZEROS),
     Submission("attack_agreeable_array", "returns an ndarray subclass whose == always agrees",
                solution(AGREEABLE_ARRAY), ZERO, "must return a NumPy array, but it returned Agreeable"),
     Submission("attack_frame_reader", "reads the expected arrays from the caller's frames",
-               solution(FRAME_READER), ZERO, "Smallest input where your function goes wrong"),
+               solution(FRAME_READER), ZERO, RETURNS_ZEROS),
     Submission("attack_borrowed_reference", "borrows the grader's max_pool_backward via sys.modules / gc",
-               solution(BORROW_MODULES), ZERO, "Smallest input where your function goes wrong"),
+               solution(BORROW_MODULES), ZERO, RETURNS_ZEROS),
     Submission("attack_patched_hooks", "patches IPython's traceback hooks, excepthook and builtins",
-               solution(HOOKS), ZERO, "Smallest input where your function goes wrong"),
+               solution(HOOKS), ZERO, RETURNS_ZEROS),
     Submission("attack_writes_files", "writes to the gradebook, the config, other students' and the grader's files",
-               solution(WRITE_FILES), ZERO, "Smallest input where your function goes wrong"),
+               solution(WRITE_FILES), ZERO, RETURNS_ZEROS),
     Submission("attack_detached_rewriter", "leaves a daemon that rewrites its grades in gradebook.db",
-               solution(DETACHED_REWRITER), ZERO, "Smallest input where your function goes wrong"),
+               solution(DETACHED_REWRITER), ZERO, RETURNS_ZEROS),
     Submission("attack_imports_torch", "imports torch to let autograd do the work",
                solution("import torch\n\n\n" + SIGNATURE + "    return np.zeros(x.shape)\n"), ZERO,
                "your solution imports torch (PyTorch)"),

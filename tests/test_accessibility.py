@@ -115,16 +115,35 @@ def test_every_page_a_student_meets_passes_axe(service, browser, notebooks):
 
 
 def test_the_instructors_live_view_passes_axe_and_updates_its_counts_in_place(service, browser):
+    service.wait_idle()  # no count changes while the page is watched
     page = _new_page(browser)
     page.goto((service.course / ".maxpool-grader" / "serve" / "instructor-link").read_text().strip())
     assert page.locator("h1").inner_text() == f"{ASSIGNMENT}: live"
     assert page.locator("meta[http-equiv=refresh]").count() == 0
     assert_accessible(page, "the instructor's live view")
-    page.evaluate("() => { window.__same = true; }")
+    page.evaluate("""() => { window.__same = true; window.__announced = 0;
+        new MutationObserver(() => { window.__announced += 1; }).observe(document.getElementById('progress'),
+            {childList: true, characterData: true, subtree: true}); }""")
     before = page.inner_text("#progress")
-    page.wait_for_function("text => document.getElementById('progress').textContent !== text", arg=before,
-                           timeout=20_000)  # its time of day changes at least
-    assert page.evaluate("() => window.__same") is True  # the same document: no reload
+    for _ in range(2):  # read twice: the time beside the counts changes, the live region does not (WCAG 2.2.2)
+        as_of = page.inner_text("#as-of")
+        page.wait_for_function("text => document.getElementById('as-of').textContent !== text", arg=as_of,
+                               timeout=20_000)
+    assert page.evaluate("() => [window.__same, window.__announced]") == [True, 0]  # no reload, nothing said
+    assert page.inner_text("#progress") == before and "as of" not in before
+    assert page.locator("#progress #as-of").count() == 0  # the time is outside the live region
+    # the updates pause, with the keyboard alone, and resume
+    _tab_to(page, "#pause")
+    page.keyboard.press("Space")
+    assert page.get_attribute("#pause", "aria-pressed") == "true"
+    as_of = page.inner_text("#as-of")
+    page.wait_for_timeout(11_000)  # two rounds of updates
+    assert page.inner_text("#as-of") == as_of
+    page.keyboard.press("Space")
+    assert page.get_attribute("#pause", "aria-pressed") == "false"
+    page.wait_for_function("text => document.getElementById('as-of').textContent !== text", arg=as_of,
+                           timeout=20_000)
+    assert_accessible(page, "the instructor's live view, its updates paused and resumed")
     page.context.close()
 
 

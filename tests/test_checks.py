@@ -88,7 +88,7 @@ def test_integer_truncation_is_explained_and_costs_only_the_integer_input_test()
     failed = {grade_id: message for grade_id in HIDDEN_CHECKS if (message := evaluate(grade_id, zeros_like))}
     assert list(failed) == ["hidden_forum_integer_input"]
     message = failed["hidden_forum_integer_input"]
-    assert flat("dx has dtype int64, but for integer x it must be floating point (float64)") in flat(message)
+    assert flat("dx has dtype int64 for integer x (int64): the fractions of d_output are cut off.") in flat(message)
     assert flat("`np.zeros_like(x)` copies x's dtype; with integer x, adding 0.5 to it stores 0") in flat(message)
     fact, named = message.split("Likely mistake:", 1)
     assert "np.zeros" not in fact.split("Your dx:", 1)[1] and "np.zeros(x.shape" in named, "one fix, the mistake's"
@@ -112,7 +112,7 @@ def test_splitting_ties_is_a_valid_subgradient_but_not_the_first_maximum():
     message = evaluate("hidden_ties_first_maximum", split)
     assert flat("Expected dx:\n    np.array([[1.0, 0.0]])") in flat(message)
     assert flat("Your dx:\n    np.array([[0.5, 0.5]])") in flat(message)
-    assert flat("Likely mistake: tied maxima share the gradient equally.") in flat(message)
+    assert flat(f"Likely mistake: {BUGS['ties_shared'].title}.") in flat(message)
 
 
 def _central_differences(case, step=1e-4):
@@ -190,7 +190,7 @@ def test_a_float32_accumulator_loses_only_the_dtype_test_and_is_named():
     message = failed[DTYPE_CHECK]
     assert flat(f"Likely mistake: {BUGS['float32_accumulator'].title}.") in flat(message), message
     assert "dtype=np.float32)" in message.split("Your dx:", 1)[1]  # the student's dx, printed with its dtype
-    assert flat("dx has dtype float32, but x is float64") in flat(message)
+    assert flat("dx has dtype float32; x has dtype float64.") in flat(message)
 
 
 def test_a_float64_dx_for_float32_x_loses_only_the_dtype_test_and_is_named():
@@ -199,20 +199,23 @@ def test_a_float64_dx_for_float32_x_loses_only_the_dtype_test_and_is_named():
     failed = {grade_id: message for grade_id in HIDDEN_CHECKS if (message := evaluate(grade_id, always_float64))}
     assert list(failed) == [DTYPE_CHECK]
     message = failed[DTYPE_CHECK]
-    assert flat("dx has dtype float64, but x is float32") in flat(message)
+    assert flat("dx has dtype float64; x has dtype float32.") in flat(message)
     assert flat(f"Likely mistake: {BUGS['dx_always_float64'].title}.") in flat(message), message
     assert "dtype=np.float32)" in message.split("Expected dx:", 1)[1].split("Your dx:", 1)[0]
 
 
 def test_the_dtype_test_keeps_every_other_input_plain():
     """Its inputs are plain but for the dtype: positive values 1 apart, a square 2-D plane,
-    a square pool, stride None, the floor grid; float64 x and float32 x."""
+    a square pool, stride None, the floor grid; float64 x, float32 x and integer x (with a
+    whole d_output, which an integer dx holds: the integer-input test is the one about it)."""
     cases = HIDDEN_CHECKS[DTYPE_CHECK].cases()
-    assert {case.x.dtype for case in cases} == {np.dtype(np.float64), np.dtype(np.float32)}
+    assert [case.x.dtype for case in cases] == [np.dtype(np.float64), np.dtype(np.float32), np.dtype(np.int64)]
     for case in cases:
         assert case.x.ndim == 2 and case.x.shape[0] == case.x.shape[1] and case.stride is None
         assert np.isscalar(case.pool_size) and case.x.shape[0] % case.pool_size == 0
-        assert case.d_output.dtype == case.x.dtype and case.x.min() >= 1
+        assert case.d_output.dtype == (case.x.dtype if case.x.dtype.kind == "f" else np.float64)
+        assert case.x.min() >= 1
+        assert np.array_equal(case.d_output, np.round(case.d_output)) or case.x.dtype.kind == "f"
         assert len(np.unique(case.x)) == case.x.size
     # float64 x has gradients float32 cannot hold: a float32 dx is wrong in its values too
     wide = next(case for case in cases if case.x.dtype == np.float64)
@@ -225,12 +228,20 @@ def _student(code: str):
     return namespace["max_pool_backward"]
 
 
-def test_the_tie_test_says_which_dx_it_accepts():
-    """It accepts any valid split ([[0.5, 0.5]] passes), so it shows no single expected dx."""
-    message = evaluate("hidden_ties_valid_subgradient", BUGS["ties_all_maxima"].function)
+def test_the_tie_test_says_that_it_accepts_more_than_one_dx_and_after_the_release_which():
+    """It accepts any valid split ([[0.5, 0.5]] passes), so it shows no single expected dx;
+    which dx it accepts is Part A's (b), said after the release only."""
+    from maxpool_grader.exercise.reveal import after_release
+    check = HIDDEN_CHECKS["hidden_ties_valid_subgradient"]
+    message = evaluate(check.grade_id, BUGS["ties_all_maxima"].function)
     assert "Expected dx:" not in message
+    assert flat("Accepted dx: this test accepts more than one dx; for example:\n    np.array([[1.0, 0.0]])") in flat(
+        message), message
+    assert "tied maxima only" not in message and "subgradient" not in message
+    final = after_release(message, check)
     assert flat("Accepted dx: any dx that gives each window's gradient to its tied maxima only, in total "
-                "exactly once; for example:\n    np.array([[1.0, 0.0]])") in flat(message), message
+                "exactly once; for example:\n    np.array([[1.0, 0.0]])") in flat(final), final
+    assert flat(check.rule) in flat(final)
     assert "Expected dx:" in evaluate("hidden_ties_first_maximum", BUGS["ties_all_maxima"].function)
 
 

@@ -5,13 +5,16 @@ so rewording a heading never breaks a message."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from helpers import ROOT
+from helpers import ROOT, SOURCE_NOTEBOOK
+
+from maxpool_grader.names import PART_A_CELL
 
 DOCS = ROOT / "docs"
 README_MAX_LINES = 200
@@ -82,3 +85,37 @@ def test_every_cited_page_and_anchor_exists_and_is_explicit(site):
 def test_the_reference_pattern_sees_every_spelling():
     found = REFERENCE.findall('"(docs/security.md#no-cgroup)." see docs/index.md and [x](docs/operations.md#cluster)')
     assert found == [("security.md", "no-cgroup"), ("index.md", ""), ("operations.md", "cluster")]
+
+
+NUMBER_WORDS = {word: number for number, word in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve".split())}
+
+
+def _notebook_counts() -> dict[str, int]:
+    """What the source notebook holds: Part A's and Part B's points, its visible and hidden tests."""
+    graded = [cell for cell in json.loads(SOURCE_NOTEBOOK.read_text())["cells"]
+              if cell.get("metadata", {}).get("nbgrader", {}).get("grade")]
+    source = lambda cell: "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]  # noqa: E731
+    tests = [cell for cell in graded if cell["metadata"]["nbgrader"]["grade_id"] != PART_A_CELL]
+    hidden = [cell for cell in tests if "BEGIN HIDDEN TESTS" in source(cell)]
+    part_a = next(cell for cell in graded if cell["metadata"]["nbgrader"]["grade_id"] == PART_A_CELL)
+    return {"part_a": part_a["metadata"]["nbgrader"]["points"], "part_b": sum(cell["metadata"]["nbgrader"]["points"]
+                                                                               for cell in tests),
+            "visible": len(tests) - len(hidden), "hidden": len(hidden)}
+
+
+def test_the_docs_counts_of_tests_and_points_are_the_notebooks():
+    """docs/instructor.md and docs/students.md state how many tests and points the course has:
+    read from the source notebook, so that a test added there cannot leave the docs behind."""
+    counts = _notebook_counts()
+    course = " ".join((DOCS / "instructor.md").read_text().split())
+    found = re.search(r"\(Part A, (\d+) points, graded by hand\) and implement it in NumPy \(Part B, (\d+) points, "
+                      r"autograded: (\d+) visible tests, (\d+) hidden\)", course)
+    assert found, "docs/instructor.md no longer states the course's tests and points where this test looks"
+    assert dict(zip(("part_a", "part_b", "visible", "hidden"), map(int, found.groups()))) == counts
+    students = " ".join((DOCS / "students.md").read_text().split())
+    found = re.search(r"Part B's (\d+) points: (\w+) visible tests .* and (\w+) hidden ones", students)
+    assert found and (int(found[1]), NUMBER_WORDS[found[2]], NUMBER_WORDS[found[3]]) == (
+        counts["part_b"], counts["visible"], counts["hidden"])
+    table = re.findall(r"^\| `hidden_\w+` \| (\d+) \|", (DOCS / "students.md").read_text(), flags=re.M)
+    assert len(table) == counts["hidden"] and sum(map(int, table)) == counts["part_b"] - counts["visible"]

@@ -69,7 +69,11 @@ def _floating_and_right(case, dx, x_after, d_after) -> bool:
 
 
 def _in_x_dtype_and_right(case, dx, x_after, d_after) -> bool:
-    return dx.dtype == case.x.dtype and _right(case, dx, x_after, d_after)
+    """Floating x: dx in x's dtype; integer x: a floating dx is float64 (an integer dx is the
+    integer-input property's)."""
+    if case.x.dtype.kind == "f":
+        return dx.dtype == case.x.dtype and _right(case, dx, x_after, d_after)
+    return (dx.dtype.kind != "f" or dx.dtype == np.float64) and _right(case, dx, x_after, d_after)
 
 
 def _inputs_unchanged_and_right(case, dx, x_after, d_after) -> bool:
@@ -98,9 +102,10 @@ def _pattern(name: str, dtype=np.float64, d_output: str = "whole"):
 
 
 DISTINCT, NEGATIVE = _pattern("distinct"), _pattern("negative")
-# float64 x with gradients float32 cannot hold, and float32 x with a float32 d_output
+# float64 x with gradients float32 cannot hold, float32 x with a float32 d_output, and integer x
 FLOATING = (_pattern("distinct", d_output="tenths"),
-            lambda config: tuple(array.astype(np.float32) for array in _pattern("distinct", d_output="tenths")(config)))
+            lambda config: tuple(array.astype(np.float32) for array in _pattern("distinct", d_output="tenths")(config)),
+            _pattern("distinct", np.int64))
 TIES = (_pattern("ties"), _pattern("equal"))
 
 PROPERTIES: dict[str, Property] = {
@@ -122,7 +127,8 @@ PROPERTIES: dict[str, Property] = {
                             lambda c: _square(c) and c.stride is None and c.ceil,
                             (DISTINCT, lambda c: (upstream(c), _negative_maximum_first(c)))),
     "inputs_unmodified": Property("x and d_output left unmodified", plain, (DISTINCT,), _inputs_unchanged_and_right),
-    "dtype": Property("floating x: dx in x's dtype (float64, float32)", plain, FLOATING, _in_x_dtype_and_right),
+    "dtype": Property("floating x: dx in x's dtype (float64, float32); integer x: float64", plain, FLOATING,
+                      _in_x_dtype_and_right),
 }
 
 
@@ -213,6 +219,15 @@ def test_a_float32_accumulator_costs_the_dtype_test_s_point_alone(outcomes):
     assert properties == ["dtype"] and failed == ["hidden_dtype_of_x"] and lost(failed) == 1
 
 
+def test_a_float32_dx_for_integer_x_costs_the_dtype_test_s_point_alone(outcomes):
+    """Part B says float64 for integer x: a float32 dx for integer x (right for floating x)
+    loses the dtype test's point, and no other (one dtype mistake, at most 1 point)."""
+    properties, failed = outcomes["float32_for_integer_input"]
+    assert properties == ["dtype"] and failed == ["hidden_dtype_of_x"] and lost(failed) == 1
+    dtype_mistakes = ["integer_truncation", "float32_accumulator", "dx_always_float64", "float32_for_integer_input"]
+    assert all(lost(outcomes[name][1]) == 1 for name in dtype_mistakes)
+
+
 def test_the_point_of_the_dtype_test_came_from_the_ceil_border_test():
     """Part B stays at 15: the ceil grid is the one property a visible test grades too (the
     forum example's clipped border windows), so its hidden test gave the point."""
@@ -227,8 +242,8 @@ def test_docs_state_the_rule():
 
 
 def test_part_a_rubric_puts_its_points_on_the_derivation_not_the_picture():
-    """Figure 1 and the visible test show each window's gradient at its maximum and 0
-    elsewhere; Part A's points rest on what no visible output shows."""
+    """The result ("each window's gradient at its maximum, 0 elsewhere") stated without its reason
+    earns nothing: Part A's points rest on the derivation, item by item as the question asks."""
     items = re.findall(r"^- \((\w)\) (\d+) p: (.*?)(?=^- |\Z)", RUBRIC, flags=re.M | re.S)
     points = {" ".join(text.split()[:3]).rstrip(":"): int(p) for _, p, text in items}
     assert points == {"justification of $\\partial": 2, "ties: max is": 1, "the chain rule": 2}

@@ -23,8 +23,9 @@ from nbgrader.api import Gradebook
 
 from maxpool_grader.exercise.catalogue import BUGS
 from maxpool_grader.exercise.checks import GRADED_CHECKS, HIDDEN_CHECKS, VISIBLE_CHECKS
-from maxpool_grader.exercise.explain import mistake_text, report, shorten_repeats, wrap_prose
+from maxpool_grader.exercise.explain import mistake_text, report, wrap_prose
 from maxpool_grader.exercise.part_a import FIGURE_1_ALT
+from maxpool_grader.exercise.repeats import shorten_repeats
 from maxpool_grader.glue.feedbackexporter import FeedbackExporter
 from maxpool_grader.glue.feedbacksummary import PART_A_TITLE, FeedbackSummary
 from maxpool_grader.glue.modelanswer import FIGURE_2_ALT

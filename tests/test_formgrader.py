@@ -118,7 +118,7 @@ def test_the_feedback_pages_the_report_and_the_rubric_panel_pass_axe(served, bro
     page of a correct student and of a failing one (final: with the model answer and Figure 2),
     the class report, and the rubric panel on formgrader's grading page (formgrader's own page
     around it is nbgrader's). The feedback page reflows at 320 CSS px."""
-    from a11y import assert_accessible, reflow_problems
+    from a11y import assert_accessible, axe_violations, reflow_problems
     course, server, _ = served
     page = offline_page(browser)
     for student in (STUDENT, "ties_split"):  # 15 of 15; 14 of 15
@@ -144,4 +144,12 @@ def test_the_feedback_pages_the_report_and_the_rubric_panel_pass_axe(served, bro
     page.wait_for_load_state("networkidle")
     rubric = page.locator(".cell", has_text="For the grader: Part A's rubric").last
     assert_accessible(page, "the rubric panel in formgrader", context=rubric.element_handle())
+    # the hand-grading score box, and the extra-credit box, have a name (nbgrader's template gives
+    # them none: the course's patch label_score_boxes, docs/instructor.md#formgrader-labels)
+    boxes = page.locator("input.score, input.extra-credit")
+    names = [boxes.nth(index).evaluate("box => box.getAttribute('aria-label')") for index in range(boxes.count())]
+    assert "Score for part_a_derivation" in names and "Extra credit for part_a_derivation" in names, names
+    assert all(names), names
+    labels = [violation for violation in axe_violations(page) if violation["id"] == "label"]
+    assert labels == [], [node["html"][:200] for violation in labels for node in violation["nodes"]]
     page.close()

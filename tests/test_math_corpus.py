@@ -31,6 +31,7 @@ from nbformat.v4 import new_markdown_cell
 
 from maxpool_grader.exercise.part_a import MODEL_ANSWER
 from maxpool_grader.glue.allow_list import clean_mathml
+from maxpool_grader.glue.mathml import WIDE_FORMULA
 from maxpool_grader.names import PART_A_CELL, grade_id
 
 
@@ -38,7 +39,8 @@ from maxpool_grader.names import PART_A_CELL, grade_id
 class Case:
     name: str
     markdown: str
-    formulas: tuple[tuple[str, bool], ...]  # (LaTeX, display), in the order the page shows them
+    # (LaTeX read, display[, LaTeX as written, its alttext when another]), in the order the page shows them
+    formulas: tuple[tuple, ...]
     expected: str  # the HTML a reader gets, "{0}", "{1}", ... standing for the formulas' MathML
     attachments: dict | None = None
 
@@ -144,18 +146,26 @@ CORPUS = [
     # \arg is MathJax's (JupyterLab shows it) but not latex2mathml's, which printed "\arg max":
     # operator names are read as \operatorname, as MathJax reads them
     Case("arg_operator", "$(i^*, j^*) = \\arg\\max_{(i,j)} x_{ij}$ and $\\argmax_j y_j$",
-         (inline("(i^*, j^*) = \\operatorname{arg}\\max_{(i,j)} x_{ij}"), inline("\\operatorname{argmax}_j y_j")),
+         (inline("(i^*, j^*) = \\operatorname{arg}\\max_{(i,j)} x_{ij}") + ("(i^*, j^*) = \\arg\\max_{(i,j)} x_{ij}",),
+          inline("\\operatorname{argmax}_j y_j") + ("\\argmax_j y_j",)),
          "<p>{0} and {1}</p>"),
     Case("numbering_left_out", "$$\\sum\\nolimits_k a_k = 1 \\label{eq:one} \\nonumber$$",
-         (block("\\sum_k a_k = 1"),), "<p>{0}</p>"),
+         (block("\\sum_k a_k = 1") + ("\\sum\\nolimits_k a_k = 1 \\label{eq:one} \\nonumber",),), "<p>{0}</p>"),
     Case("unknown_command", "$\\weird{x}^*$ stays *as written*", (), "<p>$\\weird{x}^*$ stays <em>as written</em></p>"),
 ]
 assert len({case.name for case in CORPUS}) == len(CORPUS) >= 30
 
 
-def mathml(latex: str, display: bool) -> str:
-    """What the page must show for one formula: latex2mathml's MathML, sanitized."""
-    return clean_mathml(convert(latex.strip(), display="block" if display else "inline"))
+def mathml(latex: str, display: bool, written: str | None = None) -> str:
+    """What the page must show for one formula: latex2mathml's MathML, sanitized, with the LaTeX
+    as written as its ``alttext``, and in the keyboard's order when it has more than
+    WIDE_FORMULA symbols (it may be wider than a phone's column)."""
+    made = BeautifulSoup(clean_mathml(convert(latex.strip(), display="block" if display else "inline")), "html.parser")
+    symbols = sum(len(token.get_text().strip()) for token in made.find_all(["mi", "mn", "mo", "mtext", "ms"]))
+    made.math["alttext"] = (latex if written is None else written).strip()
+    if symbols > WIDE_FORMULA:
+        made.math["tabindex"] = "0"
+    return str(made)
 
 
 def normal(html: str) -> str:
@@ -169,8 +179,8 @@ def normal(html: str) -> str:
 
 def expected_html(case: Case) -> str:
     found = case.expected
-    for number, (latex, display) in enumerate(case.formulas):
-        found = found.replace("{%d}" % number, mathml(latex, display))
+    for number, formula in enumerate(case.formulas):
+        found = found.replace("{%d}" % number, mathml(*formula))
     return normal(found)
 
 
@@ -213,7 +223,7 @@ def check_case(cells: dict[str, str], case: Case) -> None:
     assert "maxpoolmath" not in cells[case.name]  # no placeholder of glue/mathml.py left over
     shown = BeautifulSoup(cells[case.name], "html.parser")
     assert [normal(str(found)) for found in shown.find_all("math")] == [
-        normal(mathml(latex, display)) for latex, display in case.formulas], case.markdown
+        normal(mathml(*formula)) for formula in case.formulas], case.markdown
     assert normal(cells[case.name]) == expected_html(case), case.markdown
 
 

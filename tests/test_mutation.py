@@ -110,7 +110,7 @@ def test_every_correct_control_gets_full_marks(messages, name):
 
 @pytest.mark.parametrize("name", BUGS)
 def test_every_failed_cell_names_the_bug_and_its_look_alikes(messages, look_alikes, name):
-    """The bug is named with its explanation, and so is every look-alike of it; when it is
+    """The bug is named with what its code does, and so is every look-alike of it; when it is
     the only mistake that fits, it is the likely one, else the message says how many fit."""
     for grade_id in HIDDEN_CHECKS:
         message = messages[name, grade_id]
@@ -124,7 +124,7 @@ def test_every_failed_cell_names_the_bug_and_its_look_alikes(messages, look_alik
         for named in (name, *look_alikes[name]):
             assert re.search(r"(Likely|Possible) mistake: " + re.escape(flat(BUGS[named].title)) + r"\.",
                              flat(message)), message
-            assert flat(BUGS[named].explanation) in flat(message)
+            assert flat(BUGS[named].before_release) in flat(message)
 
 
 def reproducer(message: str) -> tuple[str, str, str | None]:

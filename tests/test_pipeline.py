@@ -20,6 +20,7 @@ from helpers import BIN, RELEASE_NOTEBOOK, ROOT, SOURCE_NOTEBOOK, copy_course, f
 from nbgrader.api import Gradebook
 from nbgrader.utils import is_grade
 
+from maxpool_grader.exercise.catalogue import BUGS
 from maxpool_grader.exercise.checks import HIDDEN_CHECKS
 
 pytestmark = pytest.mark.integration  # real kernels, sandboxes, nbgrader or servers
@@ -97,6 +98,9 @@ def test_grades_csv_has_every_student(graded):
     for student, expected in EXPECTED.items():
         assert float(rows[student]["raw_score"]) == sum(expected.values())
         assert float(rows[student]["max_score"]) == 20
+        # Part A waits for a person: the score counts it as 0 until then, and the last column says so
+        # (an answer left as released, in a course without a deadline, has nbgrader's 0 at once)
+        assert rows[student]["part_a"] == ("graded" if student == "release_unmodified" else "not graded yet")
 
 
 def test_feedback_is_generated_for_every_student(graded):
@@ -191,4 +195,4 @@ def test_ties_all_maxima_feedback_shows_the_smallest_reproducer_and_the_mistake(
     course, _ = graded
     text = feedback_text(course, "ties_all_maxima")
     assert "x = np.array([[1.0, 1.0]])" in text
-    assert "Likely mistake: every tied maximum receives the full gradient." in text
+    assert flat(f"Likely mistake: {BUGS['ties_all_maxima'].title}.") in flat(text)

@@ -317,7 +317,7 @@ def _newest_feedback(student: str, course: Path) -> str:
 
 
 def test_before_the_deadline_the_blank_notebook_shows_nothing_of_part_a_either_way(course, service):
-    """The untouched release notebook, at the default level ('everything'), through the web
+    """The untouched release notebook, at the default level ('reports'), through the web
     page and through the exchange: the pages as sent hold no model answer, rubric, Figure 2
     or explanation of the derivation, and an unanswered Part A is not answered, not 0."""
     blank = (ROOT / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").read_bytes()

@@ -51,7 +51,25 @@ def test_only_the_services_own_script_runs_and_only_where_a_page_updates_itself(
     assert re.findall(r"script-src ([^;]+)", POLL_POLICY) == [f"'sha256-{digest}'"]  # that script, nothing else
     assert "script-src" not in PAGE_POLICY and PAGE_POLICY.startswith("default-src 'none'")
     assert "connect-src 'self'" in POLL_POLICY and "unsafe" not in POLL_POLICY.split("style-src 'unsafe-inline'")[1]
-    assert serve_pages.LEVEL_TEXT.keys() == {"scores", "mistakes", "everything"}
+    assert serve_pages.LEVEL_TEXT.keys() == {"scores", "mistakes", "reports"}
+
+
+def test_the_home_page_says_what_each_level_shows_the_deadline_or_none_and_part_a():
+    """The level's own words, the deadline or that there is none (never "Deadline: none" beside
+    "Before the deadline"), that Part A is not graded yet until a person grades it, and, once the
+    final feedback is released, its link."""
+    common = dict(title="t", student="kim", refusal="", assignment="a", open=True, action="/upload", xsrf="",
+                  hour=0, per_hour=3, day=0, per_day=10, attempts=[], part_a=serve_pages.PART_A_WAITS,
+                  final_comes=serve_pages.FINAL_COMES)
+    for level, text in serve_pages.LEVEL_TEXT.items():
+        page = " ".join(BeautifulSoup(render("home.html.j2", level=text, deadline="2026-12-01 23:59 UTC", final="",
+                                             **common), "html.parser").get_text(" ").split())
+        assert f"Until the deadline, your feedback shows {' '.join(text.split())}." in page, level
+        assert "not graded yet" in page and "everything" not in page and "Read your final feedback" not in page
+    page = " ".join(BeautifulSoup(render("home.html.j2", level="x", deadline="", final="/final", **common),
+                                  "html.parser").get_text(" ").split())
+    assert "This assignment has no deadline." in page and "Deadline" not in page and "Until the deadline" not in page
+    assert "Read your final feedback" in page and "comes when your instructor releases it" not in page
 
 
 def test_the_waiting_page_says_a_finished_attempt_in_sentences():

@@ -88,9 +88,10 @@ def test_the_release_s_own_code_does_not_count(tmp_path):
     assert similar_pairs(stub_only, release_code(release), 0.8) == []  # the signature is the release's
 
 
-@pytest.mark.integration
-def test_the_class_report_lists_the_pair_side_by_side(tmp_path):
-    course = copy_course(tmp_path / "course", students=["vectorized_correct"])
+@pytest.fixture(scope="module")
+def copied_class(tmp_path_factory):
+    """A class with a copy and its disguised copy, graded (the report made)."""
+    course = copy_course(tmp_path_factory.mktemp("similar") / "course", students=["vectorized_correct"])
     assert grade_command(course).returncode == 0  # makes the release
     release = nbformat.read(course / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", as_version=4)
     for student, code in (("copy_original", ORIGINAL), ("copy_disguised", DISGUISED)):
@@ -99,6 +100,12 @@ def test_the_class_report_lists_the_pair_side_by_side(tmp_path):
         nbformat.write(notebook_with(release, code), folder / f"{ASSIGNMENT}.ipynb")
     result = grade_command(course, "--similarity-threshold", "0.75")
     assert result.returncode == 0, result.stderr[-3000:]
+    return course
+
+
+@pytest.mark.integration
+def test_the_class_report_lists_the_pair_side_by_side(copied_class):
+    course = copied_class
     found = json.loads((course / "report" / "report.json").read_text())["similarity"]
     pairs = {tuple(pair["students"]): pair["score"] for pair in found["pairs"]}
     assert found["threshold"] == 0.75 and found["compared"] == 3
@@ -108,6 +115,27 @@ def test_the_class_report_lists_the_pair_side_by_side(tmp_path):
     assert "a reason to look, not a verdict" in page
     view = re.search(r"<summary>copy_disguised and copy_original.*?</details>", page, re.S)
     assert view and view[0].count("<mark>") >= 2
+
+
+@pytest.mark.integration
+def test_the_shared_code_is_told_apart_by_more_than_colour_and_a_legend_says_how(copied_class, browser):
+    """The highlight of the code both students have was a colour alone (about 1.2:1 against its
+    background), and nothing said what it meant: it is underlined and between brackets too, and
+    a legend says so; the report passes axe with a pair open."""
+    from a11y import assert_accessible
+    from pages import offline_page
+    page = offline_page(browser)
+    page.goto((copied_class / "report" / "index.html").as_uri())
+    legend = page.locator("p.legend")
+    assert "highlighted, underlined and between brackets" in " ".join(legend.inner_text().split())
+    page.locator("details", has_text="copy_disguised and copy_original").locator("summary").click()
+    shared = page.locator(".pair mark").first
+    style = shared.evaluate("""mark => { const s = getComputedStyle(mark);
+        return [s.textDecorationLine, getComputedStyle(mark, '::before').content,
+                getComputedStyle(mark, '::after').content]; }""")
+    assert style == ["underline", '"\u27e6"', '"\u27e7"'], style
+    assert_accessible(page, "the class report with a pair of similar submissions open")
+    page.close()
 
 
 @pytest.mark.integration

@@ -21,9 +21,9 @@ from ..exercise.part_a import (
     RUBRIC,
     figure_png,
 )
+from ..exercise.reveal import rubric_phrases_in
 from ..names import FUNCTION, PART_A_CELL, PROVIDED_CELL, PROVIDED_TOOLS_CELL, SOLUTION_CELL, grade_id
 from .cells import (
-    ANSWER_PHRASES,
     FIGURE,
     GRADER_WORDS,
     HIDDEN_POINTS,
@@ -190,10 +190,9 @@ def leak_findings(notebook) -> list[Finding]:
             if word in visible:
                 found.append(Finding(name, f"shows students {word!r} outside a solution or hidden-test region",
                                      "remove it, or put it in such a region"))
-        for phrase in ANSWER_PHRASES:
-            if phrase in visible.lower():
-                found.append(Finding(name, f"says {phrase!r}, which gives Part A's answer away",
-                                     "reword it (the feedback explains the answer)"))
+        for phrase in rubric_phrases_in(visible):
+            found.append(Finding(name, f"says {phrase!r} (stemmed), a phrase of Part A's rubric, which gives its "
+                                 "answer away", "reword it (the final feedback explains the answer)"))
         if grade_id(cell) in (PROVIDED_CELL, PROVIDED_TOOLS_CELL) and (
                 "argmax" in visible or f"def {FUNCTION}" in visible):
             found.append(Finding(name, "provided code holds a backward pass (argmax or the function itself)",

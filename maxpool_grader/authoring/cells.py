@@ -28,8 +28,6 @@ PART_B_POINTS = VISIBLE_POINTS + HIDDEN_POINTS
 # The Part A cell: the model answer and the rubric in a solution region, which the release
 # never has (the feedback and the grader's view get them from maxpool_grader.exercise.part_a).
 PART_A_ANSWER = "### BEGIN SOLUTION\n" + MODEL_ANSWER.strip() + "\n\n" + RUBRIC.strip() + "\n### END SOLUTION"
-# Phrases of the derivation that the student-visible text never holds (Part A asks for it).
-ANSWER_PHRASES = ("add up", "sum of their", "gradient goes to", "gets 0", "subgradient", "partial derivative is")
 GRADER_WORDS = ("Rubric", "Model answer", "maxpool_grader", "run_check")
 # What a JupyterLab session adds that only churns diffs: removed by --fix.
 NOISY_CELL_METADATA = ("collapsed", "scrolled", "execution", "ExecuteTime", "trusted")

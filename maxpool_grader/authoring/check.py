@@ -64,6 +64,7 @@ def fix(notebook: nbformat.NotebookNode) -> list[Finding]:
 
 def check(course: Path, *, apply_fixes: bool = False, db_url: str | None = None, refresh: bool = True) -> int:
     """``maxpool-grader check [--fix]``: 0 when the notebook agrees with the grader, else 1."""
+    course = course.resolve()  # "--course-dir ." too: the paths it prints are relative to it
     path = notebook_path(course, "source")
     text = path.read_text(encoding="utf-8")
     notebook = nbformat.reads(text, as_version=nbformat.NO_CONVERT)

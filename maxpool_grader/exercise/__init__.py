@@ -7,8 +7,10 @@
   cells are checked against ``checks`` (and written from it) by ``maxpool-grader check``.
 * ``bugs``, ``controls`` and ``catalogue``: realistic wrong and right implementations;
   ``source_marks`` tells look-alike mistakes apart by the student's code.
-* ``reproducer`` (probe inputs, paste-able literals), ``search`` (the smallest failing
-  input, the matching mistakes) and ``explain`` (the message a student reads).
+* ``reproducer`` (probe inputs, paste-able literals, arrays too large cut), ``search`` (the
+  smallest failing input, the matching mistakes) and ``explain`` (the message a student
+  reads); ``repeats`` (each explanation once per feedback page) and ``reveal`` (what a report
+  may say before the release, guarded by the rubric's own phrases, and what comes back after).
 * ``grading.run_check`` runs a check in the student's kernel; ``student_call`` calls the
   student's function so that only its results can cost points; ``diagnosis`` says why a
   solution cannot be tested at all; ``part_a`` is Part A's model answer and rubric.

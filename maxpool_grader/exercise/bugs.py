@@ -56,11 +56,11 @@ def window_loop(d_output, x, pool_size, stride=None, *, weights=first_maximum,
     planes_x, planes_dx, planes_d = _planes(x), _planes(dx), _planes(d_output)
     rows, cols = planes_d.shape[1:] if grid is None else grid(x.shape[-2:], ph, pw, sh, sw)
     for n in range(planes_x.shape[0]):
-        for i in range(rows):
-            for j in range(cols):
-                window = planes_x[n, i * sh:i * sh + ph, j * sw:j * sw + pw]
-                share = weights(window) * (planes_d[n, i, j] if scale else 1.0)
-                target = planes_dx[n, i * sh:i * sh + ph, j * sw:j * sw + pw]
+        for k in range(rows):
+            for l in range(cols):  # noqa: E741  Part A's (k, l): an output position
+                window = planes_x[n, k * sh:k * sh + ph, l * sw:l * sw + pw]
+                share = weights(window) * (planes_d[n, k, l] if scale else 1.0)
+                target = planes_dx[n, k * sh:k * sh + ph, l * sw:l * sw + pw]
                 if overwrite:
                     target[share != 0] = share[share != 0]
                 else:
@@ -82,11 +82,11 @@ def fancy_index_accumulate(d_output, x, pool_size, stride=None):
     rows, cols = planes_d.shape[1:]
     for n in range(planes_x.shape[0]):
         r, c = np.zeros((rows, cols), dtype=int), np.zeros((rows, cols), dtype=int)
-        for i in range(rows):
-            for j in range(cols):
-                window = planes_x[n, i * sh:i * sh + ph, j * sw:j * sw + pw]
-                k = np.argmax(window)
-                r[i, j], c[i, j] = i * sh + k // window.shape[1], j * sw + k % window.shape[1]
+        for k in range(rows):
+            for l in range(cols):  # noqa: E741  Part A's (k, l)
+                window = planes_x[n, k * sh:k * sh + ph, l * sw:l * sw + pw]
+                flat = np.argmax(window)  # a flat, row-major index into the window
+                r[k, l], c[k, l] = k * sh + flat // window.shape[1], l * sw + flat % window.shape[1]
         planes_dx[n][r, c] += planes_d[n]
     return dx
 
@@ -101,6 +101,12 @@ def float32_accumulator(d_output, x, pool_size, stride=None):
 
 def dx_always_float64(d_output, x, pool_size, stride=None):
     return window_loop(d_output, x, pool_size, stride, dx_dtype=np.float64)
+
+
+def float32_for_integer_input(d_output, x, pool_size, stride=None):
+    """x's dtype for floating x, as Part B says, but float32 (not float64) for integer x."""
+    dtype = np.asarray(x).dtype
+    return window_loop(d_output, x, pool_size, stride, dx_dtype=dtype if dtype.kind == "f" else np.float32)
 
 
 def all_tied_maxima(window):
@@ -224,11 +230,11 @@ def pool_size_int_only(d_output, x, pool_size, stride=None):
     step_h, step_w = (pool_height, pool_width) if stride is None else _pair(stride)
     dx = gradient_zeros(x)
     for lead in np.ndindex(x.shape[:-2]):
-        for i in range(d_output.shape[-2]):
-            for j in range(d_output.shape[-1]):
-                window = x[lead][i * step_h:i * step_h + pool_height, j * step_w:j * step_w + pool_width]
+        for k in range(d_output.shape[-2]):
+            for l in range(d_output.shape[-1]):  # noqa: E741  Part A's (k, l)
+                window = x[lead][k * step_h:k * step_h + pool_height, l * step_w:l * step_w + pool_width]
                 r, c = np.unravel_index(np.argmax(window), window.shape)
-                dx[(*lead, i * step_h + r, j * step_w + c)] += d_output[(*lead, i, j)]
+                dx[(*lead, k * step_h + r, l * step_w + c)] += d_output[(*lead, k, l)]
     return dx
 
 
@@ -241,12 +247,12 @@ def one_argmax_across_leading_axes(d_output, x, pool_size, stride=None):
     x, d_output = np.asarray(x), np.asarray(d_output)
     ph, pw, sh, sw = pool_and_stride(pool_size, stride)
     dx = gradient_zeros(x)
-    for i in range(d_output.shape[-2]):
-        for j in range(d_output.shape[-1]):
-            window = x[..., i * sh:i * sh + ph, j * sw:j * sw + pw]
+    for k in range(d_output.shape[-2]):
+        for l in range(d_output.shape[-1]):  # noqa: E741  Part A's (k, l)
+            window = x[..., k * sh:k * sh + ph, l * sw:l * sw + pw]
             where = np.unravel_index(np.argmax(window), window.shape)  # over all planes at once
             *lead, r, c = where
-            dx[(*lead, i * sh + r, j * sw + c)] += d_output[(*lead, i, j)]
+            dx[(*lead, k * sh + r, l * sw + c)] += d_output[(*lead, k, l)]
     return dx
 
 

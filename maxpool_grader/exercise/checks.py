@@ -6,8 +6,8 @@ same notebook always gets the same grade), a rule for the student's dx on each
 ``HIDDEN_CHECKS`` is the single source of truth for grade ids, titles and points; the
 notebook's hidden cells and their nbgrader metadata are checked against it by
 ``maxpool-grader check`` (authoring/check.py), whose ``--fix`` writes them from it.
-``VISIBLE_CHECKS`` are the visible test cells' inputs, checked again outside the
-student's process (and against the visible cells by ``maxpool-grader check``)."""
+``VISIBLE_CHECKS`` are the visible test cells' inputs, checked again outside the student's
+process (and against the visible cells by ``maxpool-grader check``)."""
 
 from __future__ import annotations
 
@@ -48,9 +48,11 @@ class GradedCheck:
     # inputs are plain in every other way. tests/test_fair_points.py finds the properties
     # each catalogue bug breaks on inputs of its own and bounds the points it loses.
     property: str = ""
-    # For a check that accepts more than one dx: which, in words (the report then shows the
-    # reference's dx as one example instead of "Expected dx").
+    # For a check that accepts more than one dx: which, in words (the report shows the reference's
+    # dx as one example instead of "Expected dx", and says which dx after the release only).
     accepts: str = ""
+    # The property, where Part A asks the student to derive it: after the release only (reveal.py)
+    rule: str = ""
 
 
 def _distinct(shape, seed: int) -> np.ndarray:
@@ -170,17 +172,18 @@ def unmodified_cases() -> list[Case]:
 
 
 def dtype_cases() -> list[Case]:
-    """Float64 x with gradients float32 cannot hold (0.1 is not a float32), then float32 x
-    with a float32 d_output: dx must have x's dtype."""
+    """Float64 x with gradients float32 cannot hold (0.1), float32 x with a float32 d_output: dx in
+    x's dtype; integer x with a whole d_output: a floating dx is float64 (an integer dx is the
+    integer-input test's, whose fractions it loses: one dtype mistake, one point)."""
     return [
         _case(_distinct((4, 4), 70), 2, d_output=np.array([[0.1, -0.3], [0.7, 1.9]])),
         _case(_distinct((4, 4), 71).astype(np.float32), 2, d_output=np.array([[1.5, -0.5], [2.0, 0.25]], np.float32)),
+        _case(_distinct((4, 4), 72).astype(np.int64), 2, d_output=np.array([[16777217.0, -3.0], [5.0, 2.0]])),
     ]
 
 
-def _probes(where: Callable[[ProbeConfig], bool], patterns=("distinct", "negative"),
-            dtype=np.float64, d_output="whole", limit: int = 300,
-            dtypes: tuple = ()) -> Callable[[], list[Case]]:
+def _probes(where: Callable[[ProbeConfig], bool], patterns=("distinct", "negative"), dtype=np.float64,
+            d_output="whole", limit: int = 300, dtypes: tuple = ()) -> Callable[[], list[Case]]:
     """Probe inputs from the small configurations ``where`` accepts, smallest first
     (``dtypes``: for each configuration, x and d_output in each of these (dtype, d_output
     kind) pairs, instead of ``dtype`` and ``d_output``)."""
@@ -214,26 +217,26 @@ def _default_floor(config: ProbeConfig) -> bool:
 
 TIE_PATTERNS = ("equal", "ties")
 
-
 HIDDEN_CHECKS: dict[str, GradedCheck] = {check.grade_id: check for check in [
     GradedCheck("hidden_rectangular_leading_axes", "Rectangular windows and planes, leading batch/channel axes", 2,
-                "dx must be right for rectangular pools (ph != pw), planes wider than tall, and x with 0, 1 "
-                "or 2 leading axes.",
+                "dx for rectangular pools (ph != pw), planes wider than tall, and x with 0, 1 or 2 leading axes.",
                 rectangular_and_leading_axes_cases, same_as_reference,
                 _probes(lambda c: c.rectangular_or_leading and _default_floor(c)), property="shapes"),
     GradedCheck("hidden_overlapping_windows", "Overlapping windows (stride smaller than the pool)", 2,
-                "With stride < pool_size, an element that is the maximum of several windows must "
-                "receive the sum of their gradients.",
+                "dx for windows that overlap (stride < pool_size): one element can be the maximum of two.",
                 overlapping_cases, same_as_reference,
-                _probes(lambda c: c.overlapping and not c.ceil), property="overlap"),
+                _probes(lambda c: c.overlapping and not c.ceil), property="overlap",
+                rule="With stride < pool_size, an element that is the maximum of several windows must "
+                     "receive the sum of their gradients."),
     GradedCheck("hidden_ties_valid_subgradient", "Windows whose maximum is not unique", 2,
-                "When several elements tie for a window's maximum, the window's gradient must go to "
-                "those maxima only, and in total exactly once.",
+                "dx for windows where more than one element holds the maximum.",
                 ties_cases, valid_subgradient, _probes(_default_floor, TIE_PATTERNS), property="tie_subgradient",
-                accepts="any dx that gives each window's gradient to its tied maxima only, in total exactly once"),
+                accepts="any dx that gives each window's gradient to its tied maxima only, in total exactly once",
+                rule="When several elements tie for a window's maximum, its gradient must go to those maxima only, "
+                     "in total exactly once: any split among them with weights summing to 1 is a valid subgradient."),
     GradedCheck("hidden_ties_first_maximum", "Ties: PyTorch's convention (the first maximum in row-major order)", 1,
-                "On ties, the whole gradient goes to the first maximum in row-major order within the "
-                "window (PyTorch's convention).",
+                "dx on tied maxima follows Part B's convention: the forward pass selected the first maximum "
+                "in row-major order within the window (PyTorch's).",
                 first_maximum_cases, same_as_reference,
                 _probes(lambda c: True, TIE_PATTERNS), property="tie_first"),
     GradedCheck("hidden_gradient_check", "Numerical gradient check on negative values", 2,
@@ -242,31 +245,28 @@ HIDDEN_CHECKS: dict[str, GradedCheck] = {check.grade_id: check for check in [
                 gradient_check_cases, finite_differences, _probes(_default_floor, ("negative",)),
                 property="negative"),
     GradedCheck("hidden_forum_integer_input", "Integer x and fractional d_output: dx keeps the fractions", 1,
-                "For integer x and a fractional d_output, dx must be a floating-point array that holds "
-                "the fractions exactly.",
+                "dx for integer x and a d_output with fractions (0.5, -1.25, ...), which dx must hold exactly.",
                 integer_input_cases, returns_float_for_integer_input,
                 _probes(_default_floor, dtype=np.int64, d_output="halves"), property="integer_input"),
     GradedCheck("hidden_ceil_border_windows", "Border windows of a ceil-mode grid", 1,
-                "When d_output's grid includes windows that run past x's border, those clipped windows "
-                "must pass their gradient back too.",
+                "dx for a d_output grid with windows that run past x's border (ceil mode), clipped there.",
                 ceil_border_cases, same_as_reference, _probes(lambda c: c.ceil), property="ceil_border"),
     GradedCheck("hidden_inputs_unmodified_float_result", "Inputs left unmodified", 1,
                 "x and d_output must be unchanged after the call.",
                 unmodified_cases, leaves_inputs_unmodified,
                 _probes(lambda c: True), property="inputs_unmodified"),
-    GradedCheck("hidden_dtype_of_x", "dx in x's dtype for float64 and float32 x", 1,
-                "For floating x, dx must have x's dtype, as PyTorch's gradient does: a float32 dx rounds the "
-                "gradient of float64 x.",
+    GradedCheck("hidden_dtype_of_x", "dx in x's dtype for floating x, float64 for integer x", 1,
+                "dx's dtype for float64 x (with values of d_output float32 cannot hold), float32 x, integer x.",
                 dtype_cases, has_x_dtype,
-                _probes(_default_floor, ("distinct",), dtypes=((np.float64, "tenths"), (np.float32, "whole"))),
+                _probes(_default_floor, ("distinct",), dtypes=((np.float64, "tenths"), (np.float32, "whole"),
+                                                                 (np.int64, "whole"))),
                 property="dtype"),
 ]}
 
 
 def warm_up_checks() -> None:
-    """Compute what every submission's checks need and nothing of theirs changes: the
-    numerical gradients of the gradient check's cases (``maxpool-grader grade`` calls this
-    before it forks its workers, so that no worker computes them again)."""
+    """Compute what every submission's checks need and nothing of theirs changes: the numerical
+    gradients of the gradient check's cases (``maxpool-grader grade`` calls this before it forks)."""
     for case in gradient_check_cases():
         numerical_gradient(case)
 

@@ -23,9 +23,9 @@ def vectorized_sliding_windows(d_output, x, pool_size, stride=None):
     padded = np.full((*x.shape[:-2], height, width), lowest, dtype=x.dtype)
     padded[..., :x.shape[-2], :x.shape[-1]] = x
     view = sliding_window_view(padded, (ph, pw), axis=(-2, -1))[..., ::sh, ::sw, :, :][..., :rows, :cols, :, :]
-    k = view.reshape(*view.shape[:-2], -1).argmax(axis=-1)
-    r = np.arange(rows)[:, None] * sh + k // pw
-    c = np.arange(cols)[None, :] * sw + k % pw
+    flat = view.reshape(*view.shape[:-2], -1).argmax(axis=-1)  # within each window, row-major
+    r = np.arange(rows)[:, None] * sh + flat // pw
+    c = np.arange(cols)[None, :] * sw + flat % pw
     dx = gradient_zeros(x, (*x.shape[:-2], height, width))
     lead = np.indices(x.shape[:-2] + (rows, cols))[:-2]
     np.add.at(dx, (*lead, r, c), d_output)
@@ -39,14 +39,14 @@ def pure_python_scan(d_output, x, pool_size, stride=None):
     dx = gradient_zeros(x)
     for lead in np.ndindex(x.shape[:-2]):
         plane = x[lead].tolist()
-        for i in range(d_output.shape[-2]):
-            for j in range(d_output.shape[-1]):
+        for k in range(d_output.shape[-2]):
+            for l in range(d_output.shape[-1]):  # noqa: E741  Part A's (k, l)
                 best = None
-                for r in range(i * sh, min(i * sh + ph, height)):
-                    for c in range(j * sw, min(j * sw + pw, width)):
+                for r in range(k * sh, min(k * sh + ph, height)):
+                    for c in range(l * sw, min(l * sw + pw, width)):
                         if best is None or plane[r][c] > best[0]:
                             best = (plane[r][c], r, c)
-                dx[(*lead, best[1], best[2])] += d_output[(*lead, i, j)]
+                dx[(*lead, best[1], best[2])] += d_output[(*lead, k, l)]
     return dx
 
 

@@ -1,56 +1,93 @@
-"""What a student reads when a check fails: the test's title and points, what it checks,
-the smallest input where their function goes wrong with the expected and their dx, and
-the catalogue mistakes that explain it (several that fit are all named; the student's
-code chooses between them where it can)."""
+"""What a student reads when a check fails: the test's title and points, what its inputs
+are, the smallest input where their function goes wrong with the expected and their dx and
+the positions where they differ, and the catalogue mistakes that give their dx with what
+their code does (several that fit are all named; the student's code chooses between them
+where it can, and the line of it that shows the mistake is quoted).
+
+A report says what the student's code does and gives, never why the right dx is right where
+Part A asks for that: the full explanations are added to the final feedback, after the
+release (exercise/reveal.py). A function that is not implemented yet (it raises
+NotImplementedError, returns None, or returns the same dx whatever its input) is told so
+and nothing else. Arrays too large to read are cut (``reproducer.literal``)."""
 
 from __future__ import annotations
 
-import re
 import textwrap
+
+import numpy as np
 
 from .catalogue import BUGS, Bug
 from .checks import GradedCheck
 from .reference import max_pool_backward
-from .reproducer import call_text, literal
+from .reproducer import call_text, cut_note, is_cut, literal
 from .rules import SMALL, indented
-from .search import Outcome, likely_mistakes, smallest_failure
-from .student_call import StudentError
+from .search import Outcome, attempt, likely_mistakes, passed_cases, smallest_failure
+from .source_marks import line_of
+from .student_call import StudentError, not_an_array_message
+
+MANY_ACCEPTED = "this test accepts more than one dx"  # what a report says of ``GradedCheck.accepts``
+DIFFERING_SHOWN = 6  # positions where the student's dx differs from the expected one, listed
+
+
+def _reproducer(student: Outcome, accepts: str) -> list[str]:
+    """The smallest input as code to paste, the expected dx (or an accepted one), theirs, and
+    the positions where theirs differs."""
+    case = student.case
+    code = "\n".join([f"x = {literal(case.x, 4)}", f"d_output = {literal(case.d_output, 11)}",
+                      call_text(case.pool_size, case.stride)])
+    expected = max_pool_backward(case.d_output, case.x, case.pool_size, case.stride)
+    label = f"Accepted dx: {MANY_ACCEPTED}; for example:" if accepts else "Expected dx:"
+    parts = ["Smallest input where your function goes wrong (paste it into a new cell "
+             "to try it):", indented(code), label, indented(literal(expected))]
+    if student.dx is None:
+        return parts + [f"Your function: {student.problem}"]
+    parts += [f"Your dx {cut_note(student.dx)}:" if is_cut(student.dx) else "Your dx:",
+              indented(literal(student.dx))]
+    if not accepts:
+        parts += differing_positions(expected, student.dx)
+    if student.inputs_changed[0]:
+        parts += ["x after your call (it must not change):", indented(literal(student.given.x))]
+    if student.problem and not student.problem.startswith("dx differs"):
+        parts.append(student.problem)
+    return parts
+
+
+def differing_positions(expected: np.ndarray, dx: np.ndarray) -> list[str]:
+    """The positions where ``dx`` is not ``expected`` (the checks' tolerance), with both values."""
+    if dx.shape != expected.shape:
+        return []
+    with np.errstate(all="ignore"):
+        wrong = np.argwhere(~np.isclose(dx.astype(np.float64), expected, rtol=1e-9, atol=1e-12, equal_nan=True))
+    if not len(wrong):
+        return []
+    shown = [f"  {tuple(int(i) for i in where)}: expected {expected[tuple(where)].item()!r}, yours "
+             f"{dx[tuple(where)].item()!r}" for where in wrong[:DIFFERING_SHOWN]]
+    more = [f"  and {len(wrong) - DIFFERING_SHOWN} more"] if len(wrong) > DIFFERING_SHOWN else []
+    return [f"Where your dx differs ({len(wrong)} of {dx.size} positions):", *shown, *more]
 
 
 def describe_failure(student: Outcome, graded: Outcome, witnesses: list[Outcome],
-                     named: list[str] | None = None, source: str = "", accepts: str = "") -> str:
+                     named: list[str] | None = None, source: str = "", accepts: str = "",
+                     check: GradedCheck | None = None) -> str:
     """The reproducer, expected and actual dx, and the likely mistake, for the student.
 
     ``student`` is the smallest attempt that went wrong, ``graded`` the graded one,
     ``witnesses`` further small inputs that went wrong the same way, ``source`` the
     student's code (it tells apart mistakes that give the same dx), ``accepts`` which dx
-    the check accepts when it is not one (``GradedCheck.accepts``).
+    the check accepts when it is not one (``GradedCheck.accepts``), ``check`` the check
+    (a mistake that fails a graded input the student's function passed is not theirs).
     """
     case = student.case
     if case.x.size <= SMALL:
-        code = "\n".join([f"x = {literal(case.x, 4)}", f"d_output = {literal(case.d_output, 11)}",
-                          call_text(case.pool_size, case.stride)])
-        expected = max_pool_backward(case.d_output, case.x, case.pool_size, case.stride)
-        label = f"Accepted dx: {accepts}; for example:" if accepts else "Expected dx:"
-        parts = ["Smallest input where your function goes wrong (paste it into a new cell "
-                 "to try it):", indented(code), label, indented(literal(expected))]
-        if student.dx is not None:
-            parts += ["Your dx:", indented(literal(student.dx))]
-            if student.inputs_changed[0]:
-                parts += ["x after your call (it must not change):", indented(literal(student.given.x))]
-            if student.problem and not student.problem.startswith("dx differs"):
-                parts.append(student.problem)
-        else:
-            parts.append(f"Your function: {student.problem}")
+        parts = _reproducer(student, accepts)
     else:
         parts = [f"Input: {case.describe()}", student.problem or ""]
-    if isinstance(student.error, StudentError) and isinstance(student.error.exception, NotImplementedError):
-        return "\n".join(parts)
-    bugs, certain = likely_mistakes(student, graded, witnesses)
+    passed = passed_cases(check, graded) if check is not None else []
+    bugs, certain = likely_mistakes(student, graded, witnesses, check, passed)
     if bugs:
         parts += mistakes_text(bugs, certain, source, named)
     elif student.error is None:
-        parts.append(f"None of the {len(BUGS)} mistakes in our catalogue gives exactly your result on "
+        parts.append(f"None of the {len(BUGS)} mistakes in our catalogue gives your result on "
                      "this input, so this one is new to us: compare your dx with the expected one "
                      "entry by entry, and check which window each entry comes from.")
     return "\n".join(parts)
@@ -62,10 +99,11 @@ def mistakes_text(bugs: list[Bug], certain: bool, source: str = "",
 
     One mistake is "likely". Several that give the same dx (look-alikes) are all named,
     each a "possible" mistake, unless the student's code shows which one was made
-    (``Bug.in_source``): then that one alone is named, one explanation per mistake. A
-    mistake whose construct the code does not contain is named only when no other fits,
-    with a warning that the student's may be another mistake with the same effect. The
-    names of the mistakes called likely go to ``named`` (the class report's fingerprints).
+    (``Bug.in_source``): then that one alone is named, one explanation per mistake, with the
+    line of their code that shows it. A mistake whose construct the code does not contain is
+    named only when no other fits, with a warning that the student's may be another mistake
+    with the same effect. The names of the mistakes called likely go to ``named`` (the class
+    report's fingerprints).
     """
     marks = {bug.name: bug.in_source(source) if source else None for bug in bugs}
     fitting = [bug for bug in bugs if marks[bug.name] is not False]
@@ -74,7 +112,7 @@ def mistakes_text(bugs: list[Bug], certain: bool, source: str = "",
     likely = decided if decided else fitting if len(fitting) == 1 else []
     lines = []
     if not certain:
-        lines.append("Your dx on this small input is exactly what the following mistake"
+        lines.append("Your dx on this small input is what the following mistake"
                      f"{'s give' if len(likely or fitting or unlike) > 1 else ' gives'}, though on the "
                      "graded input your dx differs from it too:")
     elif not likely and len(fitting) > 1:
@@ -82,6 +120,9 @@ def mistakes_text(bugs: list[Bug], certain: bool, source: str = "",
                      "which one you made:")
     for bug in likely or fitting:
         lines.append(mistake_text(bug, "Likely" if likely and certain else "Possible"))
+        quoted = line_of(bug.in_source, source) if source and marks[bug.name] else ""
+        if quoted:
+            lines.append(f"  In your code: {quoted}")
     if not fitting:
         lines += [f"(The same dx comes from this mistake: {bug.title}; but your code does not do that, so "
                   "yours is probably another mistake with the same effect.)" for bug in unlike]
@@ -92,9 +133,10 @@ def mistakes_text(bugs: list[Bug], certain: bool, source: str = "",
     return lines
 
 
-def mistake_text(bug: Bug, kind: str) -> str:
-    """One named mistake and its explanation: ``kind`` is "Likely" or "Possible"."""
-    return f"{kind} mistake: {bug.title}.\n{indented(bug.explanation, 2)}"
+def mistake_text(bug: Bug, kind: str, full: bool = False) -> str:
+    """One named mistake and what the code does (``full``: its whole explanation, which the
+    final feedback gives): ``kind`` is "Likely" or "Possible"."""
+    return f"{kind} mistake: {bug.title}.\n{indented(bug.explanation if full else bug.before_release, 2)}"
 
 
 WIDTH = 92  # notebook outputs and nbgrader's feedback scroll sideways instead of wrapping
@@ -113,11 +155,43 @@ def wrap_prose(text: str) -> str:
     return "\n".join(lines)
 
 
+def checks_line(check: GradedCheck) -> str:
+    """The report's second line: what the test's inputs are."""
+    return f"What it checks: {check.what}"
+
+
 def report(check: GradedCheck, body: str) -> str:
     points = points_label(check.points)
     kind = "Hidden test" if check.hidden else "Test"
-    return wrap_prose(f"{kind} failed: {check.title} (0 of {points}).\n"
-                    f"What it checks: {check.what}\n\n{body}")
+    return wrap_prose(f"{kind} failed: {check.title} (0 of {points}).\n{checks_line(check)}\n\n{body}")
+
+
+def not_implemented_report(check: GradedCheck, why: str) -> str:
+    """The report of a function that is not implemented yet: that, and nothing else."""
+    kind = "Hidden test" if check.hidden else "Test"
+    return wrap_prose(f"{kind} failed: {check.title} (0 of {points_label(check.points)}).\n\n"
+                      f"max_pool_backward is not implemented yet ({why}).")
+
+
+def not_implemented(check: GradedCheck, function, failed: Outcome) -> str | None:
+    """Why the function is not implemented yet, or None: it raises NotImplementedError, it
+    returns None, or it returns one value everywhere, the same for another input too, and
+    leaves its inputs alone (a function that changes x does something: that is reported)."""
+    if isinstance(failed.error, StudentError) and isinstance(failed.error.exception, NotImplementedError):
+        return "it raises NotImplementedError"
+    if failed.error is not None and failed.problem == not_an_array_message("NoneType"):
+        return "it returns None"
+    dx = failed.dx
+    if dx is None or dx.size < 2 or dx.dtype.kind not in "biuf" or not np.all(dx == dx.flat[0]) \
+            or any(failed.inputs_changed):
+        return None
+    value = dx.flat[0].item()
+    if function is not None:
+        other = next((case for case in check.probes() if case.x.shape != failed.case.x.shape), None)
+        again = attempt(check, function, other, []) if other is not None else None
+        if again is None or again.dx is None or not np.all(again.dx == value) or any(again.inputs_changed):
+            return None
+    return f"it returns {value!r} at every position of dx, whatever the input"
 
 
 def explain(check: GradedCheck, function, failed: Outcome, named: list[str] | None = None,
@@ -127,12 +201,14 @@ def explain(check: GradedCheck, function, failed: Outcome, named: list[str] | No
     None: no search for a smaller input (the graded one is shown). ``source``: the
     student's code, which tells apart mistakes that give the same dx."""
     after = f"\n\n{after}" if after else ""
-    if isinstance(failed.error, StudentError) and isinstance(failed.error.exception, NotImplementedError):
-        return report(check, failed.problem + after)
+    missing = not_implemented(check, function, failed)
+    if missing:
+        return not_implemented_report(check, missing) + after
     if function is None:
-        return report(check, describe_failure(failed, failed, [], named, source, check.accepts) + after)
+        return report(check, describe_failure(failed, failed, [], named, source, check.accepts, check) + after)
     reproducer, witnesses = smallest_failure(check, function, failed)
-    return report(check, describe_failure(reproducer, failed, witnesses, named, source, check.accepts) + after)
+    return report(check, describe_failure(reproducer, failed, witnesses, named, source, check.accepts, check)
+                  + after)
 
 
 def passed_message(check: GradedCheck) -> str:
@@ -142,89 +218,3 @@ def passed_message(check: GradedCheck) -> str:
 def points_label(points: int) -> str:
     """"1 point", "2 points"."""
     return f"{points} point" + ("s" if points != 1 else "")
-
-
-# ------------------------------------------------------------------ the feedback page
-# A report with a smallest failing input starts its body with one of these; any other body
-# is one reason given in full (no stride parameter, nothing defined, a time limit...).
-REPRODUCER_STARTS = ("Smallest input where your function goes wrong", "Input: ")
-
-
-def split_report(message: str) -> tuple[str, str]:
-    """A report's head (what failed, what it checks) and its body."""
-    head, _, body = message.partition("\n\n")
-    return head, body
-
-
-def reason_of(body: str) -> str | None:
-    """The first sentence of a report body that is one reason (no smallest input), else None."""
-    if not body.strip() or body.startswith(REPRODUCER_STARTS):
-        return None
-    flat = " ".join(body.split())
-    end = re.search(r"[.!?](?=\s|$)", flat)
-    sentence = flat[:end.end()] if end else flat
-    return sentence if len(sentence) <= 300 else sentence[:297] + "..."
-
-
-def _indented_block(lines: list[str], start: int) -> int:
-    """The index after the lines indented by 4 or more from ``start`` on."""
-    while start < len(lines) and lines[start].startswith("    "):
-        start += 1
-    return start
-
-
-def same_input_as_before(body: str, inputs: dict[tuple[str, str], str], title: str) -> str:
-    """``body`` with its smallest input and the student's dx replaced by a reference to the
-    earlier report that showed the same (``inputs``: (code, student's dx) -> its title).
-    What this test expects stays."""
-    lines = body.split("\n")
-    if not lines or lines[0] != REPRODUCER_STARTS[0] + " (paste it into a new cell to try it):":
-        return body
-    code_end = _indented_block(lines, 1)
-    label_end = code_end
-    while label_end < len(lines) and not lines[label_end].startswith("    "):
-        label_end += 1
-    expected_end = _indented_block(lines, label_end)
-    if expected_end >= len(lines) or lines[expected_end] != "Your dx:":
-        return body
-    yours_end = _indented_block(lines, expected_end + 1)
-    key = ("\n".join(lines[1:code_end]), "\n".join(lines[expected_end + 1:yours_end]))
-    if key not in inputs:
-        inputs[key] = title
-        return body
-    reference = wrap_prose(f"{REPRODUCER_STARTS[0]}: the same as under \u201c{inputs[key]}\u201d, and so is your dx.")
-    return "\n".join([reference, *lines[code_end:expected_end], *lines[yours_end:]])
-
-
-def shorten_repeats(reports: list[tuple[str, str]]) -> list[str]:
-    """The reports (test title, message) of one notebook, in order, each explanation given
-    once: a reason repeated word for word, or a named mistake an earlier report explained,
-    becomes a short line that says under which test it is explained; a smallest input with
-    the same dx as an earlier report's is not shown again."""
-    reasons: dict[str, str] = {}  # body -> the title of the test that explains it
-    mistakes: dict[str, str] = {}  # mistake name -> the title of the test that explains it
-    inputs: dict[tuple[str, str], str] = {}  # (smallest input, student's dx) -> the title that shows it
-    shortened = []
-    for title, message in reports:
-        head, body = split_report(message)
-        reason = reason_of(body)
-        if reason is None:
-            body = same_input_as_before(body, inputs, title)
-        if reason is not None:
-            if body in reasons:
-                body = wrap_prose(f"{reason} (Explained above, under \u201c{reasons[body]}\u201d.)")
-            else:
-                reasons[body] = title
-        else:
-            for bug in BUGS.values():
-                for kind in ("Likely", "Possible"):
-                    full = wrap_prose(mistake_text(bug, kind))
-                    if full not in body:
-                        continue
-                    if bug.name in mistakes:
-                        body = body.replace(full, wrap_prose(
-                            f"{kind} mistake: {bug.title} (explained above, under \u201c{mistakes[bug.name]}\u201d)."))
-                    else:
-                        mistakes[bug.name] = title
-        shortened.append(f"{head}\n\n{body}" if body else message)
-    return shortened

@@ -123,7 +123,7 @@ def forward_geometry(x_shape, pool_size, stride=None, ceil_mode: bool = False) -
     step = pool if stride is None else as_pair("stride", stride)
     _check_pool_fits(x_shape, pool)
     size_of = ceil_output_size if ceil_mode else floor_output_size
-    out = tuple(size_of(n, k, s) for n, k, s in zip(x_shape[-2:], pool, step))
+    out = tuple(size_of(n, p, s) for n, p, s in zip(x_shape[-2:], pool, step))
     return PoolGeometry(tuple(x_shape[:-2]), tuple(x_shape[-2:]), pool, step, out)
 
 
@@ -141,7 +141,7 @@ def backward_geometry(d_output_shape, x_shape, pool_size, stride=None) -> PoolGe
             f"{tuple(x_shape[:-2]) + ('H_out', 'W_out')}"
         )
     _check_pool_fits(x_shape, pool)
-    allowed = [output_sizes(n, k, s) for n, k, s in zip(x_shape[-2:], pool, step)]
+    allowed = [output_sizes(n, p, s) for n, p, s in zip(x_shape[-2:], pool, step)]
     out = tuple(d_output_shape[-2:])
     if out[0] not in allowed[0] or out[1] not in allowed[1]:
         rows = " or ".join(map(str, allowed[0]))

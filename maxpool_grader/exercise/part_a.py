@@ -45,9 +45,10 @@ RUBRIC_ITEMS = (
   for every other $(i,j)$, including inputs outside the window: max is locally the identity in its
   arg-max (a small nudge does not change which element is the maximum), or a limit argument.
   1 p if only one of the two cases (1 at the maximum, 0 elsewhere) is justified."""),
-    ("b", 1, "a window whose maximum is not unique",
-     r"""ties: max is not differentiable there; a subgradient (split with weights summing to 1, or
-  all to one of the maxima, e.g. the first) named; not every tied maximum receiving the full gradient."""),
+    ("b", 1, "a window whose maximum is not unique: differentiable or not, and what the layer may pass back",
+     r"""ties: max is not differentiable there (the one-sided derivatives differ); what the layer may pass
+  back: a subgradient (split with weights summing to 1, or all to one of the maxima, e.g. the first)
+  named; not every tied maximum receiving the full gradient."""),
     ("c", 2, "$\\partial L/\\partial x_{ij}$ for any stride, overlapping windows included",
      r"""the chain rule to $\partial L/\partial x_{ij}$ for any stride, as a sum over the windows
   that contain $(i,j)$, so an input that is the maximum of several overlapping windows receives the sum
@@ -58,16 +59,15 @@ assert sum(points for _, points, _, _ in RUBRIC_ITEMS) == PART_A_POINTS
 QUESTION_POINTS = "Points: " + "; ".join(
     f"({label}) {asked}, {points} point{'s' if points != 1 else ''}" for label, points, asked, _ in RUBRIC_ITEMS) + "."
 
-RUBRIC = (f"**Rubric ({PART_A_POINTS} points).** The points are on the derivation, not on the picture: "
-          "\"each window's\ngradient goes to its maximum, 0 elsewhere\" is what Figure 1 and the visible test "
-          "already show,\nand earns nothing on its own.\n"
+RUBRIC = (f"**Rubric ({PART_A_POINTS} points).** The points are on the derivation, not on the result: \"each "
+          "window's\ngradient goes to its maximum, 0 elsewhere\" stated without its reason earns nothing on its own.\n"
           + "\n".join(f"- ({label}) {points} p: {text}" for label, points, _, text in RUBRIC_ITEMS))
 
 EXPLANATION = r"""
 **Why only the arg-max gets gradient.** Nudging a non-maximal element by a small amount does not
 change the window's maximum, so its partial derivative is 0; nudging the maximum changes the
 output by the same amount, so its partial derivative is 1. The backward pass sends each window's
-upstream gradient `d_output[..., i, j]` to the position of that window's maximum, and nothing
+upstream gradient `d_output[..., k, l]` to the position of that window's maximum, and nothing
 anywhere else (Figure 2, right).
 
 **Ties.** When several elements share the maximum, max is not differentiable there. Any way of

@@ -133,6 +133,19 @@ def upstream(config: ProbeConfig, kind: str = "whole") -> np.ndarray:
 
 
 # ------------------------------------------------------------------ printing
+# An array a student reads is printed whole up to this many elements (every input the search
+# finds, and the dx of its shape, is far smaller); a larger one, which only a wrong dx can be,
+# is cut: its first rows, then how many more there are.
+SHOWN_ELEMENTS = 400
+SHOWN_ROWS = 6  # of a cut array: the first rows (or elements) of each of its last two axes
+
+
+def _rows_shown(ndim: int) -> int:
+    """How many rows of an axis with ``ndim`` axes below it and itself a cut array shows: its
+    last two axes ``SHOWN_ROWS``, the two before 2, any before those 1 (at most 144 numbers)."""
+    return SHOWN_ROWS if ndim <= 2 else 2 if ndim <= 4 else 1
+
+
 def _nested(items, depth: int) -> str:
     if not isinstance(items, list):
         return repr(items)
@@ -142,12 +155,43 @@ def _nested(items, depth: int) -> str:
     return "[" + separator.join(_nested(item, depth + 1) for item in items) + "]"
 
 
+def is_cut(array) -> bool:
+    """Whether ``literal`` cuts ``array`` (too large to be read, or pasted, whole)."""
+    return np.size(array) > SHOWN_ELEMENTS
+
+
+def _cut(array: np.ndarray, depth: int) -> str:
+    """The first rows of ``array`` at every level, each level's rest counted: "… 9 more rows"."""
+    count = _rows_shown(array.ndim)
+    shown, more = array[:count], max(0, len(array) - count)
+    if array.ndim == 1:
+        items = [repr(item) for item in shown.tolist()]
+        items += [f"\u2026 {more} more element{'s' if more != 1 else ''}"] if more else []
+        return "[" + ", ".join(items) + "]"
+    separator = ",\n" + " " * (depth + 1)
+    rows = [_cut(row, depth + 1) for row in shown]
+    if more:
+        rows.append(f"\u2026 {more} more row{'s' if more != 1 else ''}")
+    return "[" + separator.join(rows) + "]"
+
+
 def literal(array: np.ndarray, indent: int = 0) -> str:
-    """``np.array(...)`` source text that rebuilds ``array`` exactly (values and dtype)."""
+    """``np.array(...)`` source text that rebuilds ``array`` exactly (values and dtype); an
+    array of more than ``SHOWN_ELEMENTS`` elements is cut (``is_cut``): its first rows at
+    every level and how many more, which is no longer code to paste."""
     array = np.asarray(array)
     dtype = "" if array.dtype == np.float64 else f", dtype=np.{array.dtype.name}"
     opening = indent + len("np.array(")
+    if is_cut(array) and array.ndim:
+        return f"np.array({_cut(array, opening)}{dtype})"
     return f"np.array({_nested(array.tolist(), opening)}{dtype})"
+
+
+def cut_note(array) -> str:
+    """What a reader of a cut array is told (``is_cut``): its shape and size, and that it is cut."""
+    shape = np.shape(array)
+    return (f"(cut: it has shape {shape[:8]}{'...' if len(shape) > 8 else ''} and {np.size(array)} elements, too many "
+            "to show: its first rows and elements, which are no code to paste)")
 
 
 def call_text(pool_size, stride) -> str:

@@ -1,8 +1,9 @@
 """What a right dx is: the inputs of a test (``Case``), the arrays the student's function
 was given (``Given``), and the rules a dx must satisfy (the reference's gradient, a valid
 subgradient at ties, finite differences, inputs left alone, a floating result for integer x,
-x's dtype for floating x). Each
-rule returns None for a right dx, else a sentence for the student."""
+x's dtype for floating x and float64 for integer x). Each rule returns None for a right dx,
+else a sentence for the student that says what their dx is, never why the right one is right
+(exercise/reveal.py: a report says that after the release only)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .geometry import forward_geometry
+from .geometry import forward_geometry, gradient_dtype
 from .reference import max_pool_backward, max_pool_forward
 
 
@@ -47,7 +48,9 @@ def indented(text: str, by: int = 4) -> str:
 
 
 def _show(array: np.ndarray) -> str:
-    return np.array2string(np.asarray(array), precision=4, suppress_small=True, separator=", ")
+    # the print options are given, never taken from the process (a student's notebook may set them)
+    return np.array2string(np.asarray(array), precision=4, suppress_small=True, separator=", ", threshold=SMALL,
+                           edgeitems=3, max_line_width=88)
 
 
 def same_as_reference(case: Case, dx: np.ndarray, given: Given | None = None) -> str | None:
@@ -80,16 +83,18 @@ def valid_subgradient(case: Case, dx: np.ndarray, given: Given | None = None) ->
         window_x, window_dx = case.x[(*lead, rows, cols)], dx[(*lead, rows, cols)]
         covered[(*lead, rows, cols)] = True
         upstream = case.d_output[index]
+        shown = f"window of x:\n{indented(_show(window_x))}\nyour dx there:\n{indented(_show(window_dx))}"
         if not np.isclose(window_dx.sum(), upstream, rtol=1e-9, atol=1e-12):
-            return (f"Window {_window(index)} passes back {upstream:g} in total, "
-                    f"but your dx holds {window_dx.sum():g} in that window:\n"
-                    f"window of x:\n{indented(_show(window_x))}\nyour dx there:\n{indented(_show(window_dx))}")
+            return (f"Window {_window(index)}: its value of d_output is {upstream:g}, and your dx in that "
+                    f"window sums to {window_dx.sum():g}:\n{shown}")
         weights = window_dx / upstream
         off_max = (window_x != maxima[index]) & ~np.isclose(window_dx, 0, atol=1e-12)
-        if off_max.any() or (weights < -1e-9).any() or (weights > 1 + 1e-9).any():
-            return (f"In window {_window(index)}, gradient must go only to the "
-                    f"window's maxima (value {maxima[index]}), split with non-negative weights:\n"
-                    f"window of x:\n{indented(_show(window_x))}\nyour dx there:\n{indented(_show(window_dx))}")
+        if off_max.any():
+            return (f"Window {_window(index)}: your dx is not 0 at an element of the window that is below its "
+                    f"maximum ({maxima[index]:g}):\n{shown}")
+        if (weights < -1e-9).any() or (weights > 1 + 1e-9).any():
+            return (f"Window {_window(index)}: at the window's maxima ({maxima[index]:g}) your dx is not between "
+                    f"0 and the window's value of d_output ({upstream:g}):\n{shown}")
     if not np.allclose(dx[~covered], 0):
         return "dx is non-zero at positions that no pooling window covers."
     return None
@@ -157,16 +162,19 @@ def leaves_inputs_unmodified(case: Case, dx: np.ndarray, given: Given) -> str | 
 
 
 def returns_float_for_integer_input(case: Case, dx: np.ndarray, given: Given | None = None) -> str | None:
-    """What is wrong, in one sentence: the named mistake (catalogue.py) says how to fix it."""
+    """What is wrong, in one sentence: the named mistake (catalogue.py) states the rule and
+    its fix, once per page."""
     if dx.dtype.kind != "f":
-        return (f"dx has dtype {dx.dtype}, but for integer x it must be floating point (float64): "
-                "an integer dx cuts off the fractions of d_output.")
+        return f"dx has dtype {dx.dtype} for integer x ({case.x.dtype}): the fractions of d_output are cut off."
     return same_as_reference(case, dx)
 
 
 def has_x_dtype(case: Case, dx: np.ndarray, given: Given | None = None) -> str | None:
-    """Floating x: dx in x's dtype, as PyTorch returns the gradient (the named mistake says
-    how to fix it)."""
-    if dx.dtype != case.x.dtype:
-        return f"dx has dtype {dx.dtype}, but x is {case.x.dtype}: dx must have x's dtype."
+    """Floating x: dx in x's dtype, as PyTorch returns the gradient; integer x: a floating dx
+    is float64 (an integer dx is the integer-input test's, which its fractions fail: one dtype
+    mistake, one point). The named mistake states the rule and its fix."""
+    if case.x.dtype.kind == "f" and dx.dtype != case.x.dtype:
+        return f"dx has dtype {dx.dtype}; x has dtype {case.x.dtype}."
+    if case.x.dtype.kind != "f" and dx.dtype.kind == "f" and dx.dtype != gradient_dtype(case.x.dtype):
+        return f"dx has dtype {dx.dtype} for integer x ({case.x.dtype})."
     return same_as_reference(case, dx)

@@ -1,6 +1,8 @@
 """Running a check on the student's function, and finding what went wrong: the graded
 inputs first, then the smallest probe input that fails the same way (the reproducer a
-student can paste), and the catalogue mistakes that give exactly the student's outcome."""
+student can paste), and the catalogue mistakes that give the student's outcome (within the
+grader's tolerance, the one every check compares with) and pass every graded input the
+student's function passed."""
 
 from __future__ import annotations
 
@@ -101,6 +103,11 @@ def graded_failure(check: GradedCheck, function, output: list[str]) -> Outcome |
     return None
 
 
+# The tolerance of the checks (rules.same_as_reference): two dx that no check tells apart are
+# the same outcome, so ``mask * d / mask.sum()`` is the catalogue's ``mask / mask.sum() * d``.
+RTOL, ATOL = 1e-9, 1e-12
+
+
 def _same_outcome(student: Outcome, dx, error: BaseException | None, given: Given) -> bool:
     if _changed(given, student.case) != student.inputs_changed:
         return False
@@ -113,32 +120,68 @@ def _same_outcome(student: Outcome, dx, error: BaseException | None, given: Give
     return (dx.shape == student.dx.shape and dx.dtype.kind in "biuf"
             and (dx.dtype.kind == "f") == (student.dx.dtype.kind == "f")
             and (dx.dtype.kind != "f" or dx.dtype == student.dx.dtype)  # float32 is not float64
-            and np.array_equal(dx.astype(np.float64), student.dx.astype(np.float64), equal_nan=True))
+            and _close(dx, student.dx))
 
 
-def matches(bug: Bug, student: Outcome) -> bool:
-    """Whether ``bug`` gives exactly the student's outcome (dx or error, and changed
-    inputs) on the student's input."""
-    given = Given(student.case.d_output.copy(), student.case.x.copy())
+def _close(dx: np.ndarray, theirs: np.ndarray) -> bool:
+    """Equal within the checks' tolerance, NaN where NaN (never a warning: the bug's values are ours)."""
+    with np.errstate(all="ignore"):
+        ours, yours = dx.astype(np.float64), theirs.astype(np.float64)
+        return bool(np.array_equal(ours, yours, equal_nan=True)
+                    or np.allclose(ours, yours, rtol=RTOL, atol=ATOL, equal_nan=True))
+
+
+def _run(bug: Bug, case: Case):
+    """The bug on a copy of ``case``: (dx, the exception it raised, the arrays it was given)."""
+    given = Given(case.d_output.copy(), case.x.copy())
     dx, error = None, None
     with quiet_student_code():
         try:
-            dx = bug.function(given.d_output, given.x, student.case.pool_size, student.case.stride)
+            dx = bug.function(given.d_output, given.x, case.pool_size, case.stride)
         except Exception as exc:  # a bug may well crash on this input, as the student's did
             error = exc
-    return _same_outcome(student, dx, error, given)
+    return dx, error, given
 
 
-def likely_mistakes(student: Outcome, graded: Outcome,
-                    witnesses: list[Outcome]) -> tuple[list[Bug], bool]:
+def matches(bug: Bug, student: Outcome) -> bool:
+    """Whether ``bug`` gives the student's outcome (dx within the checks' tolerance, or the
+    same error, and changed inputs) on the student's input."""
+    return _same_outcome(student, *_run(bug, student.case))
+
+
+def passes(bug: Bug, check: GradedCheck, case: Case) -> bool:
+    """Whether ``bug`` passes ``check`` on ``case`` (as the student's function did)."""
+    dx, error, given = _run(bug, case)
+    if error is not None or not isinstance(dx, np.ndarray) or dx.dtype.kind not in "biuf":
+        return False
+    with np.errstate(all="ignore"):
+        return check.verdict(case, np.array(dx), given) is None
+
+
+def passed_cases(check: GradedCheck, failed: Outcome) -> list[Case]:
+    """The graded cases before the one that failed: the student's function passed them."""
+    found = []
+    for case in check.cases():
+        if (case.x.shape == failed.case.x.shape and np.array_equal(case.x, failed.case.x)
+                and np.array_equal(case.d_output, failed.case.d_output) and case.pool_size == failed.case.pool_size
+                and case.stride == failed.case.stride):
+            return found
+        found.append(case)
+    return []  # not one of the check's cases (a plane of one, say): nothing is known to have passed
+
+
+def likely_mistakes(student: Outcome, graded: Outcome, witnesses: list[Outcome],
+                    check: GradedCheck | None = None, passed: list[Case] = ()) -> tuple[list[Bug], bool]:
     """The catalogue's bugs that explain the student's outcomes.
 
-    Returns (bugs, certain). Certain: the bugs that give exactly the student's outcome
-    on the reproducer and on the graded input that cost the points. Otherwise (the
-    student's code has a mistake the catalogue lacks, or two at once) the bugs that match
-    the reproducer and as many of the other small failing inputs as any bug does.
+    Returns (bugs, certain). Certain: the bugs that give the student's outcome on the
+    reproducer and on the graded input that cost the points. Otherwise (the student's code
+    has a mistake the catalogue lacks, or two at once) the bugs that match the reproducer
+    and as many of the other small failing inputs as any bug does. A bug that fails
+    ``check`` on an input the student's function ``passed`` is not theirs.
     """
-    first = [bug for bug in BUGS.values() if matches(bug, student)]
+    first = [bug for bug in BUGS.values() if matches(bug, student)
+             and (check is None or all(passes(bug, check, case) for case in passed))]
     if graded is student:
         return first, True
     every = [bug for bug in first if matches(bug, graded)]

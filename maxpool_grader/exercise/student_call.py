@@ -139,9 +139,9 @@ def call_student(function, d_output, x, pool_size, stride=None, *,
     if error:
         raise error
     if type(result) is not np.ndarray:
-        raise CheckFailed(not_an_array_message(type(result).__name__))
+        raise CheckFailed(not_an_array_message(shortened(type(result).__name__, 100)))
     if result.dtype.kind not in "biuf":
-        raise CheckFailed(not_numbers_message(str(result.dtype)))
+        raise CheckFailed(not_numbers_message(shortened(str(result.dtype), 100)))
     return np.array(result, copy=True)
 
 
@@ -150,12 +150,20 @@ def raised_message(exception: BaseException, where: str) -> str:
     ``where_in_student_code``)."""
     if isinstance(exception, NotImplementedError):
         return "max_pool_backward is not implemented yet (it raises NotImplementedError)."
-    message = f"max_pool_backward raised {type(exception).__name__}: {exception}{where}"
+    message = f"max_pool_backward raised {shortened(type(exception).__name__, 100)}: {shortened(str(exception))}{where}"
     if type(exception) is NameError:
         message += ("\nThe notebook is graded in a fresh kernel that runs its cells from the top: a name "
                     "defined only in a cell you deleted, renamed or ran by hand does not exist there. "
                     "Define it in the solution cell, or in a cell of your own above the tests.")
     return message
+
+
+MESSAGE_SHOWN = 600  # characters of an exception's message a report shows (a student's can be any length)
+
+
+def shortened(text: str, limit: int = MESSAGE_SHOWN) -> str:
+    """``text`` up to ``limit`` characters, and how many more were left out."""
+    return text if len(text) <= limit else f"{text[:limit]}\u2026 ({len(text) - limit} more characters not shown)"
 
 
 def not_an_array_message(type_name: str) -> str:

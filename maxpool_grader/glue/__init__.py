@@ -16,8 +16,9 @@ named after its class as nbgrader's own ``preprocessors/`` are.
 * saving it: ``keephandgrades`` (``KeepHandGrades``), ``showrubric`` (``ShowRubric``),
   ``latepolicy`` (``LatePolicy``); ``notes``: the grader's notes cell; ``recording``: the
   gate a grading worker may put before grades are written (its control submission);
-* the feedback: ``modelanswer`` (``ModelAnswer``), ``feedbacksummary``
-  (``FeedbackSummary``), ``feedbackexporter`` (``FeedbackExporter``), ``makeinert``
+* the feedback: ``modelanswer`` (``ModelAnswer``), ``feedbackexplanations``
+  (``FeedbackExplanations``), ``feedbacksummary`` (``FeedbackSummary``), ``feedbackexporter``
+  (``FeedbackExporter``), ``makeinert``
   (``MakeInert``) and ``markdowntohtml`` (``MarkdownToHTML``); the functions they share:
   ``mathml`` (formulas as MathML, read exactly as written), ``inert`` and ``allow_list``
   (student content shown inert), ``deadline`` (read once for every page that depends on it);

@@ -32,7 +32,8 @@ MATHML_ATTRIBUTES = {
 ATTRIBUTES = {
     "a": {"href", "title"}, "img": {"src", "alt", "title", "width", "height"}, "ol": {"start"},
     "td": {"colspan", "rowspan", "align"}, "th": {"colspan", "rowspan", "align", "scope"}, "col": {"span"},
-    "table": {"border"}, "details": {"open"}, "abbr": {"title"}, **{tag: MATHML_ATTRIBUTES for tag in MATHML_TAGS}}
+    "table": {"border"}, "details": {"open"}, "abbr": {"title"}, **{tag: MATHML_ATTRIBUTES for tag in MATHML_TAGS},
+    "math": MATHML_ATTRIBUTES | {"alttext", "tabindex"}}  # its LaTeX, and a wide one reachable (mathml.py)
 _DATA_IMAGE = re.compile(r"data:image/(png|jpeg|gif|webp|svg\+xml);base64,[A-Za-z0-9+/=\s]*", re.I)
 _LINK = re.compile(r"(https?:|mailto:|#)", re.I)
 NUMBER = re.compile(r"\d{1,5}")
@@ -45,6 +46,8 @@ def _attribute(tag: str, name: str, value: str) -> str | None:
         return value if _LINK.match(value) else None
     if name in ("width", "height") and tag not in MATHML_TAGS:
         return value if NUMBER.fullmatch(value) else None
+    if name == "tabindex":  # in the page's order, never ahead of it
+        return value if value == "0" else None
     return value
 
 

@@ -3,10 +3,10 @@ at the top of a student's feedback page.
 
 It puts a summary first: the points of each part (Part A is graded by hand: until it is, the page
 says so) and what cost points, each cause named once with the tests it cost and their
-points: a catalogue mistake the out-of-process verdict named (``REPORT_KEY``), or a
-reason a report gives in full (no ``stride`` parameter, nothing defined, ...). Each
+points: a catalogue mistake as the test's report names it (likely, or possible), or a reason
+a report gives in full (no ``stride`` parameter, nothing defined, ...). Each
 explanation is then given once, under the first test it cost; later failure messages
-refer back to it (``explain.shorten_repeats``). The graded notebook keeps every message
+refer back to it (``repeats.shorten_repeats``). The graded notebook keeps every message
 in full. Everything taken from the student's notebook is escaped, and the summary is one
 block of sanitized HTML, as every other cell is (glue/inert.py).
 """
@@ -21,11 +21,11 @@ from traitlets import Bool
 
 from ..exercise.catalogue import BUGS
 from ..exercise.checks import GRADED_CHECKS, HIDDEN_CHECKS
-from ..exercise.explain import reason_of, shorten_repeats, split_report
 from ..exercise.part_a import PART_A_POINTS
-from ..names import PART_A_CELL, REPORT_KEY, RESOURCES_KEY, SUMMARY_TAG, grade_id
+from ..exercise.repeats import reason_of, shorten_repeats, split_report
+from ..names import PART_A_CELL, RESOURCES_KEY, SUMMARY_TAG, grade_id
 from .inert import html_block
-from .modelanswer import part_a_pending
+from .modelanswer import part_a_pending, unanswered
 
 PART_A_TITLE = "Part A: your derivation (graded by hand)"
 
@@ -91,7 +91,8 @@ def _summary_html(nb, tests: list, resources) -> str:
     part_a = next((cell for cell in nb.cells if grade_id(cell) == PART_A_CELL), None)
     if part_a is not None:
         score, points = _score(part_a)
-        rows.append((PART_A_TITLE, pending.get(PART_A_CELL, f"{_points(score)} of {_points(points)}")))
+        blank = " (your answer cell was left as released)" if ours.get("final") and unanswered(part_a) else ""
+        rows.append((PART_A_TITLE, pending.get(PART_A_CELL, f"{_points(score)} of {_points(points)}{blank}")))
     else:
         rows.append((PART_A_TITLE, f"no answer found (of {PART_A_POINTS})"))
     visible = [_score(cell) for cell in tests if grade_id(cell) not in HIDDEN_CHECKS]
@@ -126,6 +127,19 @@ def _header(nb, resources) -> str:
             f"({_points(a_points)} points) is {pending[PART_A_CELL].split(',')[0]}")
 
 
+def mistakes_named(message: str) -> list[str]:
+    """The causes a report names, as the report names them (so the summary never says other
+    than the test it sums up): each likely mistake, or the possible ones together."""
+    flat = " ".join(message.split())
+    likely = [bug.title for bug in BUGS.values() if f"Likely mistake: {' '.join(bug.title.split())}" in flat]
+    possible = [bug.title for bug in BUGS.values() if f"Possible mistake: {' '.join(bug.title.split())}" in flat]
+    if likely or not possible:
+        return [f"Likely mistake: {title}." for title in likely]
+    if len(possible) == 1:
+        return [f"Possible mistake: {possible[0]}."]
+    return [f"One of {len(possible)} possible mistakes: {'; '.join(possible)}."]
+
+
 def _causes_html(tests: list) -> list[str]:
     """What cost points: each cause once, with the tests it cost and their points."""
     causes: dict[str, list] = {}  # cause (plain text) -> the failed test cells
@@ -133,12 +147,12 @@ def _causes_html(tests: list) -> list[str]:
         score, points = _score(cell)
         if score >= points:
             continue
-        verdict = cell.metadata.get(REPORT_KEY) or {}
-        named = [BUGS[name].title for name in verdict.get("bugs", []) if name in BUGS]
         output = _failure(cell)
-        reason = reason_of(split_report(str(output.get("evalue", "")))[1]) if output else None
+        message = str(output.get("evalue", "")) if output else ""
+        reason = reason_of(split_report(message)[1]) if output else None
+        named = mistakes_named(message)
         if named:
-            keys = [f"Likely mistake: {title}." for title in named]
+            keys = named
         elif reason:
             keys = [reason]
         elif output is not None:

@@ -78,10 +78,21 @@ _DROPPED = re.compile(r"\\(?:nolimits|nonumber|notag)(?![A-Za-z])|\\(?:label|vsp
 _COMMAND_AS_TEXT = re.compile(r">[^<]*\\[A-Za-z]")  # a command latex2mathml did not know, shown as text
 
 
+# A formula with more symbols than this may be wider than a phone's column (282 CSS px at 320):
+# it scrolls in its own box, which the keyboard reaches (tabindex="0"), as code and outputs do.
+# MathML in browsers does not break a formula across lines.
+WIDE_FORMULA = 24
+
+
+_TOKEN_TEXT = re.compile(r"<(mi|mn|mo|mtext|ms)\b[^>]*>([^<]*)</\1>")
+
+
 @lru_cache(maxsize=4096)
 def formula_to_mathml(latex: str, display: bool) -> str | None:
-    """latex2mathml's MathML of one formula, sanitized, on one line; None: it cannot be read
-    (it fails, or it would show a command's name as text: then the LaTeX as written reads better)."""
+    """latex2mathml's MathML of one formula, sanitized, on one line, with its LaTeX as written as
+    ``alttext`` (what assistive technology without MathML reads) and, when it may be wider than
+    a phone's column, keyboard-reachable (``WIDE_FORMULA``); None: it cannot be read (it fails,
+    or it would show a command's name as text: then the LaTeX as written reads better)."""
     readable = _DROPPED.sub("", _OPERATORS.sub(lambda m: r"\operatorname{%s}" % m[1], latex.strip()))
     try:
         mathml = convert(readable, display="block" if display else "inline")
@@ -89,7 +100,10 @@ def formula_to_mathml(latex: str, display: bool) -> str | None:
         return None
     if _COMMAND_AS_TEXT.search(mathml):
         return None
-    return clean_mathml(mathml).replace("\n", " ")  # \text{<img ...>} and \href stay inert
+    mathml = clean_mathml(mathml).replace("\n", " ")  # \text{<img ...>} and \href stay inert
+    symbols = sum(len(html.unescape(match[2]).strip()) for match in _TOKEN_TEXT.finditer(mathml))
+    wide = ' tabindex="0"' if symbols > WIDE_FORMULA else ""
+    return mathml.replace("<math ", f'<math alttext="{html.escape(latex.strip(), quote=True)}"{wide} ', 1)
 
 
 def _formulas(text: str, replace) -> str:

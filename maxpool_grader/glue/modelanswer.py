@@ -135,11 +135,11 @@ def part_a_pending(nb, resources, config) -> dict[str, str]:
     points = f"{float(part_a.metadata.get('nbgrader', {}).get('points') or PART_A_POINTS):g}"
     if PART_A_CELL in _ungraded(resources):
         return {PART_A_CELL: f"not graded yet, of {points}"}
-    if _unanswered(part_a) and not is_final(config, resources):
+    if unanswered(part_a) and not is_final(config, resources):
         return {PART_A_CELL: f"not answered yet, of {points}"}
     return {}
 
 
-def _unanswered(cell) -> bool:
+def unanswered(cell) -> bool:
     """nbgrader's own test (``utils.determine_grade``): the answer is the one released."""
     return compute_checksum(cell) == cell.metadata.get("nbgrader", {}).get("checksum")

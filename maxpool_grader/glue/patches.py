@@ -11,6 +11,7 @@ code in it, run the tests, then widen ``written_for``.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from typing import Callable
@@ -68,6 +69,36 @@ def _open_gradebooks_quickly() -> None:
     open_gradebooks_quickly()
 
 
+def _label_score_boxes() -> None:
+    from nbgrader.server_extensions.formgrader import handlers  # patched: only after the version check (above)
+
+    if getattr(handlers.SubmissionHandler.write, "labels_score_boxes", False):
+        return
+    write = handlers.SubmissionHandler.write
+
+    def labelled(self, chunk):
+        return write(self, label_score_boxes(chunk) if isinstance(chunk, str) else chunk)
+    labelled.labels_score_boxes = True
+    handlers.SubmissionHandler.write = labelled
+
+
+_BOX = re.compile(r'<(input|textarea)\b[^>]*\bclass="(score|extra-credit|comment) tabbable"[^>]*>')
+_BOX_ID = re.compile(r'\bid="([^"]*)"')
+_BOX_NAME = {"score": "Score for {}", "extra-credit": "Extra credit for {}", "comment": "Comment on {}"}
+
+
+def label_score_boxes(page: str) -> str:
+    """Formgrader's grading page with a name for each score box, extra-credit box and comment box,
+    which nbgrader's template gives none (a screen reader said "spin button" and nothing else)."""
+    def named(match: re.Match) -> str:
+        found = _BOX_ID.search(match[0])
+        if found is None or "aria-label=" in match[0]:
+            return match[0]
+        grade_id = found[1].removesuffix("_extra_credit").removesuffix("-comment")
+        return f'<{match[1]} aria-label="{_BOX_NAME[match[2]].format(grade_id)}"{match[0][len(match[1]) + 1:]}'
+    return _BOX.sub(named, page)
+
+
 PATCHES: tuple[Patch, ...] = (
     Patch("grade_folders_without_notebooks", "nbgrader.converters.Autograde.init_notebooks",
           "a submission folder without the notebook (or with it renamed) gets a 0 and the reason, "
@@ -95,6 +126,11 @@ PATCHES: tuple[Patch, ...] = (
           "and creating of tables, no course check, each of the ten times a submission opens one",
           (NBGRADER, ("sqlalchemy", ">=2,<3")), "none filed: found here by profiling a grading worker",
           _open_gradebooks_quickly),
+    Patch("label_score_boxes", "nbgrader.server_extensions.formgrader.handlers.SubmissionHandler.write",
+          "formgrader's grading page gives its score, extra-credit and comment boxes no label (WCAG 4.1.2, "
+          "axe's 'label'): each gets an aria-label naming the cell it grades", (NBGRADER,),
+          "none filed yet (jupyter/nbgrader has no report of it, searched 2026-11-26); the report to file, with "
+          "the template fix, is in docs/instructor.md#formgrader-labels", _label_score_boxes),
     Patch("KeepHandGrades.preprocess", "nbgrader.preprocessors.SaveAutoGrades.preprocess",
           "overridden in KeepHandGrades with nbgrader's own rules for a grade and a comment (_add_score, "
           "_add_comment) copied, committed once per notebook instead of once per cell",

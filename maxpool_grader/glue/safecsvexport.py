@@ -6,21 +6,28 @@ is a formula in every spreadsheet, and a name with a comma moves every column af
 This plugin writes the same columns and rows with Python's ``csv`` module, and every text
 cell that a spreadsheet would read as a formula (starting with ``=``, ``+``, ``-``, ``@``, a
 tab, a carriage return, a line feed or a NUL: OWASP's CSV injection list, as ASVS names it)
-gets a leading ``'``. Numbers are written
-as nbgrader writes them and stay numbers. ``maxpool-grader export-lms`` uses the same rule."""
+gets a leading ``'``. Numbers are written as nbgrader writes them and stay numbers.
+``maxpool-grader export-lms`` uses the same rule. A last column, ``part_a``, says whether Part A
+has a grade: "graded", "not graded yet" (it waits for a person: the score counts it as 0 until
+then) or "not answered yet" (before the deadline, an answer left as released); empty for a
+student who submitted nothing."""
 
 from __future__ import annotations
 
 import csv
+import time
+from datetime import timezone
 
 from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.plugins.export import CsvExportPlugin
+
+from .deadline import deadline_passed, part_a_state
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\n", "\0")
 
 
 EXPORT_COLUMNS = ("assignment", "duedate", "timestamp", "student_id", "last_name", "first_name", "email",
-           "raw_score", "late_submission_penalty", "score", "max_score")
+                  "raw_score", "late_submission_penalty", "score", "max_score", "part_a")
 
 
 def safe_text(value) -> str:
@@ -51,22 +58,36 @@ class SafeCsvExport(CsvExportPlugin):
         with open(destination, "w", newline="") as handle:
             rows = csv.writer(handle)  # RFC 4180: CRLF, so a CR or LF inside a name is quoted too
             rows.writerow(EXPORT_COLUMNS)
+            configured = self.config.Serve.get("deadline", "") if "Serve" in self.config else ""
             for assignment in gradebook.assignments:
                 if assignments and assignment.name not in assignments:
                     continue
+                passed = _passed(configured, assignment)
                 for student in gradebook.students:
                     if not students or student.id in students:
-                        rows.writerow(_row(gradebook, assignment, student))
+                        rows.writerow(_row(gradebook, assignment, student, passed))
 
 
-def _row(gradebook: Gradebook, assignment, student) -> list:
+def _passed(configured: str, assignment) -> bool:
+    """Whether ``assignment``'s deadline (``c.Serve.deadline``, else its due date) has passed."""
+    if configured:
+        return deadline_passed(configured, "", assignment.name)
+    due = assignment.duedate  # nbgrader keeps UTC without a zone
+    return due is None or time.time() > due.replace(tzinfo=due.tzinfo or timezone.utc).timestamp()
+
+
+def _row(gradebook: Gradebook, assignment, student, passed: bool = True) -> list:
     try:
         submission = gradebook.find_submission(assignment.name, student.id)
     except MissingEntry:  # nothing submitted: 0, as nbgrader's plugin writes it
-        timestamp, raw, penalty = "", 0.0, 0.0
+        timestamp, raw, penalty, part_a = "", 0.0, 0.0, ""
     else:
         timestamp, raw, penalty = submission.timestamp, submission.score, submission.late_submission_penalty
+        hand = [grade for notebook in submission.notebooks for grade in notebook.grades
+                if grade.cell_type == "markdown"]
+        part_a = part_a_state(hand, passed) or "graded"
     numbers = [raw, penalty, max(0.0, raw - penalty), assignment.max_score]
     texts = [assignment.name, assignment.duedate, timestamp, student.id, student.last_name, student.first_name,
              student.email]
-    return [safe_text(value) for value in texts] + ["" if value is None else str(value) for value in numbers]
+    return ([safe_text(value) for value in texts] + ["" if value is None else str(value) for value in numbers]
+            + [part_a])

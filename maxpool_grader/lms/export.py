@@ -16,7 +16,9 @@ from pathlib import Path
 
 from nbgrader.api import Gradebook, MissingEntry
 
+from ..course.directory import read_course_config
 from ..course.roster import read_roster
+from ..glue.deadline import deadline_passed, part_a_state
 from ..glue.safecsvexport import csv_cell as cell
 from ..names import ASSIGNMENT
 
@@ -55,6 +57,8 @@ def _rows(course: Path, db_url: str, assignment: str) -> tuple[list[dict], float
     roster = {row["id"]: row for row in read_roster(course / "roster.csv")} \
         if (course / "roster.csv").is_file() else {}
     rows = []
+    # Part A is graded once a person has graded it; an answer left as released, once the deadline passed
+    passed = deadline_passed(read_course_config(course).Serve.get("deadline", ""), db_url, assignment)
     with Gradebook(db_url) as book:
         maximum = book.find_assignment(assignment).max_score
         for student in sorted(book.students, key=lambda s: s.id):
@@ -64,7 +68,7 @@ def _rows(course: Path, db_url: str, assignment: str) -> tuple[list[dict], float
                 continue
             manual = [grade for notebook in submission.notebooks for grade in notebook.grades
                       if grade.cell_type == "markdown"]
-            part_a_graded = all(not grade.needs_manual_grade for grade in manual)
+            part_a_graded = part_a_state(manual, passed) is None
             penalty = float(submission.late_submission_penalty or 0)
             lms_id = (roster.get(student.id) or {}).get("lms_id") or lms.get(student.id, {}).get("lms_id") or ""
             rows.append({"student_id": student.id, "first_name": student.first_name or "",

@@ -21,11 +21,15 @@ import hashlib
 import time
 from collections import Counter
 from importlib import resources
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import jinja2
 from markupsafe import Markup
+from nbgrader.utils import notebook_hash
 
+from ..course.directory import course_path
+from ..glue.deadline import NOT_ANSWERED, NOT_GRADED
 from .policy import when_text
 
 if TYPE_CHECKING:
@@ -40,8 +44,14 @@ _HASH = "'sha256-" + base64.b64encode(hashlib.sha256(POLL_SCRIPT.encode()).diges
 PAGE_POLICY = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; form-action 'self'; "
                "frame-ancestors 'none'; base-uri 'none'")
 POLL_POLICY = PAGE_POLICY + f"; script-src {_HASH}; connect-src 'self'"  # poll.js, and only it
-LEVEL_TEXT = {"scores": "each test's points", "mistakes": "each test's points and the mistakes found",
-              "everything": "the whole feedback: each test, the mistake found and the smallest input it fails on"}
+LEVEL_TEXT = {"scores": "each test's points",
+              "mistakes": "each test's points and, for a failed test, the mistake found in your code",
+              "reports": "each test's points and, for a failed test, its report: the smallest input your function "
+                         "gets wrong, the expected and your dx, where they differ, and what your code does"}
+PART_A_WAITS = ("Part A (your derivation) is graded by a person after the deadline: until then it shows as "
+                "\u201cnot graded yet\u201d, never as 0.")
+FINAL_COMES = ("The final feedback, with Part A's grade, its model answer and the full explanations of "
+               "the tests, comes when your instructor releases it after the deadline.")
 
 
 def render(template: str, **context) -> str:
@@ -50,8 +60,41 @@ def render(template: str, **context) -> str:
     return _PAGES.get_template(template).render(style=STYLE, script=script, **context)
 
 
+def part_a_waits(result: dict) -> str | None:
+    """What Part A is instead of a score while no person has graded it (glue/deadline.py), or None."""
+    waiting = [test for test in result.get("tests", []) if test["manual"]]
+    if not waiting:
+        return None
+    return NOT_ANSWERED if not all(test.get("answered", True) for test in waiting) else NOT_GRADED
+
+
+def final_feedback(service, student: str) -> Path | None:
+    """The final feedback the instructor released for ``student`` (``nbgrader release_feedback``
+    after the deadline: the page with Part A's grade and model answer), in the exchange's feedback
+    folder (``service.released``) where Fetch Feedback finds it, or None. A web student's page is
+    released under the submission secret the service gave their last graded attempt, which no one
+    else knows; a page released before the deadline is not the final one."""
+    policy = service.policy
+    if service.released is None or policy.open_now() and policy.deadline() is not None:
+        return None
+    secret = course_path(service.course, "feedback", student, service.assignment) / "submission_secret.txt"
+    try:
+        key = secret.read_text().strip()
+        page = service.released / f"{notebook_hash(secret=key, notebook_id=service.assignment)}.html"
+        released = page.stat().st_mtime
+    except OSError:
+        return None
+    deadline = policy.deadline()
+    return page if deadline is None or released > deadline.timestamp() else None
+
+
 def status_text(attempt) -> str:
     if attempt.status == "graded":
+        waiting = part_a_waits(attempt.result)
+        if waiting:  # Part B's points alone: an ungraded Part A is never a 0
+            automatic = [test for test in attempt.result.get("tests", []) if not test["manual"]]
+            return (f"graded: Part B {sum(test['score'] for test in automatic):g} of "
+                    f"{sum(test['points'] for test in automatic):g}; Part A {waiting}")
         return f"graded: {attempt.result.get('score', 0):g} of {attempt.result.get('max_score', 0):g}"
     if attempt.status in ("refused", "failed", "superseded", "forged"):
         return f"{attempt.status}: {attempt.message}"
@@ -59,12 +102,15 @@ def status_text(attempt) -> str:
 
 
 def home_view(service: Service, student: str, url) -> dict:
-    """The student's page (home.html.j2): the policy, whether uploads are taken, their attempts."""
-    settings, deadline, now = service.settings, service.policy.deadline(), time.time()
+    """The student's page (home.html.j2): the policy, whether uploads are taken, their final
+    feedback once it is released, their attempts."""
+    deadline, now = service.policy.deadline(), time.time()
+    settings, final = service.settings, final_feedback(service, student)
     return {"title": f"{service.assignment}: submit for feedback", "student": student, "assignment": service.assignment,
-            "open": service.policy.open_now(), "action": url("/upload"), "level": LEVEL_TEXT[settings.before_deadline],
+            "open": service.policy.open_now(), "action": url("/upload"), "level": LEVEL_TEXT[service.policy.level()],
             "deadline": (when_text(deadline.timestamp()) + (" (passed)" if now > deadline.timestamp() else ""))
-            if deadline else "none",
+            if deadline else "", "part_a": PART_A_WAITS, "final_comes": FINAL_COMES,
+            "final": url("/final") if final else "",
             "hour": len(service.queue.counted_since(student, now - 3600)), "per_hour": settings.attempts_per_hour,
             "day": len(service.queue.counted_since(student, now - 86400)), "per_day": settings.attempts_per_day,
             "attempts": [{"id": a.id, "url": url(f"/attempt/{a.id}"), "received": when_text(a.received),
@@ -88,9 +134,9 @@ def attempt_progress(service: Service, attempt, here: str) -> dict:
 def _shown(test: dict, level: str) -> dict:
     """One test's row of the brief feedback."""
     if test["manual"]:
-        shown = (f"graded by a person after the deadline (of {test['points']:g})" if test.get("answered", True)
-                 else f"not answered yet (of {test['points']:g}; graded by a person after the deadline)")
-        return {"title": test["title"], "shown": shown, "passed": None, "mistakes": []}
+        waiting = NOT_GRADED if test.get("answered", True) else NOT_ANSWERED
+        return {"title": test["title"], "shown": f"{waiting} (of {test['points']:g}; graded by a person after the "
+                                                 "deadline)", "passed": None, "mistakes": []}
     passed = test["score"] >= test["points"]
     mistakes = test["mistakes"] if level == "mistakes" and not passed else []
     return {"title": test["title"], "shown": f"{test['score']:g} of {test['points']:g}", "passed": passed,
@@ -117,7 +163,7 @@ def standalone_page(title: str, **context) -> str:
 
 def brief_page(assignment: str, result: dict, level: str) -> str:
     """The brief feedback as a page of its own, for the exchange's Fetch Feedback."""
-    if level == "everything":  # graded at 'scores' or 'mistakes', released after the deadline
+    if level == "reports":  # graded at 'scores' or 'mistakes', released after the deadline
         level = "mistakes"
     return standalone_page(f"{assignment}: your feedback so far", template="result.html.j2",
                            brief=brief(result, level))
@@ -129,11 +175,11 @@ def refusal_page(assignment: str, message: str) -> str:
 
 
 def queue_summary(service: Service) -> str:
-    """The live view's first line: every attempt so far, by status, and how many are graded now."""
+    """The live view's first line: every attempt so far, by status, and how many are graded now.
+    It is a live region, so it changes only when a count does (the time it was read is apart)."""
     by_status = Counter(attempt.status for attempt in service.queue.all())
     counts = ", ".join(f"{count} {status}" for status, count in sorted(by_status.items()))
-    return (f"{sum(by_status.values())} attempts: {counts or 'none yet'}; {len(service.in_flight)} being graded now "
-            f"(as of {time.strftime('%H:%M:%S')}).")
+    return f"{sum(by_status.values())} attempts: {counts or 'none yet'}; {len(service.in_flight)} being graded now."
 
 
 def instructor_view(service: Service) -> dict:

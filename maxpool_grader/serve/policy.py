@@ -25,7 +25,10 @@ from ..glue.deadline import deadline as course_deadline
 from ..names import SOLUTION_CELL
 from .queue import Queue
 
-FEEDBACK_LEVELS = ("scores", "mistakes", "everything")
+FEEDBACK_LEVELS = ("scores", "mistakes", "reports")
+# 'everything', its name until 2026-11, is read as 'reports': a page before the final feedback never
+# showed everything (no Part A answer, no full explanations), and the name said it did
+FORMER_LEVELS = {"everything": "reports"}
 STUDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,63}")  # what the service accepts as a student id
 SERVE_DIR = Path(".maxpool-grader") / "serve"
 DEADLINE_FRESH = 5.0  # seconds a due date read from the gradebook is used before it is read again
@@ -41,10 +44,13 @@ class Serve(Configurable):
         "the next is possible.")).tag(config=True, unit="attempts")
     attempts_per_day = Int(10, help=(
         "Graded attempts a student may make in any 24 hours.")).tag(config=True, unit="attempts")
-    before_deadline = Enum(FEEDBACK_LEVELS, default_value="everything", help=(
+    before_deadline = Enum(FEEDBACK_LEVELS + tuple(FORMER_LEVELS), default_value="reports", help=(
         "What the feedback shows before the deadline: 'scores' (each test's points), 'mistakes' (the "
-        "points and the named mistakes) or 'everything' (the whole feedback page, with the smallest "
-        "failing input). After the deadline it is always everything.")).tag(config=True, unit="")
+        "points and, for a failed test, the mistake found) or 'reports' (the feedback page: each failed "
+        "test's report, with the smallest input the function gets wrong, the expected and the student's "
+        "dx, and what their code does). None shows Part A's answer or the full explanations: the "
+        "final feedback the instructor releases does. After the deadline it is 'reports' "
+        "('everything' is read as 'reports').")).tag(config=True, unit="")
     deadline = Unicode("", help=(
         "The last moment a submission is taken, e.g. '2026-12-01 23:59' (UTC) or 2026-12-01T23:59+01:00; "
         "empty: the assignment's due date in the gradebook (none: no deadline).")).tag(config=True, unit="")
@@ -129,8 +135,13 @@ class Policy:
             cached = self._roster_read = (stamp, roster_ids(path))
         return cached[1]
 
+    def level(self) -> str:
+        """What the feedback shows before the deadline (``c.Serve.before_deadline``, by its name now)."""
+        return FORMER_LEVELS.get(self.settings.before_deadline, self.settings.before_deadline)
+
     def feedback_level(self) -> str:
-        return self.settings.before_deadline if self.open_now() else "everything"
+        """What the feedback shows now: the policy's level before the deadline, 'reports' after it."""
+        return self.level() if self.open_now() else "reports"
 
     def admit(self, student: str, now: float | None = None) -> None:
         """Refuse (``Refused``) an attempt the policy does not allow now."""

@@ -10,7 +10,9 @@ persistent queue (serve/queue.py) and two ways in:
   submission names (nbgrader's own ``collect`` only warns, "cheating attempt?"), grades it
   and releases its feedback through the exchange (``fetch_feedback`` finds it);
 * a web page (serve/web.py): a student's personal link (a token made from the roster),
-  an upload form, their queue position, then their feedback page.
+  an upload form, their queue position, then their feedback page; after the deadline, once
+  the instructor has released the final feedback (``nbgrader release_feedback``), that page
+  too, behind the same link (``pages.final_feedback``).
 
 The instructor's policy is the ``Serve`` settings below (nbgrader_config.py): attempts per
 hour and per day (an attempt over the limit is refused at once, with the time the next
@@ -68,7 +70,10 @@ class Service:
                              on_queued=self.poke)
         self.signin = SignIn(course / SERVE_DIR, is_student=self.policy.is_student,
                              hub_instructors=settings.hub_instructors)
-        inbound = exchange_inbound(course) if exchange else None
+        inbound = exchange_inbound(course)
+        # where nbgrader release_feedback puts each student's page (final_feedback): the web way's too
+        self.released = None if inbound is None else inbound.parent / "feedback"
+        inbound = inbound if exchange else None
         self.exchange = None if inbound is None else ExchangeWatcher(
             inbound, policy=self.policy, queue=self.queue, events=self.events, on_queued=self.poke)
 
@@ -104,9 +109,9 @@ class Service:
         keep_before(self.course, self.db_url, attempt.student, attempt.assignment, before)  # put back if they leave
         self._stage(attempt)
         self.in_flight[attempt.id] = attempt.student
-        # through the exchange, nbgrader's feedback page only when the policy shows everything now;
+        # through the exchange, nbgrader's feedback page only when the policy shows the reports now;
         # otherwise _finished releases the brief page the web way shows
-        release = attempt.way == "exchange" and self.policy.feedback_level() == "everything"
+        release = attempt.way == "exchange" and self.policy.feedback_level() == "reports"
         loop = asyncio.get_running_loop()
         future = self.backend.submit(attempt.student, then=serve_followup, args=(release, str(before)))
         future.add_done_callback(lambda done: _back_on(loop, self._finished, attempt, done))

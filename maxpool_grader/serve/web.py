@@ -10,7 +10,9 @@ own poll.js (by its hash, on the pages that keep themselves up to date: a waitin
 and the live view), and the feedback page, made from a student's notebook, is served
 sandboxed as well as inert (glue/inert.py). The instructor's view (``/instructor``, from the
 link ``serve`` writes) shows the queue, attempts per student, each test's pass rate so far
-and the most common mistakes; its counts update every few seconds. The pages are Jinja
+and the most common mistakes; its counts update every few seconds (announced only when they
+change, and the instructor can pause the updates). After the deadline, once the instructor
+has released the final feedback, a student reads it at ``/final``, behind their link. The pages are Jinja
 templates (templates/serve/, serve/pages.py); what every page does is ``Handler``'s
 (serve/handler.py). ``start_web`` starts the server: the command line gives it to the service
 core (serve.run), which never imports this layer.
@@ -22,6 +24,7 @@ import errno
 import json
 import re
 import ssl
+import time
 
 import tornado.httpserver
 import tornado.httputil
@@ -30,7 +33,7 @@ import tornado.web
 
 from ..course.directory import say
 from .handler import Handler
-from .pages import attempt_progress, brief, instructor_view, queue_summary, status_text
+from .pages import attempt_progress, brief, final_feedback, instructor_view, queue_summary, status_text
 from .policy import NOT_ON_ROSTER, SERVE_DIR, Refused
 from .service import CannotServe, Service
 from .signin import instructor_link, page_prefix
@@ -156,7 +159,7 @@ class AttemptPage(Handler):
         if attempt.status != "graded":
             return self.message(title, status_text(attempt), link=(back, "Back to your attempts"))
         level = self.service.policy.feedback_level()
-        if level == "everything" and self.service.queue.feedback_path(attempt.id).exists():
+        if level == "reports" and self.service.queue.feedback_path(attempt.id).exists():
             return self.redirect(self.url(f"/attempt/{attempt.id}/feedback"), status=303)
         self.page("result.html.j2", title=title, brief=brief(attempt.result, level), back=back)
 
@@ -180,11 +183,29 @@ class FeedbackPage(AttemptPage):
         if attempt is None:
             return
         path = self.service.queue.feedback_path(attempt.id)
-        if attempt.status != "graded" or not path.exists() or self.service.policy.feedback_level() != "everything":
+        if attempt.status != "graded" or not path.exists() or self.service.policy.feedback_level() != "reports":
             return self.redirect(self.url(f"/attempt/{attempt.id}"), status=303)
         self.set_header("Content-Security-Policy", FEEDBACK_POLICY)
         self.set_header("Content-Type", "text/html; charset=utf-8")
         self.finish(path.read_bytes())
+
+
+class FinalPage(Handler):
+    """The final feedback the instructor released (pages.final_feedback), served as the attempt's
+    feedback page is: sandboxed, no script."""
+
+    def get(self):
+        student = self.signed_in("Your final feedback is reached through the personal link your instructor sent you.")
+        if student is None:
+            return
+        page = final_feedback(self.service, student)
+        if page is None:
+            return self.message("Not released yet", "Your final feedback has not been released yet. "
+                                "Your instructor releases it after the deadline, once Part A is graded.",
+                                status=404, link=(self.url("/"), "Back to your attempts"))
+        self.set_header("Content-Security-Policy", FEEDBACK_POLICY)
+        self.set_header("Content-Type", "text/html; charset=utf-8")
+        self.finish(page.read_bytes())
 
 
 class AttemptStatus(AttemptPage):
@@ -216,7 +237,9 @@ class InstructorStatus(Handler):
         if not self.is_instructor():
             return self.message("Instructors only", "Open the instructor's link.", status=403)
         self.set_header("Content-Type", "application/json")
-        self.finish(json.dumps({"text": queue_summary(self.service), "done": False}))
+        # the counts are the live region's text; the time they were read is shown apart, unannounced
+        self.finish(json.dumps({"text": queue_summary(self.service), "done": False,
+                                "as_of": time.strftime("%H:%M:%S")}))
 
 
 def make_app(service: Service, *, base_url: str, secure_cookies: bool, hub_auth=None) -> tornado.web.Application:
@@ -227,6 +250,7 @@ def make_app(service: Service, *, base_url: str, secure_cookies: bool, hub_auth=
     routes = [(r"login/([A-Za-z0-9_.=-]+)", StudentLogin), (r"instructor/login/([A-Za-z0-9_.=-]+)", InstructorLogin),
               (r"", Home), (r"upload", Upload), (r"attempt/([0-9]{1,12})", AttemptPage),
               (r"attempt/([0-9]{1,12})/feedback", FeedbackPage), (r"attempt/([0-9]{1,12})/status", AttemptStatus),
+              (r"final", FinalPage),
               (r"instructor", InstructorView), (r"instructor/status", InstructorStatus)]
     if hub_auth is not None:
         from .hub import ROUTES  # hub.py imports jupyterhub (0.5 s): only for --hub-login
