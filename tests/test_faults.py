@@ -63,9 +63,13 @@ def target_install(tmp_path_factory):
     """The course's dependencies (and the grader) installed into one folder with pip's
     ``--target``, and a bare virtual environment with none of them to run Python from."""
     base = tmp_path_factory.mktemp("target")
-    target, bare = base / "deps", base / "bare"
+    target, bare, source = base / "deps", base / "bare", base / "source"
+    source.mkdir()  # the package built from a copy: the build leaves nothing in the repository
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, source)
+    shutil.copytree(ROOT / "maxpool_grader", source / "maxpool_grader", ignore=shutil.ignore_patterns("__pycache__"))
     done = subprocess.run([str(BIN / "pip"), "install", "--quiet", "--no-compile", "--no-build-isolation",
-                           "--target", str(target), str(ROOT)], capture_output=True, text=True, timeout=1200)
+                           "--target", str(target), str(source)], capture_output=True, text=True, timeout=1200)
     assert done.returncode == 0, done.stderr[-3000:]
     subprocess.run([str(BASE_PYTHON), "-m", "venv", "--without-pip", str(bare)], check=True, timeout=120)
     yield target, bare / "bin" / "python"
