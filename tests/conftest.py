@@ -17,7 +17,10 @@ from helpers import (
     as_postgres,
     copy_course,
     free_port,
+    locked,
     nbgrader,
+    shared_folder,
+    summary_table,
 )
 
 
@@ -29,12 +32,21 @@ def course(tmp_path) -> Path:
 @pytest.fixture(scope="session")
 def serial_class(tmp_path_factory) -> Path:
     """The sample class and EXTRA graded by plain serial `nbgrader autograde`: the reference
-    every other way of grading must equal cell for cell. Read it, never change it."""
+    every other way of grading must equal cell for cell. Read it, never change it.
+
+    Graded once for the whole run: the test processes (pytest-xdist) share one copy, made by
+    the first that asks while the others wait on its lock."""
     from corpus import build as build_corpus
-    serial = copy_course(tmp_path_factory.mktemp("serial") / "serial")
-    nbgrader(serial, "generate_assignment", ASSIGNMENT)
-    build_corpus(serial, serial / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", EXTRA)
-    nbgrader(serial, "autograde", ASSIGNMENT)
+    shared = shared_folder(tmp_path_factory)
+    serial, done = shared / "serial", shared / "serial.done"
+    with locked(shared / "serial.lock"):
+        if not done.exists():
+            shutil.rmtree(serial, ignore_errors=True)
+            copy_course(serial)
+            nbgrader(serial, "generate_assignment", ASSIGNMENT)
+            build_corpus(serial, serial / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", EXTRA)
+            nbgrader(serial, "autograde", ASSIGNMENT)
+            done.touch()
     return serial
 
 
@@ -90,11 +102,11 @@ def pytest_collection_modifyitems(items):
 def pytest_terminal_summary(terminalreporter, config):
     """Print the mutation test's kill matrix, and each bug's points lost against the
     properties it breaks, at the end of every run that computed them."""
-    matrix = config.stash.get(KILL_MATRIX, None)
+    matrix = summary_table(config, KILL_MATRIX)
     if matrix:
         terminalreporter.write_sep("=", "kill matrix (tests/test_mutation.py)")
         terminalreporter.write_line(matrix)
-    fair = config.stash.get(FAIR_POINTS, None)
+    fair = summary_table(config, FAIR_POINTS)
     if fair:
         terminalreporter.write_sep("=", "points lost against properties broken (tests/test_fair_points.py)")
         terminalreporter.write_line(fair)

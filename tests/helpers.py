@@ -4,6 +4,8 @@ conftest.py.)"""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import functools
 import hashlib
 import json
@@ -12,6 +14,8 @@ import pwd
 import shutil
 import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -117,8 +121,44 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-KILL_MATRIX = pytest.StashKey[str]()
-FAIR_POINTS = pytest.StashKey[str]()  # tests/test_fair_points.py's table
+KILL_MATRIX = "kill-matrix"  # tests/test_mutation.py's table
+FAIR_POINTS = "fair-points"  # tests/test_fair_points.py's table
+
+
+def shared_folder(tmp_path_factory) -> Path:
+    """A folder every test process of this run shares (pytest-xdist gives each its own
+    base temporary folder, side by side under one parent)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+@contextlib.contextmanager
+def locked(path: Path):
+    """Held by one test process at a time (an exclusive ``flock`` on ``path``)."""
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def keep_summary_table(config, name: str, table: str) -> None:
+    """A table for the run's closing summary; written to a file, since the test process that
+    makes it is not the one that prints the summary under pytest-xdist."""
+    (config.cache.mkdir("summary") / name).write_text(table)
+    config.stash.setdefault(SUMMARIES, set()).add(name)
+
+
+def summary_table(config, name: str) -> str | None:
+    """The table ``keep_summary_table`` kept in this run (None if no test of this run made it)."""
+    path = config.cache.mkdir("summary") / name
+    made = name in config.stash.get(SUMMARIES, set()) or (path.exists() and path.stat().st_mtime >= RUN_STARTED)
+    return path.read_text() if made else None
+
+
+SUMMARIES = pytest.StashKey[set]()
+RUN_STARTED = time.time()  # the controller's start: a table older than it is from an earlier run
 
 
 def flat(text: str) -> str:
@@ -144,11 +184,12 @@ def instructor() -> pwd.struct_passwd:
 
 def user_account(name: str) -> pwd.struct_passwd:
     """A normal user of this machine (a student, the instructor), made once."""
-    try:
-        return pwd.getpwnam(name)
-    except KeyError:
-        subprocess.run([admin_tool("useradd"), "--create-home", "--shell", "/bin/sh", name], check=True)
-        return pwd.getpwnam(name)
+    with locked(Path(tempfile.gettempdir()) / "maxpool-useradd.lock"):  # two test processes may ask at once
+        try:
+            return pwd.getpwnam(name)
+        except KeyError:
+            subprocess.run([admin_tool("useradd"), "--create-home", "--shell", "/bin/sh", name], check=True)
+            return pwd.getpwnam(name)
 
 
 def reachable_python_script() -> str:
