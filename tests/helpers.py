@@ -146,18 +146,22 @@ def locked(path: Path):
 def keep_summary_table(config, name: str, table: str) -> None:
     """A table for the run's closing summary; written to a file, since the test process that
     makes it is not the one that prints the summary under pytest-xdist."""
-    (config.cache.mkdir("summary") / name).write_text(table)
-    config.stash.setdefault(SUMMARIES, set()).add(name)
+    config.stash.setdefault(SUMMARIES, {})[name] = table
+    if getattr(config, "cache", None) is not None:  # None under -p no:cacheprovider (then one process prints)
+        (config.cache.mkdir("summary") / name).write_text(table)
 
 
 def summary_table(config, name: str) -> str | None:
     """The table ``keep_summary_table`` kept in this run (None if no test of this run made it)."""
+    if name in config.stash.get(SUMMARIES, {}):
+        return config.stash[SUMMARIES][name]
+    if getattr(config, "cache", None) is None:
+        return None
     path = config.cache.mkdir("summary") / name
-    made = name in config.stash.get(SUMMARIES, set()) or (path.exists() and path.stat().st_mtime >= RUN_STARTED)
-    return path.read_text() if made else None
+    return path.read_text() if path.exists() and path.stat().st_mtime >= RUN_STARTED else None
 
 
-SUMMARIES = pytest.StashKey[set]()
+SUMMARIES = pytest.StashKey[dict]()
 RUN_STARTED = time.time()  # the controller's start: a table older than it is from an earlier run
 
 
