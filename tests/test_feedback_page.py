@@ -197,6 +197,12 @@ def test_each_students_exporter_reuses_the_compiled_templates_and_renders_the_sa
     """nbgrader makes a new exporter for every student: the second compiles no template,
     highlights no code cell it saw already and makes the same page; a template whose
     source changed is compiled again."""
+    from collections import OrderedDict
+
+    from maxpool_grader.glue import feedbackexporter
+    # this process may have made pages already (tests/test_reveal.py renders some): start afresh
+    monkeypatch.setattr(feedbackexporter, "_COMPILED", {})
+    monkeypatch.setattr(feedbackexporter, "_HIGHLIGHTED", OrderedDict())
     compiled, highlighted = [], []
     compile_template, highlight = jinja2.Environment.compile, Highlight2HTML.__call__
     monkeypatch.setattr(jinja2.Environment, "compile",
