@@ -269,3 +269,23 @@ def part_a_answer_in(page: str) -> list[str]:
     found = [marker for marker in markers if marker in text]
     figure = base64.b64encode(figure_png(backward=True)).decode()
     return found + (["Figure 2's image"] if figure[:200] in page else [])
+
+
+def formulas_without_their_latex(page: str, notebook: Path | None = None) -> tuple[int, list[str]]:
+    """The page's formulas (``<math>`` elements) and those whose ``alttext``, what a screen
+    reader without MathML reads, is missing, empty, or not LaTeX the page's authors wrote: the
+    Markdown of the notebook as submitted (``notebook``: the notebook's prose and the student's
+    answers; the graded copy holds some of it as sanitized HTML) or Part A's model answer,
+    rubric and explanation, which the final feedback adds."""
+    from bs4 import BeautifulSoup
+
+    from maxpool_grader.exercise.part_a import EXPLANATION, MODEL_ANSWER, RUBRIC
+    written = [MODEL_ANSWER, RUBRIC, EXPLANATION]
+    if notebook is not None:
+        written += ["".join(cell["source"]) for cell in json.loads(notebook.read_text())["cells"]
+                    if cell["cell_type"] == "markdown"]
+    sources = "\n".join(written)
+    formulas = BeautifulSoup(page, "html.parser").find_all("math")
+    wrong = [str(formula)[:120] for formula in formulas
+             if not (formula.get("alttext") or "").strip() or formula["alttext"].strip() not in sources]
+    return len(formulas), wrong

@@ -16,7 +16,7 @@ import shutil
 
 import jinja2
 import pytest
-from helpers import ASSIGNMENT, copy_course, flat, nbgrader, part_a_answer_in, sqlite
+from helpers import ASSIGNMENT, copy_course, flat, formulas_without_their_latex, nbgrader, part_a_answer_in, sqlite
 from nbconvert.filters.highlight import Highlight2HTML
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 from nbgrader.api import Gradebook
@@ -94,6 +94,10 @@ def test_the_feedback_of_a_failing_student_reads_top_down(graded, browser, stude
     assert "How your Part A answer is graded" in body and "For the grader" not in body
     alts = page.eval_on_selector_all("#notebook-container img", "images => images.map(image => image.alt)")
     assert sorted(alts) == sorted([FIGURE_1_ALT, FIGURE_2_ALT]), alts
+    # every formula carries its LaTeX as written, for a screen reader without MathML
+    submitted = graded / "submitted" / student / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    formulas, wrong = formulas_without_their_latex(page.content(), submitted)
+    assert formulas >= 10 and wrong == [], (formulas, wrong[:3])
     page.close()
 
 
@@ -112,6 +116,12 @@ def test_a_page_made_before_the_deadline_keeps_part_a_s_answer_for_after_it(grad
     assert part_a_answer_in(before) == [] and "Part A is graded by a person after the deadline" in before
     assert {"Part A: the model answer", "How your Part A answer is graded", "Figure 2's image"} <= set(
         part_a_answer_in(after))
+    submitted = course / "submitted" / "forum_compiles" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    counts = {}
+    for when, page in pages.items():  # every formula, the model answer's too, carries its LaTeX as alttext
+        counts[when], wrong = formulas_without_their_latex(page, submitted)
+        assert wrong == [], (when, wrong[:3])
+    assert 10 <= counts["2099-01-01 00:00"] < counts["2020-01-01 00:00"], counts
     for page in (before, after):  # Part A waits for a person: the heading shows Part B's points alone
         assert re.search(r"\(Score: \d+ of 15 so far; Part A \(5 points\) is not graded yet\)", page), page[:3000]
         assert re.search(r'<details class="maxpool-tools"><summary>[^<]*</summary>\s*<div class="cell', page)
@@ -187,6 +197,12 @@ def test_each_students_exporter_reuses_the_compiled_templates_and_renders_the_sa
     """nbgrader makes a new exporter for every student: the second compiles no template,
     highlights no code cell it saw already and makes the same page; a template whose
     source changed is compiled again."""
+    from collections import OrderedDict
+
+    from maxpool_grader.glue import feedbackexporter
+    # this process may have made pages already (tests/test_reveal.py renders some): start afresh
+    monkeypatch.setattr(feedbackexporter, "_COMPILED", {})
+    monkeypatch.setattr(feedbackexporter, "_HIGHLIGHTED", OrderedDict())
     compiled, highlighted = [], []
     compile_template, highlight = jinja2.Environment.compile, Highlight2HTML.__call__
     monkeypatch.setattr(jinja2.Environment, "compile",

@@ -20,6 +20,7 @@ import os
 import shutil
 import struct
 import subprocess
+import time
 import zipfile
 from pathlib import Path
 
@@ -786,6 +787,61 @@ def test_folders_count_against_the_total_size(course, tmp_path):
     files = sum(1 for path in kept.rglob("*") if path.is_file())
     assert (folders + files) * 4096 <= 4 << 20 and 0 < files < 300  # what fits, each folder a 4 KiB block
     assert out.count("SKIPPED, the zip unpacks to more than 4 MiB in all") == 300 - files
+    assert_every_upload_accounted_for(course, zip_path, out)
+
+
+def disk_use(folder: Path) -> int:
+    """The bytes ``folder`` takes on disk: every file and folder under it, each inode once (the
+    staged copies are hard links into the course: a file seen twice costs once)."""
+    seen, total = set(), 0
+    for parent, folders, files in os.walk(folder):
+        for name in folders + files:
+            try:
+                info = os.lstat(os.path.join(parent, name))
+            except OSError:  # removed meanwhile
+                continue
+            if (info.st_dev, info.st_ino) not in seen:
+                seen.add((info.st_dev, info.st_ino))
+                total += info.st_blocks * 512
+    return total
+
+
+# What a run writes besides what its budget counts: the staging folder, the folders of the
+# students' submissions and their timestamp.txt, lms.json and its lock, a few blocks each.
+DISK_SLACK = 256 << 10
+
+
+@integration
+def test_a_run_s_disk_use_peaks_at_about_its_total_size(course, tmp_path):
+    """A zip that unpacks to three times ``--max-total-size``: the bytes under the course,
+    sampled while collect-lms runs, never grow by more than the budget and DISK_SLACK
+    (a run once used twice the budget: staged copies copied again into the course)."""
+    budget = 8 << 20
+    zip_path, chunk = tmp_path / "large.zip", bytes(range(256)) * 1024  # 256 KiB, deflated to almost nothing
+    with zipfile.ZipFile(zip_path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for name, lms_id in (("kowalskivera", 104), ("haddadlina", 101), ("nguyentara", 103)):
+            add(archive, canvas_entry(name, lms_id, f"{ASSIGNMENT}.ipynb"), chunk * 4)  # 1 MiB each
+        for number in range(84):  # 21 MiB of files of nobody, kept in lms-unmatched/ while the budget lasts
+            add(archive, canvas_entry("smithjohn", 199, f"data{number}.bin"), chunk)
+    before = disk_use(course)
+    samples = []
+    process = subprocess.Popen([str(BIN / "maxpool-grader"), "collect-lms", str(zip_path), "--course-dir",
+                                str(course), "--max-total-size", "8MiB"], stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True)
+    while process.poll() is None:
+        samples.append(disk_use(course))
+        time.sleep(0.005)  # leave the run a core
+    out = process.communicate(timeout=300)[0]
+    samples.append(disk_use(course))
+    assert process.returncode == 1, out[-3000:]
+    assert "SKIPPED, the zip unpacks to more than 8 MiB in all" in out
+    grown = max(samples) - before
+    print(f"collect-lms --max-total-size 8MiB: peak {grown / (1 << 20):.2f} MiB over the course's "
+          f"{before / (1 << 20):.2f} MiB, {len(samples)} samples")
+    assert len(samples) > 20, "the run ended before it could be watched"
+    assert budget // 2 < grown <= budget + DISK_SLACK, grown  # near the budget, never past it
+    assert all((course / "submitted" / student / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").read_bytes() == chunk * 4
+               for student in ("s_vera", "s_lina", "s_tara"))
     assert_every_upload_accounted_for(course, zip_path, out)
 
 

@@ -372,6 +372,19 @@ def test_generate_feedback_s_page_shows_each_formula_as_written(feedback_page_ce
 
 
 @pytest.mark.integration
+def test_every_formula_of_the_feedback_page_carries_its_latex_as_alttext(graded_corpus):
+    """Not only the corpus's: the notebook's own formulas and Part A's answer too, on the page
+    generate_feedback made (a screen reader without MathML reads the alttext)."""
+    from helpers import formulas_without_their_latex
+    course, _ = graded_corpus
+    page = (course / "feedback" / "corpus" / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text()
+    formulas, wrong = formulas_without_their_latex(
+        page, course / "submitted" / "corpus" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb")
+    corpus = sum(len(case.formulas) for case in CORPUS)
+    assert formulas >= corpus + len(PART_A_FORMULAS) + 10 and wrong == [], (formulas, wrong[:3])
+
+
+@pytest.mark.integration
 def test_the_grader_reads_part_a_s_stars_in_formgrader(grading_page_cells, feedback_page_cells, graded_corpus,
                                                          browser):
     """Part A's answer as written, in both pages; and what Chromium shows of it, offline."""

@@ -431,3 +431,72 @@ def test_a_dtype_mistake_s_report_states_the_dtype_rule_once(name):
                   if message]
     assert flat(message).count("Part B's rule") == 1 and flat(message).count("float64 when x is an integer") == 1
     assert "must have x's dtype" not in message and "must be floating point" not in message
+
+
+# ------------------------------------------------------------------ one explanation per cause per page
+RENDERED = ("overwrite_overlaps", "integer_truncation")  # pages also made into HTML: one with a pattern, one dtype
+
+
+def _student_page(name: str, messages: dict[str, str | None], final: bool) -> tuple[str, str | None]:
+    """The feedback page of a student whose solution is the catalogue mistake ``name``: the
+    release notebook with each test's report as the grader wrote it (``messages``), through the
+    course's feedback steps (FeedbackExplanations, then FeedbackSummary), before the release or
+    in the final feedback. Its text (the summary, the notebook's prose, every report) and, for
+    ``RENDERED`` mistakes, the text of the HTML page the course's exporter makes of it (about
+    half a second a page: the others are read as text, which the HTML shows as it is)."""
+    import nbformat
+    from nbformat.v4 import new_output
+
+    from maxpool_grader.glue.feedbackexplanations import FeedbackExplanations
+    from maxpool_grader.glue.feedbackexporter import FeedbackExporter
+    from maxpool_grader.glue.feedbacksummary import FeedbackSummary
+    from maxpool_grader.names import RESOURCES_KEY, grade_id
+    nb = nbformat.read(ROOT / "release" / "max_pool_backward" / "max_pool_backward.ipynb", as_version=4)
+    for cell in nb.cells:
+        if (check := GRADED_CHECKS.get(grade_id(cell))) is not None and cell.cell_type == "code":
+            message = messages[check.grade_id]
+            cell.metadata["nbgrader"]["score"] = 0 if message else check.points
+            cell.outputs = [new_output("error", ename="CheckFailed", evalue=message,
+                                       traceback=message.split("\n"))] if message else []
+    resources = {RESOURCES_KEY: {"final": final}, "nbgrader": {"score": 0, "max_score": 20}}
+    for step in (FeedbackExplanations, FeedbackSummary):
+        nb, resources = step().preprocess(nb, resources)
+    text = " ".join(_text(cell.source) if cell.cell_type == "markdown" else " ".join(
+        str(output.get("evalue", "")) for output in cell.get("outputs", [])) for cell in nb.cells)
+    html = FeedbackExporter().from_notebook_node(nb, resources)[0] if name in RENDERED else None
+    return flat(text), (_text(html) if html is not None else None)
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("name", BUGS)
+def test_each_named_mistake_and_each_rule_is_explained_once_per_page(name):
+    """A student whose code is a catalogue mistake fails several tests with it: their page,
+    before the release and in the final feedback, explains each mistake it names once (what
+    the code does before, the full explanation after, never both), states each failed test's
+    rule once in the final feedback and never before, and Part B's dtype rule at most once,
+    exactly once where the mistake is a dtype one. The HTML page says the same as its text."""
+    from maxpool_grader.exercise.catalogue import DTYPE_RULE
+    with contextlib.redirect_stdout(io.StringIO()):
+        messages = {grade_id: evaluate(grade_id, BUGS[name].function, standalone(name)) for grade_id in GRADED_CHECKS}
+    failed = [GRADED_CHECKS[grade_id] for grade_id, message in messages.items() if message]
+    assert failed, f"{name} fails no test"
+    for final in (False, True):
+        text, html = _student_page(name, messages, final)
+        counted: dict[str, tuple[int, int]] = {}  # what the page must say -> (times on it, times required)
+        named = [bug for bug in BUGS.values() if f"mistake: {flat(bug.title)}" in text]
+        assert BUGS[name] in named, (name, final)
+        for bug in named:
+            shown, hidden = (bug.explanation, bug.pattern) if final else (bug.before_release, bug.explanation)
+            counted[flat(shown)] = (text.count(flat(shown)), 1)
+            if bug.pattern:
+                counted[flat(hidden)] = (text.count(flat(hidden)), 0)
+        for check in failed:
+            if check.rule:
+                counted[flat(check.rule)] = (text.count(flat(check.rule)), 1 if final else 0)
+        counted[flat(DTYPE_RULE)] = (text.count(flat(DTYPE_RULE)), 1 if DTYPE_RULE in BUGS[name].explanation else 0)
+        wrong = {said[:60]: times for said, times in counted.items() if times[0] != times[1]}
+        assert wrong == {}, (name, "final" if final else "before the release")
+        assert text.count("Part B's rule:") <= 1, (name, final)
+        if html is not None:
+            assert {said[:60]: html.count(said) for said in counted} == {
+                said[:60]: times for said, (times, _) in counted.items()}, (name, final)

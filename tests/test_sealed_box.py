@@ -23,12 +23,14 @@ import json
 import os
 import pty
 import pwd
+import re
 import secrets
 import select
 import shutil
 import subprocess
 import tempfile
 import termios
+import threading
 import time
 from pathlib import Path
 
@@ -89,6 +91,42 @@ sys.argv[0] = "nbgrader"
 sys.exit(main())
 """
 GRADER_PEAK_MIB = 600  # about 150 MiB grading the whole batch; 3.6 GB before the channels were capped
+
+
+class GraderPeaks:
+    """The peak memory (VmHWM, MiB) of each process of ``maxpool-grader grade`` while it grades:
+    the command and its forked workers, found by their command line and this run's TMPDIR in
+    their environment. Zygotes, kernels and verdict processes (other programs, in the box, under
+    the box's own caps) are not the grader's. VmHWM only grows, so sampling every 0.2 s misses
+    at most what a process adds in its last 0.2 s; the workers live until the run ends."""
+
+    def __init__(self, tmpdir: Path):
+        self.marker = f"TMPDIR={tmpdir}".encode()
+        self.peaks: dict[int, tuple[str, int]] = {}
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._sample, daemon=True)
+        self.thread.start()
+
+    def _sample(self) -> None:
+        while not self.stop.wait(0.2):
+            for pid in filter(str.isdigit, os.listdir("/proc")):
+                try:
+                    argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+                    if not any(Path(arg.decode(errors="replace")).name == "maxpool-grader" for arg in argv[:2]) or \
+                            self.marker not in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0"):
+                        continue
+                    status = Path(f"/proc/{pid}/status").read_text()
+                except OSError:  # ended meanwhile
+                    continue
+                found = re.search(r"VmHWM:\s*(\d+)", status)
+                if found:
+                    peak = max(int(found[1]) >> 10, self.peaks.get(int(pid), ("", 0))[1])
+                    self.peaks[int(pid)] = (b" ".join(argv).decode(errors="replace")[:120], peak)
+
+    def finish(self) -> dict[int, tuple[str, int]]:
+        self.stop.set()
+        self.thread.join()
+        return self.peaks
 
 
 class Batch:
@@ -155,8 +193,10 @@ class Batch:
         if command == "nbgrader autograde":  # nbgrader itself, measuring its own peak memory
             self.graded = self.run(["python", "-c", MEASURED_NBGRADER, "autograde", ASSIGNMENT], terminal=True)
             self.feedback = self.run(["nbgrader", "generate_feedback", ASSIGNMENT])
-        else:
+        else:  # the grader's processes sampled meanwhile: what a worker reads from a box stays bounded
+            sampler = GraderPeaks(self.tmpdir)
             self.graded = self.feedback = self.run(["maxpool-grader", "grade", "--workers", "2"], terminal=True)
+            self.grade_peaks = sampler.finish()
         self.seconds = time.monotonic() - started
         time.sleep(1)
         self.after = digests(self.course, self.neighbour)
@@ -354,6 +394,13 @@ def test_the_caps_held(batch):
     # grader's memory; measured on plain nbgrader, which grades the whole batch in one process
     if batch.command == "nbgrader autograde":
         assert int(batch.peak_file.read_text()) < GRADER_PEAK_MIB
+    else:  # the grade command and its two workers, each under the same bound (a worker reached 1.6 GB
+        # reading an honest 4 MiB dx, and 4.2 GB reading a forged 3 x 256 MiB reply, before replies were capped)
+        peaks = batch.grade_peaks
+        print(f"grade ({'root' if batch.as_root else 'user'}): peak MiB per grader process "
+              f"{sorted(peak for _, peak in peaks.values())}")
+        assert len(peaks) >= 3, peaks  # it saw the command and both workers
+        assert max(peak for _, peak in peaks.values()) < GRADER_PEAK_MIB, peaks
 
 
 # ------------------------------------------------------------------ from inside the box

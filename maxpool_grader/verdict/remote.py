@@ -99,7 +99,7 @@ class RemoteFunction:
     def __call__(self, d_output, x, pool_size, stride=None):
         given = (np.asarray(d_output), np.asarray(x))
         layout = self.process.inputs.write(given)
-        most = max(given[1].size, 1) * 16 + 4096  # dx of x's size, complex or not, and its .npy header
+        most = replies.most_dx_bytes(given[1].size)
         header = {"op": "call", "pool_size": untrusted.encode_size(pool_size),
                   "stride": untrusted.encode_size(stride), "inputs": layout, "most": most}
         reply, blobs = self.process.request(header, cells=len(self.cells), most_bytes=most)

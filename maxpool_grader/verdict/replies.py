@@ -3,7 +3,8 @@
 The verdict process runs the student's code, so the student controls every byte it sends:
 its length, its nesting, its types, its indices. Each reply is read with a cap on its size
 before any of it is kept (a header of at most ``MAX_HEADER_BYTES``, one array of at most
-what the request allows), parsed as JSON whatever its depth, and then rebuilt from the
+what the request allows), its nesting bounded before it is parsed (``nesting``: a cheap scan,
+so a header 200 kB deep never reaches the JSON parser's recursion), and then rebuilt from the
 fields the grader expects, each checked for its type, range and length. Anything else is
 ``Malformed``: the test (or, for the notebook's cells, every test) fails with a sentence,
 the process is ended, and the run goes on. Nothing here raises anything else.
@@ -12,11 +13,15 @@ the process is ended, and the run goes on. Nothing here raises anything else.
 from __future__ import annotations
 
 import json
+import re
 import struct
 
 MAX_HEADER_BYTES = 256 << 10  # a load reply: 20 cell errors of 4,000 characters, and the signature
 MAX_TEXT = 4000  # characters kept of any text of the student's
 MAX_PARAMETERS = 32
+MAX_NESTING = 8  # brackets deep; the grader's own replies nest 3 ({"cell_errors": [{...}]}, parameters)
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*+(?:(")|\\?\Z)', re.DOTALL)  # a string, or an unclosed one to the end
+_NOT_BRACKETS = bytes(byte for byte in range(256) if byte not in b"[]{}")
 MALFORMED = ("the grader could not read what your code sent back ({what}): the process running it sent a "
              "reply that is not one the grader's own program writes, so the test could not be decided")
 
@@ -33,14 +38,54 @@ class Malformed(BaseException):
         return MALFORMED.format(what=self.what)
 
 
+def nesting(text: bytes, most: int = MAX_NESTING) -> bool:
+    """Whether the JSON ``text`` nests at most ``most`` brackets deep (False too when its
+    brackets or quotes do not pair up, which JSON would refuse anyway). Linear and without
+    recursion: strings are cut out by one regular expression that never backtracks or
+    rescans (an unclosed string runs to the end), then each pass removes every innermost
+    ``[]`` and ``{}``; what is left after ``most`` passes is deeper than that. (Where the two
+    kinds alternate a pass may remove two levels: at most 2 × ``most`` get through, far below
+    the parser's recursion.)"""
+    closed = []
+
+    def blank(match: re.Match) -> bytes:
+        closed.append(match[1] is not None)
+        return b""
+
+    brackets = _STRING.sub(blank, text).translate(None, _NOT_BRACKETS)
+    if not all(closed):
+        return False
+    for _ in range(most):
+        if not brackets:
+            return True
+        brackets = brackets.replace(b"[]", b"").replace(b"{}", b"")
+    return not brackets
+
+
+def most_dx_bytes(x_size: int) -> int:
+    """The most bytes a dx for an x of ``x_size`` elements may take: complex or not, and its
+    .npy header. A reply declaring more is refused before any of it is read."""
+    return max(x_size, 1) * 16 + 4096
+
+
+def _exactly(read_exactly, count: int) -> bytes:
+    data = read_exactly(count)
+    if len(data) != count:
+        raise Malformed(f"a reply cut short ({len(data)} of {count} bytes)")
+    return data
+
+
 def read_reply(read_exactly, most_array_bytes: int) -> tuple[dict, list[bytes]]:
     """One reply read through ``read_exactly(count) -> bytes``: its header (a dict) and at
     most one array of at most ``most_array_bytes``, refused before it is read when larger."""
-    (length,) = struct.unpack("<I", read_exactly(4))
+    (length,) = struct.unpack("<I", _exactly(read_exactly, 4))
     if length > MAX_HEADER_BYTES:
         raise Malformed(f"a header of {length} bytes")
+    text = _exactly(read_exactly, length)
+    if not nesting(text):
+        raise Malformed("a header that is not JSON, or nested too deep")
     try:
-        header = json.loads(read_exactly(length))
+        header = json.loads(text)
     except (ValueError, RecursionError, UnicodeDecodeError):
         raise Malformed("a header that is not JSON, or nested too deep") from None
     if not isinstance(header, dict):
@@ -49,7 +94,7 @@ def read_reply(read_exactly, most_array_bytes: int) -> tuple[dict, list[bytes]]:
     if not isinstance(sizes, list) or len(sizes) > 1 or not all(
             type(size) is int and 0 <= size <= most_array_bytes for size in sizes):
         raise Malformed(f"arrays of {str(sizes)[:80]} bytes, where at most one of {most_array_bytes} may come")
-    return header, [read_exactly(size) for size in sizes]
+    return header, [_exactly(read_exactly, size) for size in sizes]
 
 
 def _text(value, what: str, most: int = MAX_TEXT) -> str:
