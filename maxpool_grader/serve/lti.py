@@ -131,10 +131,10 @@ def tool_conf(course: Path, settings: Lti) -> ToolConfDict:
     if problems := missing(settings):
         raise LtiSetupError(f"LTI is not set up: {', '.join(problems)} not set in nbgrader_config.py "
                             "(docs/lti.md#settings)")
-    conf = ToolConfDict({settings.issuer: [{
+    conf = ToolConfDict({settings.issuer: {
         "default": True, "client_id": settings.client_id, "auth_login_url": settings.auth_login_url,
         "auth_token_url": settings.auth_token_url, "auth_audience": None, "key_set_url": settings.key_set_url,
-        "key_set": None, "deployment_ids": list(settings.deployment_ids)}]})
+        "key_set": None, "deployment_ids": list(settings.deployment_ids)}})
     pem = private_key(course, settings)
     conf.set_private_key(settings.issuer, pem, client_id=settings.client_id)
     conf.set_public_key(settings.issuer, public_key(pem), client_id=settings.client_id)

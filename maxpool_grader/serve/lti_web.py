@@ -21,7 +21,7 @@ import json
 from urllib.parse import parse_qs, urlparse
 
 from pylti1p3.cookie import CookieService
-from pylti1p3.exception import LtiException, OIDCException
+from pylti1p3.exception import LtiException
 from pylti1p3.launch_data_storage.base import LaunchDataStorage
 from pylti1p3.message_launch import MessageLaunch
 from pylti1p3.oidc_login import OIDCLogin
@@ -183,8 +183,9 @@ def refusal_sentence(problem: Exception, header: dict) -> str:
                                                "(its state does not match, or it was used already). " + START_AGAIN),
         (("Invalid Nonce", '"nonce" is empty'), "This launch was used already (its nonce was seen before): each "
                                                 "launch works once. " + START_AGAIN),
-        (("Registration not found", "Could not find issuer"), "This launch comes from a platform this service is "
-                                                              "not registered with (its issuer is not the course's)."),
+        (("[client_id=",), "This launch was made for another tool (its audience is not this service's client id)."),
+        (("Registration not found", "Could not find issuer", "not found in settings"),
+         "This launch comes from a platform this service is not registered with (its issuer is not the course's)."),
         (("Client id not registered", "azp is not"), "This launch was made for another tool (its audience is not "
                                                      "this service's client id)."),
         (("Unable to find deployment",), "This launch comes from a deployment of the tool this course does not "
@@ -243,7 +244,7 @@ class LtiLogin(LtiHandler):
             login.redirect(urls(self.service.base_url)["launch"])
         except LtiSetupError as problem:
             self.refuse(f"LTI is not set up on this service: {problem}.", status=503)
-        except (OIDCException, LtiException) as problem:
+        except Exception as problem:  # noqa: BLE001  pylti1p3 raises a bare Exception for an unknown issuer
             self.refuse(refusal_sentence(problem, {}), status=403)
 
 
@@ -257,7 +258,7 @@ class LtiLaunch(LtiHandler):
             claims = launch.get_launch_data()
         except LtiSetupError as problem:
             return self.refuse(f"LTI is not set up on this service: {problem}.", status=503)
-        except (LtiException, ValueError, KeyError, TypeError) as problem:
+        except Exception as problem:  # noqa: BLE001  pylti1p3 raises a bare Exception for an unknown issuer
             return self.refuse(refusal_sentence(problem, _header(self.get_argument("id_token", ""))))
         self.service.launches.remember_services(claims)
         sub = str(claims.get("sub"))

@@ -1,0 +1,303 @@
+"""LTI 1.3 against a platform nobody here wrote (tests/lti_platform.py, built on the PyPI
+library lti1p3platform): ``lti-config``'s registration is what the platform registers; an
+instructor's launch lands on the live view; ``roster --from-lti`` fills the roster from Names
+and Roles; a student launches in Chromium, uploads, reads their feedback and their score
+appears in the platform's gradebook ("Pending": Part A waits); every forged or broken launch
+is a page with a sentence and an entry on the live view; a failing platform and a ``kill -9``
+while a score waits lose nothing; a student who left the LMS's course is removed and their
+session ends; revocation, the attempt limit and the deadline hold for LTI students; and once
+Part A is graded by hand and the feedback released, the final score is "FullyGraded" with a
+link to the feedback page.
+
+The tests share one platform, course and service, and run in order."""
+
+from __future__ import annotations
+
+import csv
+import html
+import json
+import re
+import signal
+import subprocess
+import time
+
+import pytest
+import requests
+from a11y import assert_accessible, reflow_problems, tab
+from helpers import ASSIGNMENT, BIN, free_port, sqlite
+from lti_platform import Platform
+from nbgrader.api import Gradebook
+from test_lti_platform import launch
+from test_serve import LOOP_CORRECT, Running, notebook_of
+
+from maxpool_grader.names import PART_A_CELL
+
+pytestmark = pytest.mark.integration  # a platform, a service, its workers, Chromium
+
+POLICY = "\nc.Serve.attempts_per_hour = 2\nc.Serve.poll_interval = 0.3\n"
+ANA, BO, CY, TEACHER = "s-ana", "s-bo", "s-cy", "t-teacher"
+REFUSALS = {  # each attack of the platform, and what the page says
+    "wrong_issuer": "not registered with (its issuer",
+    "wrong_audience": "made for another tool",
+    "unknown_deployment": "deployment of the tool this course does not know",
+    "expired": "has expired",
+    "alg_none": "signed with none, which this service never accepts",
+    "hs256_with_public_key": "signed with HS256, which this service never accepts",
+    "unknown_kid": "unknown key id",
+    "wrong_state": "state does not match",
+    "replay": "used already",
+    "forged_instructor": "changed after the LMS signed it",
+    "bad_message_type": "message type",
+    "bad_version": "not LTI 1.3.0",
+}
+
+
+class Served:
+    """The course's one service, restarted by the tests that kill or stop it."""
+
+    def __init__(self, course, port):
+        self.course, self.port = course, port
+        self.running = Running(course, port)
+        self.base = self.running.base
+
+    def restart(self):
+        self.running = Running(self.course, self.port)
+
+
+@pytest.fixture(scope="module")
+def platform():
+    with Platform() as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory, platform):
+    from helpers import copy_course
+    course = copy_course(tmp_path_factory.mktemp("lti") / "course", with_submissions=False)
+    with open(course / "nbgrader_config.py", "a") as config:
+        config.write(POLICY + f"""
+c.Lti.enabled = True
+c.Lti.issuer = {platform.issuer!r}
+c.Lti.client_id = {platform.client_id!r}
+c.Lti.deployment_ids = [{platform.deployment_id!r}]
+c.Lti.auth_login_url = {platform.auth_login_url!r}
+c.Lti.auth_token_url = {platform.auth_token_url!r}
+c.Lti.key_set_url = {platform.jwks_url!r}
+""")
+    with open(course / "roster.csv", "w", newline="") as handle:
+        csv.writer(handle).writerows([["id", "first_name", "last_name", "email"], ["dee", "Dee", "Local", ""]])
+    return course
+
+
+@pytest.fixture(scope="module")
+def service(course, platform):
+    port = free_port()
+    printed = subprocess.run([str(BIN / "maxpool-grader"), "lti-config", "--base-url", f"http://127.0.0.1:{port}/",
+                              "--course-dir", str(course)], capture_output=True, text=True, check=True)
+    platform.register(json.loads(printed.stdout)["canvas"])  # Canvas's developer key, as an admin pastes it
+    served = Served(course, port)
+    yield served
+    if served.running.process.poll() is None:
+        served.running.stop()
+
+
+def roster_from_lti(course) -> subprocess.CompletedProcess:
+    done = subprocess.run([str(BIN / "maxpool-grader"), "roster", "--from-lti", "--course-dir", str(course)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done
+
+
+def instructor_view(service) -> str:
+    link = (service.course / ".maxpool-grader" / "serve" / "instructor-link").read_text().strip()
+    session = requests.Session()
+    return html.unescape(session.get(link, timeout=30).text)
+
+
+def upload(session: requests.Session, base: str, content: bytes) -> requests.Response:
+    home = session.get(base, timeout=30)
+    form = re.search(r'name="_xsrf" value="([^"]+)"', home.text)  # no form after the deadline: its cookie's token
+    xsrf = form[1] if form else session.cookies.get("maxpool_xsrf")
+    return session.post(base + "upload", data={"_xsrf": xsrf}, timeout=60,
+                        files={"notebook": (f"{ASSIGNMENT}.ipynb", content)})
+
+
+def wait_for(what, timeout: float = 120, every: float = 0.5):
+    deadline = time.monotonic() + timeout
+    while True:
+        found = what()
+        if found:
+            return found
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(every)
+
+
+def test_the_platform_registered_what_lti_config_printed(service, platform):
+    assert platform.tool_config["target_link_uri"] == service.base + "lti/launch"
+    assert platform.tool_config["oidc_initiation_url"] == service.base + "lti/login"
+    jwks = requests.get(service.base + "lti/jwks", timeout=10).json()
+    assert jwks["keys"] == [platform.tool_config["public_jwk"]]
+
+
+def test_an_instructor_lands_on_the_live_view_and_names_and_roles_fill_the_roster(service, platform):
+    arrived = launch(requests.Session(), platform.launch_url(TEACHER, roles="instructor", name="Tess Teacher"))
+    assert arrived.status_code == 200 and arrived.url == service.base + "instructor", arrived.text
+    assert "Scores not yet in the LMS" in arrived.text
+    platform.add_member(ANA, "Ana Lovelace", "learner")
+    platform.add_member(BO, "Bo Turing", "learner")
+    done = roster_from_lti(service.course)
+    added = [line for line in done.stdout.splitlines() if line.startswith("+ ")]
+    assert added == ["+ s-ana (Ana Lovelace)", "+ s-bo (Bo Turing)"], done.stdout  # no SIS id: the LMS user id
+    assert "kept, not in the LMS's course: dee" in done.stdout, done.stdout
+    recorded = json.loads((service.course / ".maxpool-grader" / "lti.json").read_text())
+    assert {info["sub"] for info in recorded.values()} == {ANA, BO}
+    roster = (service.course / "roster.csv").read_text()
+    assert "Ana" in roster and "Bo" in roster and "dee" in roster
+
+
+def test_every_broken_or_forged_launch_is_a_page_and_a_line_on_the_live_view(service, platform, browser):
+    first = launch(requests.Session(), platform.launch_url(ANA))  # a valid one first: the replay's original
+    assert first.status_code == 200 and "submit for feedback" in first.text, first.text
+    pages = {}
+    for tamper, says in REFUSALS.items():
+        refused = launch(requests.Session(), platform.launch_url(ANA, tamper=tamper))
+        assert refused.status_code == 403 and says in html.unescape(refused.text), (tamper, refused.text)
+        assert "Traceback" not in refused.text
+        pages[tamper] = refused.text
+    stranger = launch(requests.Session(), platform.launch_url("s-zed", name="Zed"))
+    assert stranger.status_code == 403 and "not on this course's roster" in html.unescape(stranger.text)
+    claims_more = launch(requests.Session(), platform.launch_url(ANA, roles="instructor"))
+    assert claims_more.status_code == 403 and "claims an instructor's role" in html.unescape(claims_more.text)
+    platform.rotate_keys()  # the platform's new key: its key set is read again, once, and the launch taken
+    rotated = launch(requests.Session(), platform.launch_url(ANA))
+    assert rotated.status_code == 200 and "submit for feedback" in rotated.text, rotated.text
+    view = instructor_view(service)
+    for says in [*REFUSALS.values(), "not on this course's roster", "claims an instructor's role"]:
+        assert "LTI launch refused: " in view and says in view, says
+    from pages import offline_page
+    context = browser.new_context(viewport={"width": 320, "height": 640})  # reflow: 320 CSS px, no scrolling sideways
+    page = offline_page(browser, context)
+    page.goto(platform.launch_url(ANA, tamper="expired"))  # the platform's auto-posting pages, then ours
+    page.wait_for_selector("text=This launch was refused")
+    assert_accessible(page, "an LTI launch refused")
+    assert reflow_problems(page) == {} and "has expired" in page.inner_text("main")
+    context.close()
+
+
+def test_a_student_launches_uploads_and_the_score_reaches_the_lms(service, platform, browser):
+    from pages import offline_page
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = offline_page(browser, context)
+    page.goto(platform.launch_url(ANA))
+    page.wait_for_url(service.base)
+    assert_accessible(page, "an LTI student's home page")
+    notebook = service.course.parent / "ana.ipynb"
+    notebook.write_bytes(notebook_of(LOOP_CORRECT))
+    page.set_input_files("input[type=file]", str(notebook))
+    stops = [tab(page) for _ in range(8)]  # the keyboard alone reaches the upload button, its focus drawn
+    button = next(stop for stop in stops if stop["tag"] == "button")
+    assert button["outline"], stops
+    page.focus("button[type=submit]")
+    page.keyboard.press("Enter")
+    page.wait_for_url(re.compile(r".*/attempt/\d+$"))
+    service.running.wait_idle()
+    page.reload()
+    page.wait_for_url(re.compile(r".*/attempt/\d+(/feedback)?$"))
+    assert "max_pool_backward" in page.content()
+    context.close()
+    score = wait_for(lambda: platform.gradebook().get(ANA))
+    graded = [row for row in service.running.attempts() if row["status"] == "graded"][-1]
+    tests = json.loads(graded["result"])["tests"]
+    part_b = sum(test["score"] for test in tests if not test["manual"])
+    assert score["scoreGiven"] == part_b and score["gradingProgress"] == "Pending", score
+    assert score["scoreMaximum"] == json.loads(graded["result"])["max_score"]
+
+
+def test_a_failing_platform_and_a_kill_lose_no_score(service, platform):
+    session = requests.Session()
+    assert launch(session, platform.launch_url(BO)).status_code == 200
+    platform.fail_next(3, status=500)
+    assert upload(session, service.base, notebook_of(LOOP_CORRECT)).status_code == 200
+    service.running.wait_idle()
+    view = wait_for(lambda: (text := instructor_view(service)) and "HTTP 500" in text and text)
+    assert "Bo" in view or "s-bo" in view or "bo" in view
+    wait_for(lambda: platform.gradebook().get(BO), timeout=60)  # tried again after 2, 4, 8 s: taken
+    # the platform goes down; a score waits in the outbox; the service is killed; nothing is lost
+    ana = requests.Session()
+    assert launch(ana, platform.launch_url(ANA)).status_code == 200
+    platform.down()
+    assert upload(ana, service.base, notebook_of(LOOP_CORRECT.replace("+=", "="))).status_code == 200
+    service.running.wait_idle()
+    outbox = service.course / ".maxpool-grader" / "serve" / "ags-outbox.sqlite"
+    wait_for(lambda: _pending(outbox))
+    service.running.process.send_signal(signal.SIGKILL)
+    service.running.process.wait(timeout=30)
+    platform.up()
+    service.restart()
+    latest = wait_for(lambda: (got := platform.gradebook().get(ANA)) and got["scoreGiven"] < 15 and got, timeout=90)
+    assert latest["gradingProgress"] == "Pending" and not _pending(outbox)
+    # the attempt limit holds: Ana has used her 2 attempts of the hour
+    refused = upload(ana, service.base, notebook_of(LOOP_CORRECT))
+    assert refused.status_code == 429 and "graded attempts of the last hour" in refused.text
+
+
+def _pending(outbox) -> list:
+    import sqlite3
+    with sqlite3.connect(outbox) as db:
+        return db.execute("SELECT id FROM scores WHERE status='pending'").fetchall()
+
+
+def test_a_student_who_left_the_lms_course_is_removed_and_their_session_ends(service, platform):
+    bo = requests.Session()
+    assert launch(bo, platform.launch_url(BO)).status_code == 200
+    platform.remove_member(BO)
+    platform.add_member(CY, "Cy Hopper", "learner")
+    done = roster_from_lti(service.course)
+    removed = [line for line in done.stdout.splitlines() if line.startswith("- ")]
+    assert len(removed) == 1 and "left the course in the LMS" in removed[0], done.stdout
+    assert "+ s-cy (Cy Hopper)" in done.stdout.splitlines()  # (and Zed, who launched once and so is a member)
+    ended = bo.get(service.base, timeout=30)  # at once: off the roster, and the session revoked
+    assert ended.status_code == 403 and "open the assignment there again" in ended.text
+    again = launch(requests.Session(), platform.launch_url(BO))
+    assert again.status_code == 403 and "not on this course's roster" in html.unescape(again.text)
+    cy = launch(requests.Session(), platform.launch_url(CY))
+    assert cy.status_code == 200 and "submit for feedback" in cy.text
+
+
+def test_a_revocation_ends_an_lti_session(service, platform):
+    ana = requests.Session()
+    assert launch(ana, platform.launch_url(ANA)).status_code == 200
+    student = next(who for who, info in json.loads((service.course / ".maxpool-grader" / "lti.json").read_text())
+                   .items() if info["sub"] == ANA)
+    subprocess.run([str(BIN / "maxpool-grader"), "tokens", "--base-url", service.base, "--revoke", student,
+                    "--course-dir", str(service.course)], check=True, capture_output=True)
+    ended = ana.get(service.base, timeout=30)
+    assert ended.status_code == 403 and "open the assignment there again" in ended.text
+    assert launch(ana, platform.launch_url(ANA)).status_code == 200  # the LMS signs her in anew, as a new link would
+
+
+def test_after_the_deadline_part_a_graded_by_hand_and_released_is_the_final_score(service, platform):
+    service.running.stop()
+    with open(service.course / "nbgrader_config.py", "a") as config:
+        config.write("c.Serve.deadline = '2020-01-01 00:00'\n")
+    service.restart()
+    ana = requests.Session()
+    assert launch(ana, platform.launch_url(ANA)).status_code == 200
+    assert "The deadline has passed" in ana.get(service.base, timeout=30).text  # no form
+    refused = upload(ana, service.base, notebook_of(LOOP_CORRECT))  # and an upload made anyway
+    assert refused.status_code == 403 and "The deadline has passed" in refused.text, refused.text
+    student = next(who for who, info in json.loads((service.course / ".maxpool-grader" / "lti.json").read_text())
+                   .items() if info["sub"] == ANA)
+    with Gradebook(sqlite(service.course)) as gradebook:
+        grade = gradebook.find_grade(PART_A_CELL, ASSIGNMENT, ASSIGNMENT, student)
+        grade.manual_score, grade.needs_manual_grade = 3, False
+        gradebook.db.commit()
+        total = gradebook.find_submission(ASSIGNMENT, student).score
+    for step in ("generate_feedback", "release_feedback"):
+        made = subprocess.run([str(BIN / "nbgrader"), step, ASSIGNMENT, *(["--force"] if step.startswith("g") else [])],
+                              cwd=service.course, capture_output=True, text=True, timeout=600)
+        assert made.returncode == 0, made.stdout + made.stderr
+    final = wait_for(lambda: (got := platform.gradebook().get(ANA)) and got["gradingProgress"] == "FullyGraded"
+                     and got, timeout=60)
+    assert final["scoreGiven"] == total and final["comment"] == f"Your final feedback: {service.base}final"
+    assert ana.get(service.base + "final", timeout=30).status_code == 200
