@@ -118,3 +118,28 @@ def test_an_incomplete_registration_is_a_sentence(tmp_path):
     with pytest.raises(LtiSetupError, match=r"c.Lti.issuer, c.Lti.client_id.* not set in nbgrader_config.py"):
         tool_conf(tmp_path, Lti())
     assert (ROOT / "docs" / "lti.md").is_file()
+
+
+def test_an_attempt_s_score_is_part_b_less_the_late_penalty_and_waits_for_part_a(tmp_path):
+    from maxpool_grader.serve.passback import Passback
+    store = LaunchStore(tmp_path / "serve")
+    passback = Passback(tmp_path, Lti(), store, db_url="sqlite://", assignment="a", folder=tmp_path / "serve",
+                        final_of=lambda student: None, base_url="https://g.example.edu/m/")
+    record(tmp_path, "ana", {"sub": "u-1"})
+    tests = [{"manual": False, "score": 10.0, "points": 12.0}, {"manual": False, "score": 3.0, "points": 3.0},
+             {"manual": True, "score": 0.0, "points": 5.0}]
+    passback.graded("ana", 7, {"tests": tests, "max_score": 20.0, "late_penalty": 4.0})
+    passback.graded("nobody-from-the-lms", 8, {"tests": tests, "max_score": 20.0})  # no sub: nothing to post
+    [score] = passback.outbox.pending()
+    assert (score.sub, score.source, score.score, score.maximum, score.progress, score.activity) == (
+        "u-1", "attempt:7", 9.0, 20.0, "Pending", "Submitted")
+    passback.graded("ana", 9, {"tests": tests[:2], "max_score": 15.0, "late_penalty": 20.0})  # never below 0
+    assert passback.outbox.pending()[-1].score == 0.0 and passback.outbox.pending()[-1].progress == "FullyGraded"
+
+
+def test_lti_config_refuses_a_base_url_that_is_no_address_with_a_sentence(tmp_path):
+    (tmp_path / "nbgrader_config.py").write_text("c = get_config()\nc.Lti.client_id = 42\n")
+    for base, says in (("grader.example.edu", "is not an address"), ("https://g.example.edu/", "c.Lti")):
+        done = subprocess.run([str(BIN / "maxpool-grader"), "lti-config", "--base-url", base, "--course-dir",
+                               str(tmp_path)], capture_output=True, text=True)
+        assert done.returncode == 2 and says in done.stdout and "Traceback" not in done.stdout + done.stderr

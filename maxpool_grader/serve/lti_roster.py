@@ -40,7 +40,10 @@ COLUMNS = ("id", "first_name", "last_name", "email", "lms_id")
 
 def fetch_members(course: Path, members_url: str = "") -> list[dict]:
     """The course's members, as the platform's Names and Roles service lists them."""
-    settings = load_lti(course)
+    try:
+        settings = load_lti(course)
+    except Exception as problem:  # noqa: BLE001  traitlets names the bad value
+        raise LtiSetupError(f"nbgrader_config.py's c.Lti: {problem}") from None
     if problems := missing(settings):
         raise LtiSetupError(f"{', '.join(problems)} not set in nbgrader_config.py (docs/lti.md#settings)")
     url = members_url or settings.members_url
@@ -142,5 +145,14 @@ def roster_from_lti(args, db_url: str) -> int:
 
 def lti_config(args) -> int:
     """``maxpool-grader lti-config``: the tool's key set and the registration, as JSON."""
-    print(registration_text(args.course_dir, load_lti(args.course_dir), args.base_url))
+    if not args.base_url.startswith(("https://", "http://")):
+        print(f"maxpool-grader lti-config: --base-url {args.base_url!r} is not an address: give the service's "
+              "public address, e.g. https://grader.example.edu/maxpool/")
+        return 2
+    try:
+        settings = load_lti(args.course_dir)
+    except Exception as problem:  # noqa: BLE001  traitlets names the bad value
+        print(f"maxpool-grader lti-config: nbgrader_config.py's c.Lti: {problem}")
+        return 2
+    print(registration_text(args.course_dir, settings, args.base_url))
     return 0

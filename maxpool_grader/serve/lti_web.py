@@ -260,6 +260,7 @@ class LtiLaunch(LtiHandler):
             return self.refuse(f"LTI is not set up on this service: {problem}.", status=503)
         except Exception as problem:  # noqa: BLE001  pylti1p3 raises a bare Exception for an unknown issuer
             return self.refuse(refusal_sentence(problem, _header(self.get_argument("id_token", ""))))
+        self.clear_cookie(f"lti1p3-{self.get_argument('state', '')}", path=self.prefix)  # used: gone
         self.service.launches.remember_services(claims)
         sub = str(claims.get("sub"))
         recorded = student_of(self.service.course, sub)
