@@ -213,14 +213,18 @@ def test_a_student_launches_uploads_and_the_score_reaches_the_lms(service, platf
     assert score["scoreMaximum"] == json.loads(graded["result"])["max_score"]
 
 
-def test_a_failing_platform_and_a_kill_lose_no_score(service, platform):
+def test_a_failing_platform_and_a_kill_lose_no_score(service, platform, browser):
     session = requests.Session()
     assert launch(session, platform.launch_url(BO)).status_code == 200
     platform.fail_next(3, status=500)
     assert upload(session, service.base, notebook_of(LOOP_CORRECT)).status_code == 200
     service.running.wait_idle()
-    view = wait_for(lambda: (text := instructor_view(service)) and "HTTP 500" in text and text)
-    assert "Bo" in view or "s-bo" in view or "bo" in view
+    view = wait_for(lambda: (text := instructor_view(service)) and "HTTP 500" in text and text, every=0.2)
+    assert "Scores not yet in the LMS" in view and "the platform answered HTTP 500" in view
+    live = browser.new_page()  # the live view with a score waiting, as the instructor reads it
+    live.goto((service.course / ".maxpool-grader" / "serve" / "instructor-link").read_text().strip())
+    assert_accessible(live, "the live view with a score not yet in the LMS")
+    live.close()
     wait_for(lambda: platform.gradebook().get(BO), timeout=60)  # tried again after 2, 4, 8 s: taken
     # the platform goes down; a score waits in the outbox; the service is killed; nothing is lost
     ana = requests.Session()
