@@ -18,6 +18,7 @@ is a page with a sentence, recorded for the instructor's live view.
 from __future__ import annotations
 
 import json
+import re
 from urllib.parse import parse_qs, urlparse
 
 from pylti1p3.cookie import CookieService
@@ -177,7 +178,7 @@ def teaching(claims: dict) -> bool:
 def refusal_sentence(problem: Exception, header: dict) -> str:
     """What a refused launch's page says, from pylti1p3's reason."""
     text = str(problem)
-    alg = str(header.get("alg", ""))
+    alg = re.sub(r"[^A-Za-z0-9]", "", str(header.get("alg", "")))[:12]  # the unchecked header's: a name at most
     pairs = [
         (("State not found", "Missing state"), "This launch does not belong to a sign-in this browser began here "
                                                "(its state does not match, or it was used already). " + START_AGAIN),

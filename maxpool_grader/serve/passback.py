@@ -23,6 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pylti1p3.assignments_grades import AssignmentsGradesService
+from pylti1p3.exception import LtiServiceException
 from pylti1p3.grade import Grade
 from pylti1p3.lineitem import LineItem
 from pylti1p3.service_connector import ServiceConnector
@@ -120,7 +121,13 @@ class Passback:
                  .set_activity_progress(score.activity).set_grading_progress(score.progress).set_user_id(score.sub))
         if score.comment:
             grade.set_comment(score.comment)
-        ags.put_grade(grade, self.line_item(ags, claim, score.maximum))
+        item = self.line_item(ags, claim, score.maximum)
+        try:
+            ags.put_grade(grade, item)
+        except LtiServiceException as problem:
+            if problem.response.status_code == 404:  # the column was deleted in the LMS: found or made anew next time
+                self.launches.take(f"lineitem:{claim['lineitems']}:{self.assignment}")
+            raise
 
     async def send_due(self) -> int:
         """Post what is due now; how many the platform took."""
