@@ -605,3 +605,51 @@ def test_fail_next_and_down(tool, platform):
         requests.get(platform.jwks_url, timeout=5)
     platform.up()
     assert requests.get(platform.jwks_url, timeout=5).status_code == 200
+
+
+# ---------------------------------------------------------------------------------------------
+# In a real browser
+
+
+NO_SCRIPT_VIEW = """
+HTMLFormElement.prototype.submit = function () {};
+document.addEventListener("DOMContentLoaded", () => {
+  for (const fallback of document.querySelectorAll("noscript")) {
+    const shown = document.createElement("div");
+    shown.innerHTML = fallback.textContent;
+    fallback.replaceWith(...shown.childNodes);
+  }
+});
+"""
+
+
+def test_a_launch_in_chromium_and_its_pages_pass_axe(tool, platform, browser):
+    """Debian's Chromium runs the whole launch by the pages' scripts. Then the platform's pages as a
+    browser without scripts shows them (axe-core needs scripts, so an init script stops the
+    auto-submit and shows the ``<noscript>`` content instead): their buttons take the launch
+    through, and axe-core finds no WCAG A/AA rule broken on either page."""
+    from a11y import assert_accessible
+    from pages import offline_page
+
+    context = browser.new_context()
+    page = offline_page(browser, context)
+    page.goto(platform.launch_url("student-1", name="Alan Turing"))
+    page.wait_for_url(tool.launch_url)
+    assert json.loads(page.inner_text("body"))["ok"] is True
+    context.close()
+
+    context = browser.new_context()
+    context.add_init_script(NO_SCRIPT_VIEW)
+    page = offline_page(browser, context)
+    page.goto(platform.launch_url("student-2", name="Grace Hopper"))
+    assert page.title() == "Opening the tool"
+    assert_accessible(page, "the platform's launch page")
+    page.get_by_role("button", name="Continue").click()
+    page.wait_for_url(platform.auth_login_url + "?**")
+    assert page.title() == "Launching the tool", page.content()
+    assert_accessible(page, "the platform's id_token page")
+    page.get_by_role("button", name="Continue").click()
+    page.wait_for_url(tool.launch_url)
+    answer = json.loads(page.inner_text("body"))
+    assert answer["ok"] is True and answer["sub"] == "student-2", answer
+    context.close()
