@@ -494,6 +494,7 @@ class Platform:
         self.lineitems: list[dict] = []
         self.scores: list[dict] = []
         self.allow_extra_credit = True
+        self.login_method = "post"  # how the launch page sends the OIDC login initiation: "post" or "get"
         self.client_id, self.deployment_id = client_id, deployment_id
         self.context_id, self.context_label, self.context_title = "course-maxpool", "MAXPOOL", "Max pooling, backward"
         self.resource_link_id = "resource-link-max-pool-backward"
@@ -553,7 +554,8 @@ class Platform:
         self._down = False
 
     def fail_next(self, n: int = 1, status: int = 500, retry_after: int | None = None) -> None:
-        """The next ``n`` service calls (token, NRPS, AGS) answer ``status`` (with Retry-After if given)."""
+        """The next ``n`` service calls (token, NRPS or AGS requests, in the order they come) answer
+        ``status`` (with Retry-After if given), before any check."""
         headers = {"Retry-After": str(retry_after)} if retry_after is not None else {}
         with self._lock:
             self._failures.extend([(status, headers)] * n)
@@ -733,6 +735,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _dispatch(self, method: str) -> None:
         p = self.server.platform
+        if p._down:  # a kept-alive connection too: closed with no answer
+            self.close_connection = True
+            return
         url = urllib.parse.urlsplit(self.path)
         self.url_path = url.path
         length = int(self.headers.get("Content-Length") or 0)
@@ -847,7 +852,7 @@ class _Handler(BaseHTTPRequestHandler):
         fields = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(url).query))
         for key in dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(action).query)):
             fields.pop(key, None)  # already in the action's own query
-        return 200, {}, _autopost_page("Opening the tool", action, fields)
+        return 200, {}, _autopost_page("Opening the tool", action, fields, method=p.login_method)
 
     def _auth(self, method: str, content_type: str) -> tuple[int, dict, t.Any]:
         p = self.server.platform

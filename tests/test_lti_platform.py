@@ -8,6 +8,9 @@ would; one test drives Debian's Chromium through the whole launch and runs axe-c
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
 import http.cookies
 import json
 import threading
@@ -22,6 +25,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import jwt
 import pytest
 import requests
+from jwcrypto.jwk import JWK
 from lti_platform import ROLES, SCORE_MEDIA_TYPE, TAMPERS, Platform, _new_key
 from pylti1p3.assignments_grades import AssignmentsGradesService
 from pylti1p3.cookie import CookieService
@@ -369,6 +373,35 @@ def test_each_attack_is_refused_by_pylti1p3(tool, platform, tamper):
     assert platform.launches[-1]["tamper"] == tamper
 
 
+def test_the_forged_tokens_are_what_they_say(tool, platform):
+    browser = requests.Session()
+    launch(browser, platform.launch_url("student-1"))
+    published = requests.get(platform.jwks_url, timeout=10).json()["keys"][0]
+    public_pem = JWK(**published).export_to_pem()
+    tokens = {}
+    for tamper in ("alg_none", "hs256_with_public_key", "unknown_kid", "forged_instructor", "expired"):
+        launch(browser, platform.launch_url("student-1", tamper=tamper))
+        tokens[tamper] = platform.launches[-1]["id_token"]
+    assert tokens["alg_none"].endswith(".") and jwt.get_unverified_header(tokens["alg_none"])["alg"] == "none"
+    signing_input, signature = tokens["hs256_with_public_key"].rsplit(".", 1)
+    expected = base64.urlsafe_b64encode(hmac.new(public_pem, signing_input.encode(), hashlib.sha256).digest())
+    assert signature == expected.rstrip(b"=").decode()  # the PEM a tool makes of the JWKS is the secret
+    assert jwt.get_unverified_header(tokens["unknown_kid"])["kid"] != published["kid"]
+    forged = tokens["forged_instructor"]
+    assert jwt.get_unverified_header(forged)["kid"] == published["kid"]
+    assert jwt.decode(forged, options={"verify_signature": False})[ROLE_CLAIM] == [ROLES["instructor"]]
+    with pytest.raises(jwt.InvalidSignatureError):
+        jwt.decode(forged, public_pem, algorithms=["RS256"], options={"verify_aud": False})
+    with pytest.raises(jwt.ExpiredSignatureError):
+        jwt.decode(tokens["expired"], public_pem, algorithms=["RS256"], options={"verify_aud": False})
+
+
+def test_the_login_initiation_can_be_a_get(tool, platform):
+    platform.login_method = "get"
+    assert 'method="get"' in requests.get(platform.launch_url("student-1"), timeout=10).text
+    assert launch(requests.Session(), platform.launch_url("student-1")).json()["ok"] is True
+
+
 def test_stock_pylti1p3_accepts_a_replayed_id_token():
     """What the tool-side engineer must know: pylti1p3 2.0.0 never removes a nonce from the session,
     so the same id_token posted again in the same browser session is accepted."""
@@ -600,9 +633,12 @@ def test_fail_next_and_down(tool, platform):
     assert platform.gradebook()["student-1"]["scoreGiven"] == 7
     statuses = [h.status for h in platform.requests if h.path.endswith("/scores")]
     assert statuses == [500, 200]
+    kept_alive = requests.Session()
+    assert kept_alive.get(platform.jwks_url, timeout=5).status_code == 200
     platform.down()
-    with pytest.raises(requests.ConnectionError):
-        requests.get(platform.jwks_url, timeout=5)
+    for client in (requests, kept_alive):
+        with pytest.raises(requests.ConnectionError):
+            client.get(platform.jwks_url, timeout=5)
     platform.up()
     assert requests.get(platform.jwks_url, timeout=5).status_code == 200
 
