@@ -6,6 +6,22 @@ free port. A test points its tool at it (``Platform(tool_login_url=..., ...)`` o
 (or drives the auto-posting forms with an HTTP client), and asserts on what the platform recorded:
 ``platform.requests``, ``platform.launches``, ``platform.scores``, ``platform.gradebook()``.
 
+Use::
+
+    with Platform(tool_login_url=..., tool_launch_url=..., tool_public_jwk=jwk) as platform:
+        # or: with Platform() as platform: platform.register(tool_registration_json)
+        platform.add_member("student-1", "Alan Turing")            # NRPS; roles="learner" or "instructor"
+        browser.goto(platform.launch_url("student-1"))              # the whole OIDC launch, by auto-posting forms
+        browser.goto(platform.launch_url("student-1", tamper="expired"))   # the tool must refuse it
+        platform.fail_next(2, status=503)                           # the next 2 token/NRPS/AGS calls fail
+        assert platform.gradebook()["student-1"]["scoreGiven"] == 15
+
+Attributes: ``issuer``, ``client_id``, ``deployment_id``, ``jwks_url``, ``auth_login_url``,
+``auth_token_url``, ``nrps_url``, ``lineitems_url``, ``context_id``, ``resource_link_id``, ``kid``;
+records: ``requests`` (``Hit(method, path, status)``), ``launches`` (each id_token sent, its claims and
+tamper), ``members``, ``lineitems``, ``scores``. Methods: ``register``, ``launch_url``, ``add_member``,
+``remove_member``, ``gradebook``, ``rotate_keys``, ``fail_next``, ``down``, ``up``, ``close``.
+
 Built on the PyPI library ``lti1p3platform`` 0.1.8, which does:
 
 - the id_token: the launch claims (``MessageLaunch.set_user_data``, ``set_resource_link_claim``,
