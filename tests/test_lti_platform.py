@@ -462,6 +462,10 @@ def test_the_tools_registration_json_is_accepted(tool):
                            "public_jwk_url": tool.jwks_url})
         token = ServiceConnector(tool.registration()).get_access_token([NRPS_SCOPE])
         assert jwt.decode(token, options={"verify_signature": False})["scopes"] == NRPS_SCOPE
+        tool.private_key, tool.public_key = _new_key()  # the tool rotates its key: a kid the platform has not seen
+        tool.configure(platform)
+        assert ServiceConnector(tool.registration()).get_access_token([NRPS_SCOPE])
+        assert [h.status for h in platform.requests if h.path == "/token"] == [200, 200]
 
 
 @pytest.mark.parametrize("change, field", [
