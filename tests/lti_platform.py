@@ -6,6 +6,22 @@ free port. A test points its tool at it (``Platform(tool_login_url=..., ...)`` o
 (or drives the auto-posting forms with an HTTP client), and asserts on what the platform recorded:
 ``platform.requests``, ``platform.launches``, ``platform.scores``, ``platform.gradebook()``.
 
+Use::
+
+    with Platform(tool_login_url=..., tool_launch_url=..., tool_public_jwk=jwk) as platform:
+        # or: with Platform() as platform: platform.register(tool_registration_json)
+        platform.add_member("student-1", "Alan Turing")            # NRPS; roles="learner" or "instructor"
+        browser.goto(platform.launch_url("student-1"))              # the whole OIDC launch, by auto-posting forms
+        browser.goto(platform.launch_url("student-1", tamper="expired"))   # the tool must refuse it
+        platform.fail_next(2, status=503)                           # the next 2 token/NRPS/AGS calls fail
+        assert platform.gradebook()["student-1"]["scoreGiven"] == 15
+
+Attributes: ``issuer``, ``client_id``, ``deployment_id``, ``jwks_url``, ``auth_login_url``,
+``auth_token_url``, ``nrps_url``, ``lineitems_url``, ``context_id``, ``resource_link_id``, ``kid``;
+records: ``requests`` (``Hit(method, path, status)``), ``launches`` (each id_token sent, its claims and
+tamper), ``members``, ``lineitems``, ``scores``. Methods: ``register``, ``launch_url``, ``add_member``,
+``remove_member``, ``gradebook``, ``rotate_keys``, ``fail_next``, ``down``, ``up``, ``close``.
+
 Built on the PyPI library ``lti1p3platform`` 0.1.8, which does:
 
 - the id_token: the launch claims (``MessageLaunch.set_user_data``, ``set_resource_link_claim``,
@@ -494,6 +510,7 @@ class Platform:
         self.lineitems: list[dict] = []
         self.scores: list[dict] = []
         self.allow_extra_credit = True
+        self.login_method = "post"  # how the launch page sends the OIDC login initiation: "post" or "get"
         self.client_id, self.deployment_id = client_id, deployment_id
         self.context_id, self.context_label, self.context_title = "course-maxpool", "MAXPOOL", "Max pooling, backward"
         self.resource_link_id = "resource-link-max-pool-backward"
@@ -553,7 +570,8 @@ class Platform:
         self._down = False
 
     def fail_next(self, n: int = 1, status: int = 500, retry_after: int | None = None) -> None:
-        """The next ``n`` service calls (token, NRPS, AGS) answer ``status`` (with Retry-After if given)."""
+        """The next ``n`` service calls (token, NRPS or AGS requests, in the order they come) answer
+        ``status`` (with Retry-After if given), before any check."""
         headers = {"Retry-After": str(retry_after)} if retry_after is not None else {}
         with self._lock:
             self._failures.extend([(status, headers)] * n)
@@ -733,6 +751,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _dispatch(self, method: str) -> None:
         p = self.server.platform
+        if p._down:  # a kept-alive connection too: closed with no answer
+            self.close_connection = True
+            return
         url = urllib.parse.urlsplit(self.path)
         self.url_path = url.path
         length = int(self.headers.get("Content-Length") or 0)
@@ -847,7 +868,7 @@ class _Handler(BaseHTTPRequestHandler):
         fields = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(url).query))
         for key in dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(action).query)):
             fields.pop(key, None)  # already in the action's own query
-        return 200, {}, _autopost_page("Opening the tool", action, fields)
+        return 200, {}, _autopost_page("Opening the tool", action, fields, method=p.login_method)
 
     def _auth(self, method: str, content_type: str) -> tuple[int, dict, t.Any]:
         p = self.server.platform

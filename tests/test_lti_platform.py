@@ -8,6 +8,9 @@ would; one test drives Debian's Chromium through the whole launch and runs axe-c
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
 import http.cookies
 import json
 import threading
@@ -22,6 +25,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import jwt
 import pytest
 import requests
+from jwcrypto.jwk import JWK
 from lti_platform import ROLES, SCORE_MEDIA_TYPE, TAMPERS, Platform, _new_key
 from pylti1p3.assignments_grades import AssignmentsGradesService
 from pylti1p3.cookie import CookieService
@@ -369,6 +373,35 @@ def test_each_attack_is_refused_by_pylti1p3(tool, platform, tamper):
     assert platform.launches[-1]["tamper"] == tamper
 
 
+def test_the_forged_tokens_are_what_they_say(tool, platform):
+    browser = requests.Session()
+    launch(browser, platform.launch_url("student-1"))
+    published = requests.get(platform.jwks_url, timeout=10).json()["keys"][0]
+    public_pem = JWK(**published).export_to_pem()
+    tokens = {}
+    for tamper in ("alg_none", "hs256_with_public_key", "unknown_kid", "forged_instructor", "expired"):
+        launch(browser, platform.launch_url("student-1", tamper=tamper))
+        tokens[tamper] = platform.launches[-1]["id_token"]
+    assert tokens["alg_none"].endswith(".") and jwt.get_unverified_header(tokens["alg_none"])["alg"] == "none"
+    signing_input, signature = tokens["hs256_with_public_key"].rsplit(".", 1)
+    expected = base64.urlsafe_b64encode(hmac.new(public_pem, signing_input.encode(), hashlib.sha256).digest())
+    assert signature == expected.rstrip(b"=").decode()  # the PEM a tool makes of the JWKS is the secret
+    assert jwt.get_unverified_header(tokens["unknown_kid"])["kid"] != published["kid"]
+    forged = tokens["forged_instructor"]
+    assert jwt.get_unverified_header(forged)["kid"] == published["kid"]
+    assert jwt.decode(forged, options={"verify_signature": False})[ROLE_CLAIM] == [ROLES["instructor"]]
+    with pytest.raises(jwt.InvalidSignatureError):
+        jwt.decode(forged, public_pem, algorithms=["RS256"], options={"verify_aud": False})
+    with pytest.raises(jwt.ExpiredSignatureError):
+        jwt.decode(tokens["expired"], public_pem, algorithms=["RS256"], options={"verify_aud": False})
+
+
+def test_the_login_initiation_can_be_a_get(tool, platform):
+    platform.login_method = "get"
+    assert 'method="get"' in requests.get(platform.launch_url("student-1"), timeout=10).text
+    assert launch(requests.Session(), platform.launch_url("student-1")).json()["ok"] is True
+
+
 def test_stock_pylti1p3_accepts_a_replayed_id_token():
     """What the tool-side engineer must know: pylti1p3 2.0.0 never removes a nonce from the session,
     so the same id_token posted again in the same browser session is accepted."""
@@ -429,6 +462,10 @@ def test_the_tools_registration_json_is_accepted(tool):
                            "public_jwk_url": tool.jwks_url})
         token = ServiceConnector(tool.registration()).get_access_token([NRPS_SCOPE])
         assert jwt.decode(token, options={"verify_signature": False})["scopes"] == NRPS_SCOPE
+        tool.private_key, tool.public_key = _new_key()  # the tool rotates its key: a kid the platform has not seen
+        tool.configure(platform)
+        assert ServiceConnector(tool.registration()).get_access_token([NRPS_SCOPE])
+        assert [h.status for h in platform.requests if h.path == "/token"] == [200, 200]
 
 
 @pytest.mark.parametrize("change, field", [
@@ -600,8 +637,59 @@ def test_fail_next_and_down(tool, platform):
     assert platform.gradebook()["student-1"]["scoreGiven"] == 7
     statuses = [h.status for h in platform.requests if h.path.endswith("/scores")]
     assert statuses == [500, 200]
+    kept_alive = requests.Session()
+    assert kept_alive.get(platform.jwks_url, timeout=5).status_code == 200
     platform.down()
-    with pytest.raises(requests.ConnectionError):
-        requests.get(platform.jwks_url, timeout=5)
+    for client in (requests, kept_alive):
+        with pytest.raises(requests.ConnectionError):
+            client.get(platform.jwks_url, timeout=5)
     platform.up()
     assert requests.get(platform.jwks_url, timeout=5).status_code == 200
+
+
+# ---------------------------------------------------------------------------------------------
+# In a real browser
+
+
+NO_SCRIPT_VIEW = """
+HTMLFormElement.prototype.submit = function () {};
+document.addEventListener("DOMContentLoaded", () => {
+  for (const fallback of document.querySelectorAll("noscript")) {
+    const shown = document.createElement("div");
+    shown.innerHTML = fallback.textContent;
+    fallback.replaceWith(...shown.childNodes);
+  }
+});
+"""
+
+
+def test_a_launch_in_chromium_and_its_pages_pass_axe(tool, platform, browser):
+    """Debian's Chromium runs the whole launch by the pages' scripts. Then the platform's pages as a
+    browser without scripts shows them (axe-core needs scripts, so an init script stops the
+    auto-submit and shows the ``<noscript>`` content instead): their buttons take the launch
+    through, and axe-core finds no WCAG A/AA rule broken on either page."""
+    from a11y import assert_accessible
+    from pages import offline_page
+
+    context = browser.new_context()
+    page = offline_page(browser, context)
+    page.goto(platform.launch_url("student-1", name="Alan Turing"))
+    page.wait_for_url(tool.launch_url)
+    assert json.loads(page.inner_text("body"))["ok"] is True
+    context.close()
+
+    context = browser.new_context()
+    context.add_init_script(NO_SCRIPT_VIEW)
+    page = offline_page(browser, context)
+    page.goto(platform.launch_url("student-2", name="Grace Hopper"))
+    assert page.title() == "Opening the tool"
+    assert_accessible(page, "the platform's launch page")
+    page.get_by_role("button", name="Continue").click()
+    page.wait_for_url(platform.auth_login_url + "?**")
+    assert page.title() == "Launching the tool", page.content()
+    assert_accessible(page, "the platform's id_token page")
+    page.get_by_role("button", name="Continue").click()
+    page.wait_for_url(tool.launch_url)
+    answer = json.loads(page.inner_text("body"))
+    assert answer["ok"] is True and answer["sub"] == "student-2", answer
+    context.close()
