@@ -36,6 +36,7 @@ pytestmark = pytest.mark.integration  # a platform, a service, its workers, Chro
 
 POLICY = "\nc.Serve.attempts_per_hour = 2\nc.Serve.poll_interval = 0.3\n"
 ANA, BO, CY, TEACHER = "s-ana", "s-bo", "s-cy", "t-teacher"
+PREFIX = "/maxpool/"  # behind a reverse proxy's path, as --base-url puts it: every LTI route and cookie under it
 REFUSALS = {  # each attack of the platform, and what the page says
     "wrong_issuer": "not registered with (its issuer",
     "wrong_audience": "made for another tool",
@@ -57,11 +58,11 @@ class Served:
 
     def __init__(self, course, port):
         self.course, self.port = course, port
-        self.running = Running(course, port)
+        self.running = Running(course, port, PREFIX)
         self.base = self.running.base
 
     def restart(self):
-        self.running = Running(self.course, self.port)
+        self.running = Running(self.course, self.port, PREFIX)
 
 
 @pytest.fixture(scope="module")
@@ -92,7 +93,7 @@ c.Lti.key_set_url = {platform.jwks_url!r}
 @pytest.fixture(scope="module")
 def service(course, platform):
     port = free_port()
-    printed = subprocess.run([str(BIN / "maxpool-grader"), "lti-config", "--base-url", f"http://127.0.0.1:{port}/",
+    printed = subprocess.run([str(BIN / "maxpool-grader"), "lti-config", "--base-url", f"http://127.0.0.1:{port}{PREFIX}",
                               "--course-dir", str(course)], capture_output=True, text=True, check=True)
     platform.register(json.loads(printed.stdout)["canvas"])  # Canvas's developer key, as an admin pastes it
     served = Served(course, port)
