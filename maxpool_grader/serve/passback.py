@@ -11,8 +11,9 @@
   less the late penalty, "FullyGraded", with a comment that links to the feedback page.
 
 Every score goes into the outbox first (serve/outbox.py) and is posted from there, in a
-thread, tried again with backoff until the platform takes it. The line item is found by the
-assignment's tag, or made, once, and kept in the launch store.
+thread, tried again with backoff until the platform takes it. The line item is the launch's
+own column when the launch names one (AGS ``lineitem``); else the one with the assignment's
+tag, found or made once, and kept in the launch store.
 """
 
 from __future__ import annotations
@@ -121,7 +122,9 @@ class Passback:
                  .set_activity_progress(score.activity).set_grading_progress(score.progress).set_user_id(score.sub))
         if score.comment:
             grade.set_comment(score.comment)
-        item = self.line_item(ags, claim, score.maximum)
+        # the launch's own column when it names one (Canvas and Moodle make one per graded activity),
+        # else the course's column of the assignment's tag, found or made
+        item = None if claim.get("lineitem") else self.line_item(ags, claim, score.maximum)
         try:
             ags.put_grade(grade, item)
         except LtiServiceException as problem:
