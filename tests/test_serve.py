@@ -53,12 +53,12 @@ POLICY = "\nc.Serve.attempts_per_hour = 3\nc.Serve.attempts_per_day = 5\nc.Serve
 class Running:
     """One ``maxpool-grader serve`` process of the course, and its queue."""
 
-    def __init__(self, course: Path, port: int):
+    def __init__(self, course: Path, port: int, prefix: str = "/"):
         self.course, self.port = course, port
-        self.base = f"http://127.0.0.1:{port}/"
+        self.base = f"http://127.0.0.1:{port}{prefix}"
         self.log = open(course / f"serve-{time.monotonic_ns()}.log", "w+")  # noqa: SIM115
         self.process = subprocess.Popen([str(BIN / "maxpool-grader"), "serve", "--course-dir", str(course),
-                                         "--port", str(port), "--workers", "2"],
+                                         "--port", str(port), "--workers", "2", "--base-url", self.base],
                                         stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + 120
         while "serve: watching" not in self.output():

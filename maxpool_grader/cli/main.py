@@ -7,6 +7,8 @@
 * ``roster`` imports the class list (course/roster.py).
 * ``collect-lms`` and ``export-lms``: a Canvas or Moodle zip in, the grades out (intake.py; the
   zip read in lms/zip_upload.py, matched in lms/match.py, written in lms/store.py; export.py).
+* ``lti-config`` prints what an LMS's administrator registers the tool with; ``roster
+  --from-lti`` reads the roster from the LMS (serve/lti.py, serve/lti_roster.py).
 * ``cluster-certs`` writes the certificates of a course's Dask cluster (tls.py).
 * ``doctor`` says which grading guarantees hold on this machine (cli/doctor.py).
 * ``check`` checks the source notebook against the grader; ``--fix`` fixes what it can and
@@ -31,6 +33,7 @@ from ..grading.similarity import THRESHOLD
 from ..lms.cli import collect_lms, export_lms
 from ..lms.zip_upload import LAYOUTS, LmsError, ZipLimits
 from ..serve import cli as serve_cli
+from ..serve import lti_roster
 from .doctor import doctor
 
 COLLECT_EXIT = ("Exit status: 0 when every file of the zip is in submitted/ or lms-unmatched/ (each file not "
@@ -54,9 +57,7 @@ def _parser() -> argparse.ArgumentParser:
     grading.add_argument("--similarity-threshold", type=float, default=THRESHOLD, metavar="SHARE",
                          help="list pairs of submissions in the report when at least this share (0-1) of one side's "
                               f"own code is also in the other (default {THRESHOLD})")
-    roster = commands.add_parser("roster", help="import a roster CSV (id, first name, last name, email) into the "
-                                                "gradebook's students")
-    roster.add_argument("csv", type=Path, help="the roster file")
+    roster, lti = _roster_parsers(commands)
     collect = commands.add_parser("collect-lms", help="put a Canvas or Moodle 'download all submissions' zip into "
                                                       "submitted/ (students from roster.csv; late flags and times "
                                                       "become nbgrader timestamps)", epilog=COLLECT_EXIT)
@@ -92,9 +93,27 @@ def _parser() -> argparse.ArgumentParser:
     checkup.add_argument("--json", action="store_true", help="print the findings as JSON")
     checking = _check_parser(commands)
     serving, tokens = serve_cli.add_parsers(commands, _cluster_options)
-    for command in (grading, roster, collect, export, checkup, checking, serving, tokens):
+    for command in (grading, roster, collect, export, checkup, checking, serving, tokens, lti):
         _course_options(command)
     return parser
+
+
+def _roster_parsers(commands: _Commands) -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
+    """``roster`` (a CSV, or the LMS's members) and ``lti-config``."""
+    roster = commands.add_parser("roster", help="import a roster CSV (id, first name, last name, email) into the "
+                                                "gradebook's students")
+    roster.add_argument("csv", type=Path, nargs="?", help="the roster file")
+    roster.add_argument("--from-lti", action="store_true",
+                        help="read the course's members from the LMS (LTI Names and Roles) into roster.csv and the "
+                             "gradebook instead; students who left are removed and their links ended, with a diff")
+    roster.add_argument("--members-url", default=None, help="with --from-lti: the Names and Roles address "
+                                                            "(default: c.Lti.members_url, or the last launch's)")
+    lti = commands.add_parser("lti-config", help="print the tool's public key set and the JSON that Canvas's "
+                                                 "developer key and Moodle's external tool registration ask for "
+                                                 "(docs/lti.md)")
+    lti.add_argument("--base-url", required=True, help="the service's public address, e.g. "
+                                                       "https://grader.example.edu/")
+    return roster, lti
 
 
 def _course_options(command: argparse.ArgumentParser) -> None:
@@ -132,7 +151,8 @@ EXAMPLES = {  # shown under each command's --help
               "maxpool-grader grade --db postgresql://grader@db/course",
               "maxpool-grader grade --cluster tls://sched:8786 --tls-ca-file certs/ca.pem \\",
               "    --tls-cert certs/client.pem --tls-key certs/client-key.pem"],
-    "roster": ["maxpool-grader roster roster.csv"],
+    "roster": ["maxpool-grader roster roster.csv", "maxpool-grader roster --from-lti   # the LMS's members (LTI)"],
+    "lti-config": ["maxpool-grader lti-config --base-url https://grader.example.edu/ > registration.json"],
     "collect-lms": ["maxpool-grader collect-lms submissions.zip --due '2026-11-20 23:59'",
                     "maxpool-grader collect-lms moodle.zip --lms moodle-folders --zip-timezone Europe/Berlin"],
     "export-lms": ["maxpool-grader export-lms --canvas-column 'Max pooling (12345)'"],
@@ -207,6 +227,8 @@ def main(argv: list[str] | None = None) -> int:
     if not (args.course_dir / "nbgrader_config.py").is_file():
         parser.error(f"{args.course_dir.resolve()} has no nbgrader_config.py: "
                      "run this in the course directory or pass --course-dir")
+    if args.command == "lti-config":
+        return lti_roster.lti_config(args)
     if args.command == "check":
         return check(args.course_dir, apply_fixes=args.fix, db_url=args.db)
     if args.command == "grade":
@@ -247,6 +269,10 @@ def cluster_certs(args, parser: argparse.ArgumentParser) -> int:
 
 
 def roster_command(args, db_url: str) -> int:
+    if args.from_lti:
+        return lti_roster.roster_from_lti(args, db_url)
+    if args.csv is None:
+        raise RosterError("give the roster file (maxpool-grader roster roster.csv), or --from-lti")
     count = import_roster(args.csv, db_url)
     print(f"{count} students imported from {args.csv} into {db_url}")
     return 0

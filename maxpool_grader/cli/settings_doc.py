@@ -27,6 +27,7 @@ from ..glue.sealedbox import SealedBox
 from ..lms.zip_upload import ZipLimits
 from ..sandbox.box import Caps
 from ..sandbox.kernel_client import MAX_MESSAGE_BYTES, QUEUED_MESSAGES
+from ..serve.lti import Lti
 from ..serve.policy import Serve
 from ..verdict.process import CPU_MARGIN_SECONDS, Limits
 
@@ -43,6 +44,8 @@ SETTINGS: list[tuple[type[Configurable], str]] = [
                   "only, never while Part A can still change (see docs/serve.md#before-the-deadline)."),
     (Serve, "The policy of maxpool-grader serve, which grades a submission while the assignment is "
             "open and shows its feedback within seconds (see docs/serve.md)."),
+    (Lti, "LTI 1.3: students start from the assignment in Canvas or Moodle, the roster comes from the LMS and "
+          "each score goes back to its gradebook (see docs/lti.md)."),
 ]
 COMMAND = "python -m maxpool_grader.cli.settings_doc --fix docs/settings.md"
 

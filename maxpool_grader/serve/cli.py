@@ -16,6 +16,7 @@ from ..course.roster import import_roster, read_roster
 from ..glue.deadline import parse_time
 from ..glue.safecsvexport import csv_cell
 from . import service
+from .lti import load_lti
 from .policy import SERVE_DIR, STUDENT_ID, load_settings
 from .signin import (
     Credentials,
@@ -83,6 +84,10 @@ def serve_command(args, parser: argparse.ArgumentParser, db_url: str, security) 
             parse_time(settings.deadline)
     except Exception as problem:  # noqa: BLE001  traitlets names the bad value
         parser.exit(2, f"maxpool-grader serve: nbgrader_config.py's c.Serve: {problem}\n")
+    try:
+        load_lti(args.course_dir)
+    except Exception as problem:  # noqa: BLE001  traitlets names the bad value
+        parser.exit(2, f"maxpool-grader serve: nbgrader_config.py's c.Lti: {problem}\n")
     if args.hub_login and args.no_web:
         parser.error("--hub-login signs students in to the web page, which --no-web turns off")
     address, port, base_url, hub = args.address, args.port, args.base_url, None

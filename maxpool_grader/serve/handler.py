@@ -59,7 +59,8 @@ class Handler(tornado.web.RequestHandler):
         if self.current_user is None and self.session_holder() is not None:
             self.message("Not on the roster", NOT_ON_ROSTER, status=403)
         elif self.current_user is None and not self.to_hub_sign_in():
-            self.message("Please open your personal link", why, status=403)
+            lms = " If you came from your course in the LMS, open the assignment there again." * bool(self.service.lti)
+            self.message("Please open your personal link", why + lms, status=403)
         return self.current_user
 
     def to_hub_sign_in(self) -> bool:

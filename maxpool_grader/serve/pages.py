@@ -215,4 +215,8 @@ def instructor_view(service: Service) -> dict:
                       else a.student, "way": a.way + (f" {a.source!r}" if a.source else ""), "why": a.message}
                      for a in attempts if a.status in ("refused", "failed", "forged")][:30],
         "events": service.events[-30:],
+        "lti": service.passback is not None,
+        "unposted": [{"student": score.student, "score": f"{score.score:g} of {score.maximum:g} ({score.progress})",
+                      "tries": score.tries, "error": score.error or "not tried yet"}
+                     for score in (service.passback.outbox.pending() if service.passback else [])][:100],
     }

@@ -41,7 +41,9 @@ from ..grading.grade import Broke, GradingRun
 from ..names import ASSIGNMENT
 from .exchange import ExchangeWatcher, exchange_inbound
 from .grading_job import keep_before, put_back, serve_followup, serve_worker_setup
+from .lti import load_lti
 from .pages import brief_page
+from .passback import enable_lti
 from .policy import NOT_ON_ROSTER, SERVE_DIR, Policy, Serve, load_settings
 from .queue import Attempt, Queue
 from .signin import SignIn
@@ -66,6 +68,7 @@ class Service:
         self.wake: asyncio.Event | None = None
         self.stopping = False
         self.events: list[str] = []  # what the instructor should know (a forged submission, a failure)
+        self.base_url, self.lti, self.launches, self.passback = "", None, None, None  # LTI: passback.enable_lti
         self.policy = Policy(settings, course=course, db_url=db_url, assignment=assignment, queue=self.queue,
                              on_queued=self.poke)
         self.signin = SignIn(course / SERVE_DIR, is_student=self.policy.is_student,
@@ -161,6 +164,8 @@ class Service:
             if feedback.exists():
                 shutil.copyfile(feedback, self.queue.feedback_path(attempt.id))
             self.queue.finish(attempt.id, "graded", result=result)
+            if self.passback is not None:  # its score, to the LMS's gradebook
+                self.passback.graded(attempt.student, attempt.id, result)
             secret = self.queue.secret_path(attempt.id)
             exchange = self.exchange if attempt.way == "exchange" else None  # None too after a --no-exchange restart
             if exchange is not None and not result.get("released") and secret.exists():
@@ -245,6 +250,8 @@ def run(course: Path, db_url: str, workers: int, *, address: str, port: int, bas
             print(f"maxpool-grader serve: not started: {problem}", file=sys.stderr)
             return 1
     service = Service(course, db_url, settings, backend, exchange=exchange)
+    service.base_url = base_url
+    enable_lti(service, load_lti(course))
     if requeued := service.queue.resume():
         say(f"serve: {requeued} attempts that were being graded when the service stopped are queued again")
     try:
@@ -276,6 +283,7 @@ async def _serve_until_stopped(service: Service, *, start_web, **web_options) ->
     if service.exchange is not None:
         say(f"serve: watching {service.exchange.inbound}")
     queue = asyncio.create_task(service.run_queue())
+    scores = service.passback and asyncio.create_task(service.passback.run(stopped.done))
     while not stopped.done():
         if service.exchange is not None:
             service.exchange.scan()
@@ -286,5 +294,7 @@ async def _serve_until_stopped(service: Service, *, start_web, **web_options) ->
     if server is not None:
         server.stop()
     await queue
+    if scores:
+        scores.cancel()
     say("serve: stopped; the queue is kept for the next start")
     return stopped.result()

@@ -22,6 +22,12 @@
   (``c.Serve.hub_instructors`` get the instructor's live view instead). Once the Hub has
   said who it is, the Hub's token is not kept: the browser holds the service's own session
   cookie, as after a personal link.
+* LTI 1.3 (``c.Lti``). Once pylti1p3 has checked a launch's token (serve/lti_web.py), the
+  LMS user's ``sub`` decides who it is (``SignIn.lti_user``): the roster student it was
+  recorded as (``.maxpool-grader/lti.json``, by Names and Roles), never a name in the launch.
+  A user the roster does not know gets nothing; an instructor's role leads to the live view,
+  unless that user is recorded as a student of the roster (a learner who claims more). The
+  student then holds the same session cookie as after a personal link.
 
 The web layer (serve/handler.py, web.py, hub.py) reads and sets the cookies these
 decisions name; this module knows nothing of tornado's handlers. It is past 300 lines because
@@ -293,6 +299,19 @@ class SignIn:
         if name in self.hub_instructors:
             return "instructor", name
         return ("student" if self.is_student(name) else "stranger"), name
+
+
+    def lti_user(self, sub: str, *, teaching: bool, recorded_as: str | None) -> tuple[str, str]:
+        """Who a checked LTI launch is: ("instructor", "") for a teaching role (instructor,
+        teaching assistant, administrator) of a user not recorded as a student here;
+        ("forged", student) for such a role claimed by a user recorded as a roster student;
+        ("student", id) for the roster student ``sub`` was recorded as (``recorded_as``);
+        ("stranger", id or "") for anyone else, or a recorded student off the roster now."""
+        if teaching:
+            return ("forged", recorded_as) if recorded_as and self.is_student(recorded_as) else ("instructor", "")
+        if recorded_as is None:
+            return "stranger", ""
+        return ("student" if self.is_student(recorded_as) else "stranger"), recorded_as
 
 
 # ------------------------------------------------------------------ JupyterHub's OAuth

@@ -33,6 +33,7 @@ import tornado.web
 
 from ..course.directory import say
 from .handler import Handler
+from .lti_web import ROUTES as LTI_ROUTES
 from .pages import attempt_progress, brief, final_feedback, instructor_view, queue_summary, status_text
 from .policy import NOT_ON_ROSTER, SERVE_DIR, Refused
 from .service import CannotServe, Service
@@ -252,6 +253,7 @@ def make_app(service: Service, *, base_url: str, secure_cookies: bool, hub_auth=
               (r"attempt/([0-9]{1,12})/feedback", FeedbackPage), (r"attempt/([0-9]{1,12})/status", AttemptStatus),
               (r"final", FinalPage),
               (r"instructor", InstructorView), (r"instructor/status", InstructorStatus)]
+    routes += LTI_ROUTES if service.lti is not None else []  # with c.Lti.enabled: launches from the LMS
     if hub_auth is not None:
         from .hub import ROUTES  # hub.py imports jupyterhub (0.5 s): only for --hub-login
         routes += ROUTES

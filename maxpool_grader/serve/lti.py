@@ -1,0 +1,174 @@
+"""LTI 1.3: the course's registration with its LMS (``c.Lti``), the tool's own key, and what
+the LMS's administrator is given (``maxpool-grader lti-config``).
+
+The LMS (the platform) and this tool trust each other through two key pairs: the platform
+signs every launch with its key, which the tool reads from the platform's key set
+(``key_set_url``); the tool signs its requests for an access token (Names and Roles, grades)
+with its own key, which the platform reads from the tool's key set (``/lti/jwks``, or the
+JWK pasted into the developer key). The tool's private key is made on first use, readable by
+its owner only, under ``.maxpool-grader/``.
+
+Every check of a launch's token is pylti1p3's (serve/lti_web.py holds its tornado adapter);
+this module gives it the registration as its ``ToolConfDict``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from pylti1p3.registration import Registration
+from pylti1p3.tool_config import ToolConfDict
+from traitlets import Bool, List, Unicode
+from traitlets.config import Configurable
+
+from ..course.directory import read_course_config
+from ..names import ASSIGNMENT
+
+KEY_FILE = ".maxpool-grader/lti/tool-key.pem"
+SCOPES = ("https://purl.imsglobal.org/spec/lti-ags/scope/lineitem",
+          "https://purl.imsglobal.org/spec/lti-ags/scope/result.readonly",
+          "https://purl.imsglobal.org/spec/lti-ags/scope/score",
+          "https://purl.imsglobal.org/spec/lti-nrps/scope/contextmembership.readonly")
+LOGIN, LAUNCH, JWKS = "lti/login", "lti/launch", "lti/jwks"
+
+
+class Lti(Configurable):
+    """The course's LTI 1.3 registration: what the LMS's administrator gives the instructor
+    once the tool is registered there (docs/lti.md)."""
+
+    enabled = Bool(False, help=(
+        "Whether 'maxpool-grader serve' takes LTI 1.3 launches from the LMS (students start from the "
+        "assignment in Canvas or Moodle) and posts scores back to the LMS's gradebook.")).tag(config=True, unit="")
+    issuer = Unicode("", help=(
+        "The platform's issuer, as its launches name it: e.g. 'https://canvas.instructure.com' or the Moodle "
+        "site's address.")).tag(config=True, unit="")
+    client_id = Unicode("", help=(
+        "The client id the LMS gave this tool (Canvas: the developer key's id; Moodle: the tool's client "
+        "ID).")).tag(config=True, unit="")
+    deployment_ids = List(Unicode(), default_value=[], help=(
+        "The deployment ids launches may come from (Canvas: the installed app's deployment id; Moodle: the "
+        "tool's deployment ID). A launch from any other is refused.")).tag(config=True, unit="")
+    auth_login_url = Unicode("", help=(
+        "The platform's OIDC authorization address, where a launch's login goes (Canvas: "
+        "https://sso.canvaslms.com/api/lti/authorize_redirect; Moodle: <site>/mod/lti/auth.php).")).tag(
+        config=True, unit="")
+    auth_token_url = Unicode("", help=(
+        "The platform's OAuth 2 token address, for Names and Roles and the grades (Canvas: "
+        "https://sso.canvaslms.com/login/oauth2/token; Moodle: <site>/mod/lti/token.php).")).tag(config=True, unit="")
+    key_set_url = Unicode("", help=(
+        "The platform's public key set (JWKS), which every launch's signature is checked against (Canvas: "
+        "https://sso.canvaslms.com/api/lti/security/jwks; Moodle: <site>/mod/lti/certs.php).")).tag(
+        config=True, unit="")
+    private_key = Unicode(KEY_FILE, help=(
+        "The tool's private key (PEM), relative to the course: made on first use, readable by its owner "
+        "only. Its public half is what 'maxpool-grader lti-config' prints and /lti/jwks serves.")).tag(
+        config=True, unit="")
+    members_url = Unicode("", help=(
+        "The Names and Roles address of the course ('context_memberships_url'); empty: the one the last "
+        "launch named. 'maxpool-grader roster --from-lti' reads the members there.")).tag(config=True, unit="")
+    lineitems_url = Unicode("", help=(
+        "The course's line items address (AGS 'lineitems'); empty: the one the last launch named. The "
+        "assignment's line item is found there, or made.")).tag(config=True, unit="")
+
+
+def load_lti(course: Path) -> Lti:
+    return Lti(config=read_course_config(course))
+
+
+class LtiSetupError(ValueError):
+    """The registration is incomplete: what is missing, for the instructor."""
+
+
+def missing(settings: Lti) -> list[str]:
+    """The settings a launch needs that are not set, by their c.Lti names."""
+    return [f"c.Lti.{name}" for name in ("issuer", "client_id", "deployment_ids", "auth_login_url",
+                                         "auth_token_url", "key_set_url") if not getattr(settings, name)]
+
+
+def key_path(course: Path, settings: Lti) -> Path:
+    path = Path(settings.private_key)
+    return path if path.is_absolute() else course / path
+
+
+def private_key(course: Path, settings: Lti) -> str:
+    """The tool's private key (PEM), made now if there is none: RSA 2048, owner-only."""
+    path = key_path(course, settings)
+    if path.is_file():
+        return path.read_text()
+    # cryptography is heavy and only LTI needs a key: imported here
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    pem = rsa.generate_private_key(public_exponent=65537, key_size=2048).private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()).decode()
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:  # made meanwhile by another command
+        return path.read_text()
+    with os.fdopen(fd, "w") as handle:
+        handle.write(pem)
+    return pem
+
+
+def public_key(private_pem: str) -> str:
+    # cryptography is heavy and only LTI needs a key: imported here
+    from cryptography.hazmat.primitives import serialization
+    key = serialization.load_pem_private_key(private_pem.encode(), password=None)
+    return key.public_key().public_bytes(serialization.Encoding.PEM,
+                                         serialization.PublicFormat.SubjectPublicKeyInfo).decode()
+
+
+def public_jwks(course: Path, settings: Lti) -> dict:
+    """The tool's public key set, as /lti/jwks serves it (its key id is the key's thumbprint)."""
+    return {"keys": [dict(Registration.get_jwk(public_key(private_key(course, settings))))]}
+
+
+def tool_conf(course: Path, settings: Lti) -> ToolConfDict:
+    """pylti1p3's view of the registration: one issuer, one client, its deployments, the
+    platform's key set by address, and the tool's key pair."""
+    if problems := missing(settings):
+        raise LtiSetupError(f"LTI is not set up: {', '.join(problems)} not set in nbgrader_config.py "
+                            "(docs/lti.md#settings)")
+    conf = ToolConfDict({settings.issuer: {
+        "default": True, "client_id": settings.client_id, "auth_login_url": settings.auth_login_url,
+        "auth_token_url": settings.auth_token_url, "auth_audience": None, "key_set_url": settings.key_set_url,
+        "key_set": None, "deployment_ids": list(settings.deployment_ids)}})
+    pem = private_key(course, settings)
+    conf.set_private_key(settings.issuer, pem, client_id=settings.client_id)
+    conf.set_public_key(settings.issuer, public_key(pem), client_id=settings.client_id)
+    return conf
+
+
+def urls(base_url: str) -> dict[str, str]:
+    base = base_url.rstrip("/") + "/"
+    return {"login": base + LOGIN, "launch": base + LAUNCH, "jwks": base + JWKS, "domain": base.split("/")[2]}
+
+
+def registration(course: Path, settings: Lti, base_url: str, title: str = f"{ASSIGNMENT} grader") -> dict:
+    """What ``lti-config`` prints: the tool's key set, Canvas's developer key JSON (LTI key,
+    "Paste JSON"), and the fields of Moodle's "Configure a tool manually"."""
+    where, jwks = urls(base_url), public_jwks(course, settings)
+    placement = {"placement": "assignment_selection", "message_type": "LtiResourceLinkRequest",
+                 "target_link_uri": where["launch"], "text": title}
+    canvas = {"title": title, "description": "Feedback within seconds on the max_pool_backward assignment; "
+                                             "scores go back to the gradebook.",
+              "oidc_initiation_url": where["login"], "target_link_uri": where["launch"],
+              "public_jwk_url": where["jwks"], "public_jwk": jwks["keys"][0], "scopes": list(SCOPES),
+              "extensions": [{"platform": "canvas.instructure.com", "domain": where["domain"],
+                              "privacy_level": "public", "settings": {"placements": [
+                                  placement, {**placement, "placement": "link_selection"}]}}],
+              "custom_fields": {}}
+    moodle = {"Tool name": title, "Tool URL": where["launch"], "LTI version": "LTI 1.3",
+              "Public key type": "Keyset URL", "Public keyset": where["jwks"], "Initiate login URL": where["login"],
+              "Redirection URI(s)": where["launch"], "Default launch container": "New window",
+              "IMS LTI Assignment and Grade Services": "Use this service for grade sync and column management",
+              "IMS LTI Names and Role Provisioning": "Use this service to retrieve members' information as per "
+                                                    "privacy settings",
+              "Share launcher's name with tool": "Always", "Share launcher's email with tool": "Always"}
+    return {"jwks": jwks, "canvas": canvas, "moodle": moodle}
+
+
+def registration_text(course: Path, settings: Lti, base_url: str) -> str:
+    return json.dumps(registration(course, settings, base_url), indent=2)

@@ -1,0 +1,298 @@
+"""LTI 1.3 launches into ``maxpool-grader serve``: pylti1p3's tool, adapted to tornado.
+
+pylti1p3 ships adapters for Django and Flask; these are tornado's: its ``Request`` (the
+handler's parameters), ``CookieService`` (the OIDC state's short cookie, on the service's
+path), ``SessionService`` over ``LaunchStore`` (serve/lti_store.py: nonces and states in
+SQLite, each taken once, so a launch replayed is refused after a restart too), ``Redirect``,
+``OIDCLogin`` and ``MessageLaunch``. Every check of the token is the library's: the signature
+against the platform's key set, ``iss``, ``aud`` (its client id), the deployment, ``exp``/``iat``,
+the nonce, the state, the message type and the version. Two things it leaves to the tool are
+done here: ``azp`` must be the client id when it is given (or when ``aud`` names several), and
+the platform's key set is kept between launches and read again once when a launch names a
+key it does not have (the platform rotated its keys).
+
+Who the checked launch is, is serve/signin.py's decision (``SignIn.lti_user``). Every refusal
+is a page with a sentence, recorded for the instructor's live view.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from urllib.parse import parse_qs, urlparse
+
+from pylti1p3.cookie import CookieService
+from pylti1p3.exception import LtiException
+from pylti1p3.launch_data_storage.base import LaunchDataStorage
+from pylti1p3.message_launch import MessageLaunch
+from pylti1p3.oidc_login import OIDCLogin
+from pylti1p3.redirect import Redirect
+from pylti1p3.request import Request
+from pylti1p3.roles import StaffRole, TeacherRole, TeachingAssistantRole
+from pylti1p3.session import SessionService
+
+from .handler import Handler
+from .lti import LtiSetupError, public_jwks, tool_conf, urls
+from .lti_store import LaunchStore, student_of
+from .policy import NOT_ON_ROSTER, Refused
+
+STATE_SECONDS = 600
+START_AGAIN = "Start again from the assignment in your course's page in the LMS."
+
+
+class TornadoRequest(Request):
+    def __init__(self, handler: Handler):
+        self.handler = handler
+
+    @property
+    def session(self):
+        return None
+
+    def is_secure(self) -> bool:
+        return self.handler.request.protocol == "https" or bool(self.handler.application.settings["secure"])
+
+    def get_param(self, key: str) -> str:
+        return self.handler.get_argument(key, "")
+
+
+class TornadoCookies(CookieService):
+    """The OIDC state's cookie: HttpOnly, on the service's path; SameSite=None over HTTPS (the
+    launch is a form the LMS's page posts), Lax otherwise."""
+
+    def __init__(self, handler: Handler):
+        self.handler = handler
+
+    def get_cookie(self, name: str):
+        return self.handler.get_cookie(f"{self._cookie_prefix}-{name}")
+
+    def set_cookie(self, name: str, value, exp=3600):
+        secure = TornadoRequest(self.handler).is_secure()
+        self.handler.set_cookie(f"{self._cookie_prefix}-{name}", str(value), path=self.handler.prefix, httponly=True,
+                                secure=secure, samesite="None" if secure else "Lax", max_age=exp)
+
+
+class StoredData(LaunchDataStorage):
+    """pylti1p3's launch data in the service's LaunchStore (no session cookie of its own)."""
+
+    _session_cookie_name = None
+
+    def __init__(self, store: LaunchStore):
+        self.store = store
+
+    def can_set_keys_expiration(self) -> bool:
+        return True
+
+    def get_value(self, key: str):
+        return self.store.get(self._prepare_key(key))
+
+    def set_value(self, key: str, value, exp=None) -> None:
+        self.store.put(self._prepare_key(key), value, exp or STATE_SECONDS)
+
+    def check_value(self, key: str) -> bool:
+        return self.store.get(self._prepare_key(key)) is not None
+
+
+class StoredSession(SessionService):
+    """pylti1p3's session service with its nonces taken once."""
+
+    def __init__(self, request: Request, store: LaunchStore):
+        self.data_storage = StoredData(store)
+        self.store = store
+
+    def check_nonce(self, nonce: str) -> bool:
+        return self.store.take(self._get_key("nonce", nonce))  # as StoredData keeps it: prefixed once
+
+
+class TornadoRedirect(Redirect):
+    def __init__(self, location: str, handler: Handler):
+        self.location, self.handler = location, handler
+
+    def do_redirect(self):
+        self.handler.redirect(self.location, status=302)
+
+    def do_js_redirect(self):
+        self.do_redirect()
+
+    def set_redirect_url(self, location: str):
+        self.location = location
+
+    def get_redirect_url(self) -> str:
+        return self.location
+
+
+class TornadoOIDCLogin(OIDCLogin):
+    def get_redirect(self, url: str) -> Redirect:
+        return TornadoRedirect(url, self._request.handler)
+
+    def _prepare_redirect_url(self, launch_url: str) -> str:
+        """The library's, and its state kept on this side too: a launch must bring back a
+        state this service gave out, once."""
+        url = super()._prepare_redirect_url(launch_url)
+        state = parse_qs(urlparse(url).query)["state"][0]
+        self._session_service.store.put(f"state:{state}", True, STATE_SECONDS)
+        return url
+
+
+class TornadoMessageLaunch(MessageLaunch):
+    key_sets: dict = {}  # the platform's key set by its address, kept between launches (per process)
+
+    def _get_request_param(self, key: str) -> str:
+        return self._request.get_param(key)
+
+    def validate_state(self):
+        super().validate_state()  # the library's: the state's cookie matches the form's
+        if not self._session_service.store.take(f"state:{self._get_request_param('state')}"):
+            raise LtiException("State not found")
+        return self
+
+    def validate_registration(self):
+        super().validate_registration()
+        body = self._jwt.get("body", {})
+        aud, azp = body.get("aud"), body.get("azp")
+        if (azp is not None or isinstance(aud, list) and len(aud) > 1) and azp != self.get_client_id():
+            raise LtiException("azp is not this tool's client id")
+        return self
+
+    def fetch_public_key(self, key_set_url: str):
+        if key_set_url not in self.key_sets:
+            self.key_sets[key_set_url] = super().fetch_public_key(key_set_url)
+        return self.key_sets[key_set_url]
+
+    def get_public_key(self):
+        try:
+            return super().get_public_key()
+        except LtiException as problem:
+            if "Unable to find public key" not in str(problem):
+                raise
+            url = self._registration.get_key_set_url()
+            self.key_sets.pop(url, None)  # the platform may have rotated its keys: its key set once more
+            self._registration.set_key_set(None)
+            return super().get_public_key()
+
+
+def teaching(claims: dict) -> bool:
+    """Whether a launch's roles are a teacher's: instructor, teaching assistant, administrator."""
+    return any(role(claims).check() for role in (TeacherRole, TeachingAssistantRole, StaffRole))
+
+
+def refusal_sentence(problem: Exception, header: dict) -> str:
+    """What a refused launch's page says, from pylti1p3's reason."""
+    text = str(problem)
+    alg = re.sub(r"[^A-Za-z0-9]", "", str(header.get("alg", "")))[:12]  # the unchecked header's: a name at most
+    pairs = [
+        (("State not found", "Missing state"), "This launch does not belong to a sign-in this browser began here "
+                                               "(its state does not match, or it was used already). " + START_AGAIN),
+        (("Invalid Nonce", '"nonce" is empty'), "This launch was used already (its nonce was seen before): each "
+                                                "launch works once. " + START_AGAIN),
+        (("[client_id=",), "This launch was made for another tool (its audience is not this service's client id)."),
+        (("Registration not found", "Could not find issuer", "not found in settings"),
+         "This launch comes from a platform this service is not registered with (its issuer is not the course's)."),
+        (("Client id not registered", "azp is not"), "This launch was made for another tool (its audience is not "
+                                                     "this service's client id)."),
+        (("Unable to find deployment",), "This launch comes from a deployment of the tool this course does not "
+                                         "know (its deployment id is not the course's)."),
+        (("Unable to find public key",), f"This launch is signed with {alg}, which this service never accepts: "
+                                         "only the LMS's own RSA keys are." if not alg.startswith("RS") else
+                                         "This launch names a signing key the LMS's key set does not have (an "
+                                         "unknown key id), even after reading the key set again."),
+        (("expired",), "This launch has expired: it was made too long ago. " + START_AGAIN),
+        (("Signature verification failed", "Can't decode id_token"), "This launch's signature does not match its "
+                                                                     "content: it was changed after the LMS signed "
+                                                                     "it, so it is not taken."),
+        (("version",), "This launch is not LTI 1.3.0 (its version claim says otherwise)."),
+        (("message type", "Message validation", "Resource Link", "Must have a user", "Roles Claim"),
+         "This launch is not a link to a resource this service understands (its message type or claims are not "
+         "an LTI resource link launch's)."),
+        (("Missing id_token", "JWT"), "No valid launch token arrived with this request. " + START_AGAIN),
+    ]
+    for keys, sentence in pairs:
+        if any(key in text for key in keys):
+            return sentence
+    return f"This launch could not be checked ({text[:200]}). " + START_AGAIN
+
+
+class LtiHandler(Handler):
+    """What both LTI endpoints share: no CSRF cookie (the LMS's page posts the forms; the
+    state and the nonce are what tie a launch to its login), the launch store, refusals."""
+
+    def check_xsrf_cookie(self):
+        """The state and the nonce do what the CSRF token does for the service's own forms."""
+
+    def refuse(self, sentence: str, who: str = "(LTI launch)", status: int = 403) -> None:
+        self.service.policy.refuse(who, Refused(f"LTI launch refused: {sentence}", status), way="lti")
+        self.message("This launch was refused", sentence, status=status)
+
+    def parts(self):
+        settings = self.service.lti
+        return (tool_conf(self.service.course, settings), TornadoRequest(self),
+                StoredSession(TornadoRequest(self), self.service.launches))
+
+
+class LtiLogin(LtiHandler):
+    """The OIDC login the LMS starts (third-party initiated login): on to its authorization
+    address, with a state (cookie and store) and a nonce."""
+
+    def get(self):
+        self.login()
+
+    def post(self):
+        self.login()
+
+    def login(self):
+        try:
+            conf, request, session = self.parts()
+            login = TornadoOIDCLogin(request, conf, session, TornadoCookies(self))
+            login.redirect(urls(self.service.base_url)["launch"])
+        except LtiSetupError as problem:
+            self.refuse(f"LTI is not set up on this service: {problem}.", status=503)
+        except Exception as problem:  # noqa: BLE001  pylti1p3 raises a bare Exception for an unknown issuer
+            self.refuse(refusal_sentence(problem, {}), status=403)
+
+
+class LtiLaunch(LtiHandler):
+    """The launch: the token checked, the user decided (serve/signin.py), the session cookie set."""
+
+    def post(self):
+        try:
+            conf, request, session = self.parts()
+            launch = TornadoMessageLaunch(request, conf, session, TornadoCookies(self))
+            claims = launch.get_launch_data()
+        except LtiSetupError as problem:
+            return self.refuse(f"LTI is not set up on this service: {problem}.", status=503)
+        except Exception as problem:  # noqa: BLE001  pylti1p3 raises a bare Exception for an unknown issuer
+            return self.refuse(refusal_sentence(problem, _header(self.get_argument("id_token", ""))))
+        self.clear_cookie(f"lti1p3-{self.get_argument('state', '')}", path=self.prefix)  # used: gone
+        self.service.launches.remember_services(claims)
+        sub = str(claims.get("sub"))
+        recorded = student_of(self.service.course, sub)
+        kind, who = self.service.signin.lti_user(sub, teaching=teaching(claims), recorded_as=recorded)
+        if kind == "instructor":
+            self.sign_in_instructor()
+            return self.redirect(self.url("/instructor"), status=303)
+        if kind == "student":
+            self.sign_in_student(who)
+            return self.redirect(self.url("/"), status=303)
+        if kind == "forged":
+            return self.refuse(f"This launch claims an instructor's role for {who}, who is a student of this course: "
+                               "a student never gets the instructor's view.", who=who)
+        self.refuse("Your LMS account is not on this course's roster here: " + NOT_ON_ROSTER,
+                    who=who or f"LTI user {sub[:64]}")
+
+
+class LtiJwks(Handler):
+    """The tool's public key set, which the LMS reads to check the tool's signed requests."""
+
+    def get(self):
+        self.set_header("Content-Type", "application/json")
+        self.finish(json.dumps(public_jwks(self.service.course, self.service.lti)))
+
+
+def _header(token: str) -> dict:
+    """A token's header, unchecked: only to say which algorithm a refused launch named."""
+    try:
+        return json.loads(MessageLaunch.urlsafe_b64decode(token.split(".")[0]))
+    except (ValueError, UnicodeDecodeError, IndexError):
+        return {}
+
+
+ROUTES = [(r"lti/login", LtiLogin), (r"lti/launch", LtiLaunch), (r"lti/jwks", LtiJwks)]

@@ -1,0 +1,120 @@
+"""The scores waiting to go to the LMS's gradebook (LTI Assignment and Grade Services), in
+SQLite under ``.maxpool-grader/serve/`` (``ags-outbox.sqlite``), as the attempt queue keeps its
+attempts (serve/queue.py).
+
+A score is written here, synced, before anything is sent; it is ``pending`` until the
+platform has taken it (``posted``). A failed post stays pending, tried again after 2, 4, 8 ...
+seconds (at most ``BACKOFF_MAX``), its last error kept for the live view; a service killed
+while posting sends it again at its next start (the platform keeps the latest of a user's
+scores by its timestamp, so a score sent twice is the same score). A student's scores go in
+the order they were made: a later one waits for the earlier. Each score has a ``source``
+(``attempt:12``, ``final:<release time>``) and is recorded once per source.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS scores (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    student TEXT NOT NULL,
+    sub TEXT NOT NULL,              -- the LMS user (the launch's sub)
+    source TEXT NOT NULL UNIQUE,    -- attempt:<id> or final:<release time>
+    score REAL NOT NULL,
+    maximum REAL NOT NULL,
+    progress TEXT NOT NULL,         -- AGS gradingProgress: Pending, FullyGraded
+    activity TEXT NOT NULL,         -- AGS activityProgress: Submitted, Completed
+    comment TEXT NOT NULL DEFAULT '',
+    timestamp TEXT NOT NULL,        -- ISO 8601, when the score was made (the platform keeps the latest)
+    status TEXT NOT NULL DEFAULT 'pending',
+    tries INTEGER NOT NULL DEFAULT 0,
+    next_try REAL NOT NULL DEFAULT 0,
+    error TEXT NOT NULL DEFAULT '',
+    posted REAL
+);
+CREATE INDEX IF NOT EXISTS scores_status ON scores (status, id);
+"""
+BACKOFF_MAX = 300.0
+
+
+@dataclass
+class Score:
+    id: int
+    student: str
+    sub: str
+    source: str
+    score: float
+    maximum: float
+    progress: str
+    activity: str
+    comment: str
+    timestamp: str
+    status: str
+    tries: int
+    next_try: float
+    error: str
+    posted: float | None
+
+
+class Outbox:
+    def __init__(self, folder: Path):
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(folder / "ags-outbox.sqlite", check_same_thread=False, isolation_level=None)
+        self._db.row_factory = sqlite3.Row
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=FULL")  # a score written is a score kept
+        self._db.executescript(SCHEMA)
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def _run(self, sql: str, *args):
+        with self._lock:
+            return self._db.execute(sql, args).fetchall()
+
+    def add(self, student: str, sub: str, source: str, score: float, maximum: float, *, progress: str,
+            activity: str, comment: str = "") -> bool:
+        """Record a score to post (False: one of this source is recorded already)."""
+        stamp = datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+        with self._lock:
+            cursor = self._db.execute(
+                "INSERT OR IGNORE INTO scores (student, sub, source, score, maximum, progress, activity, comment, "
+                "timestamp) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (student, sub, source, score, maximum, progress, activity, comment, stamp))
+        return cursor.rowcount == 1
+
+    def has(self, source: str) -> bool:
+        return bool(self._run("SELECT 1 FROM scores WHERE source=?", source))
+
+    def due(self, now: float | None = None) -> list[Score]:
+        """The scores to post now: each student's oldest pending one, if its time has come."""
+        now = time.time() if now is None else now
+        rows = self._run("SELECT * FROM scores WHERE status='pending' AND id IN "
+                         "(SELECT MIN(id) FROM scores WHERE status='pending' GROUP BY student) AND next_try <= ? "
+                         "ORDER BY id", now)
+        return [Score(**dict(row)) for row in rows]
+
+    def pending(self) -> list[Score]:
+        return [Score(**dict(row)) for row in self._run("SELECT * FROM scores WHERE status='pending' ORDER BY id")]
+
+    def all(self) -> list[Score]:
+        return [Score(**dict(row)) for row in self._run("SELECT * FROM scores ORDER BY id")]
+
+    def posted(self, score_id: int) -> None:
+        self._run("UPDATE scores SET status='posted', posted=?, error='' WHERE id=?", time.time(), score_id)
+
+    def failed(self, score_id: int, error: str) -> float:
+        """A post that failed: tried again later (backoff); the delay."""
+        tries = self._run("SELECT tries FROM scores WHERE id=?", score_id)[0][0] + 1
+        delay = min(BACKOFF_MAX, 2.0 ** tries)
+        self._run("UPDATE scores SET tries=?, next_try=?, error=? WHERE id=?", tries, time.time() + delay,
+                  error[:500], score_id)
+        return delay

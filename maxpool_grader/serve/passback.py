@@ -1,0 +1,177 @@
+"""Scores back to the LMS (LTI Assignment and Grade Services), through the outbox.
+
+* Each graded attempt of a student the LMS knows (recorded in ``.maxpool-grader/lti.json``)
+  is a score: Part B's points, less the late penalty nbgrader gave the submission, of the
+  assignment's maximum, with ``gradingProgress`` "Pending" while Part A waits for a person.
+  The service grades a student's attempts in order and only the latest counts (an older one
+  still queued is superseded), so the latest score the platform keeps is the attempt that
+  counts, as ``grade --force`` counts it.
+* Once the instructor has released the final feedback (``nbgrader release_feedback`` after
+  the deadline, serve/pages.py's ``final_feedback``), the final score: the gradebook's total
+  less the late penalty, "FullyGraded", with a comment that links to the feedback page.
+
+Every score goes into the outbox first (serve/outbox.py) and is posted from there, in a
+thread, tried again with backoff until the platform takes it. The line item is the launch's
+own column when the launch names one (AGS ``lineitem``); else the one with the assignment's
+tag, found or made once, and kept in the launch store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from pylti1p3.assignments_grades import AssignmentsGradesService
+from pylti1p3.exception import LtiServiceException
+from pylti1p3.grade import Grade
+from pylti1p3.lineitem import LineItem
+from pylti1p3.service_connector import ServiceConnector
+
+from ..course.directory import say
+from .grading_job import scores_of
+from .lti import SCOPES, Lti, missing, tool_conf
+from .lti_store import LaunchStore, records
+from .outbox import Outbox, Score
+from .pages import final_feedback
+
+AGS_SCOPES = [scope for scope in SCOPES if "lti-ags" in scope]
+SCAN_EVERY = 3.0  # seconds between looks for a released final feedback
+
+
+class NotReady(Exception):
+    """Posting cannot start yet: what is missing, for the live view."""
+
+
+def connector(course: Path, settings: Lti) -> ServiceConnector:
+    """pylti1p3's client of the platform's services, signed with the tool's key."""
+    registration = tool_conf(course, settings).find_registration(settings.issuer)
+    return ServiceConnector(registration)
+
+
+class Passback:
+    """The outbox of ``course`` and what fills and empties it. ``final_of(student)`` is the
+    student's released final feedback page (or None); ``base_url`` the service's address."""
+
+    def __init__(self, course: Path, settings: Lti, launches: LaunchStore, *, db_url: str, assignment: str,
+                 folder: Path, final_of: Callable[[str], Path | None], base_url: str):
+        self.course, self.settings, self.launches = course, settings, launches
+        self.db_url, self.assignment, self.final_of, self.base_url = db_url, assignment, final_of, base_url
+        self.outbox = Outbox(folder)
+        self._scanned = 0.0
+
+    def sub_of(self, student: str) -> str | None:
+        return (records(self.course).get(student) or {}).get("sub")
+
+    def graded(self, student: str, attempt_id: int, result: dict) -> None:
+        """A graded attempt's score, into the outbox (for a student the LMS knows)."""
+        sub = self.sub_of(student)
+        if sub is None:
+            return
+        tests = result.get("tests", [])
+        part_b = sum(test["score"] for test in tests if not test["manual"])
+        waiting = any(test["manual"] for test in tests)
+        self.outbox.add(student, sub, f"attempt:{attempt_id}", max(0.0, part_b - result.get("late_penalty", 0.0)),
+                        result.get("max_score", 0.0), progress="Pending" if waiting else "FullyGraded",
+                        activity="Submitted")
+
+    def scan_released(self) -> int:
+        """Each released final feedback not yet scored, into the outbox; how many."""
+        added = 0
+        for student, info in records(self.course).items():
+            page = self.final_of(student)
+            if page is None:
+                continue
+            source = f"final:{student}:{page.stat().st_mtime_ns}"
+            if self.outbox.has(source):
+                continue
+            result = scores_of(self.db_url, self.course, student, self.assignment)
+            comment = f"Your final feedback: {self.base_url.rstrip('/')}/final"
+            added += self.outbox.add(student, info["sub"], source,
+                                     max(0.0, result["score"] - result["late_penalty"]), result["max_score"],
+                                     progress="FullyGraded", activity="Completed", comment=comment)
+        return added
+
+    def ags_claim(self) -> dict:
+        """The course's line items address and scopes: c.Lti.lineitems_url, or the last launch's."""
+        if self.settings.lineitems_url:
+            return {"scope": AGS_SCOPES, "lineitems": self.settings.lineitems_url}
+        claim = self.launches.services()[1]
+        if not claim:
+            raise NotReady("no launch has named the course's line items yet (set c.Lti.lineitems_url, or launch once)")
+        return claim
+
+    def line_item(self, ags: AssignmentsGradesService, claim: dict, maximum: float) -> LineItem:
+        key = f"lineitem:{claim['lineitems']}:{self.assignment}"
+        found = self.launches.get(key)
+        if found:
+            return LineItem(found)
+        item = ags.find_or_create_lineitem(LineItem().set_tag(self.assignment).set_label(self.assignment)
+                                           .set_resource_id(self.assignment).set_score_maximum(maximum),
+                                           find_by="tag")
+        self.launches.put(key, {"id": item.get_id(), "tag": self.assignment, "label": self.assignment,
+                                "scoreMaximum": maximum, "resourceId": self.assignment}, 365 * 86400)
+        return item
+
+    def post(self, score: Score) -> None:
+        """One score to the platform (in a thread); raises what went wrong."""
+        claim = self.ags_claim()
+        ags = AssignmentsGradesService(connector(self.course, self.settings), claim)
+        grade = (Grade().set_score_given(score.score).set_score_maximum(score.maximum).set_timestamp(score.timestamp)
+                 .set_activity_progress(score.activity).set_grading_progress(score.progress).set_user_id(score.sub))
+        if score.comment:
+            grade.set_comment(score.comment)
+        # the launch's own column when it names one (Canvas and Moodle make one per graded activity),
+        # else the course's column of the assignment's tag, found or made
+        item = None if claim.get("lineitem") else self.line_item(ags, claim, score.maximum)
+        try:
+            ags.put_grade(grade, item)
+        except LtiServiceException as problem:
+            if problem.response.status_code == 404:  # the column was deleted in the LMS: found or made anew next time
+                self.launches.take(f"lineitem:{claim['lineitems']}:{self.assignment}")
+            raise
+
+    async def send_due(self) -> int:
+        """Post what is due now; how many the platform took."""
+        if time.monotonic() - self._scanned > SCAN_EVERY:
+            self._scanned = time.monotonic()
+            await asyncio.to_thread(self.scan_released)
+        sent = 0
+        for score in self.outbox.due():
+            try:
+                await asyncio.to_thread(self.post, score)
+            except Exception as problem:  # noqa: BLE001  any failure: kept, and tried again later
+                self.outbox.failed(score.id, _why(problem))
+            else:
+                self.outbox.posted(score.id)
+                sent += 1
+        return sent
+
+    async def run(self, stopped: Callable[[], bool], every: float = 1.0) -> None:
+        while not stopped():
+            await self.send_due()
+            await asyncio.sleep(every)
+
+
+def _why(problem: Exception) -> str:
+    response = getattr(problem, "response", None)
+    if response is not None and getattr(response, "status_code", None):
+        return f"the platform answered HTTP {response.status_code}"
+    return f"{type(problem).__name__}: {problem}"[:300]
+
+
+def enable_lti(service, settings: Lti) -> None:
+    """With ``c.Lti.enabled``: the service takes launches (its launch store) and posts scores
+    (its passback), from the course's registration."""
+    if not settings.enabled:
+        return
+    service.lti, service.launches = settings, LaunchStore(service.queue.folder)
+    service.passback = Passback(service.course, settings, service.launches, db_url=service.db_url,
+                                assignment=service.assignment, folder=service.queue.folder,
+                                final_of=lambda student: final_feedback(service, student), base_url=service.base_url)
+    if problems := missing(settings):
+        say(f"serve: LTI is enabled but {', '.join(problems)} not set: launches are refused until they are "
+            "(docs/lti.md#settings)")
+    else:
+        say(f"serve: LTI 1.3 launches from {settings.issuer} (client {settings.client_id})")

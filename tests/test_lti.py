@@ -1,0 +1,453 @@
+"""LTI 1.3 against a platform nobody here wrote (tests/lti_platform.py, built on the PyPI
+library lti1p3platform): ``lti-config``'s registration is what the platform registers; an
+instructor's launch lands on the live view; ``roster --from-lti`` fills the roster from Names
+and Roles; a student launches in Chromium, uploads, reads their feedback and their score
+appears in the platform's gradebook ("Pending": Part A waits); every forged or broken launch
+is a page with a sentence and an entry on the live view; a failing platform and a ``kill -9``
+while a score waits lose nothing; a student who left the LMS's course is removed and their
+session ends; revocation, the attempt limit and the deadline hold for LTI students; and once
+Part A is graded by hand and the feedback released, the final score is "FullyGraded" with a
+link to the feedback page.
+
+Its unit tests, at the end, need no platform: the outbox and the launch store keep what they
+hold across a reopen (a restart, a kill), a nonce or a state is taken once, who a checked
+launch is (serve/signin.py), the sentence each refusal gets, what ``lti-config`` prints, and
+an attempt's score (Part B less the late penalty).
+
+The integration tests share one platform, course and service, and run in order."""
+
+from __future__ import annotations
+
+import csv
+import html
+import json
+import os
+import re
+import signal
+import stat
+import subprocess
+import time
+
+import pytest
+import requests
+from a11y import assert_accessible, reflow_problems, tab
+from helpers import ASSIGNMENT, BIN, ROOT, free_port, sqlite
+from lti_platform import Platform
+from nbgrader.api import Gradebook
+from test_lti_platform import launch
+from test_serve import LOOP_CORRECT, Running, notebook_of
+
+from maxpool_grader.names import PART_A_CELL
+from maxpool_grader.serve.lti import Lti, LtiSetupError, public_jwks, registration, tool_conf
+from maxpool_grader.serve.lti_store import LaunchStore, record, records, student_of
+from maxpool_grader.serve.lti_web import refusal_sentence, teaching
+from maxpool_grader.serve.outbox import Outbox
+from maxpool_grader.serve.passback import Passback
+from maxpool_grader.serve.signin import SignIn
+
+INTEGRATION = pytest.mark.integration  # a platform, a service, its workers, Chromium
+
+POLICY = "\nc.Serve.attempts_per_hour = 2\nc.Serve.poll_interval = 0.3\n"
+ANA, BO, CY, TEACHER = "s-ana", "s-bo", "s-cy", "t-teacher"
+PREFIX = "/maxpool/"  # behind a reverse proxy's path, as --base-url puts it: every LTI route and cookie under it
+REFUSALS = {  # each attack of the platform, and what the page says
+    "wrong_issuer": "not registered with (its issuer",
+    "wrong_audience": "made for another tool",
+    "unknown_deployment": "deployment of the tool this course does not know",
+    "expired": "has expired",
+    "alg_none": "signed with none, which this service never accepts",
+    "hs256_with_public_key": "signed with HS256, which this service never accepts",
+    "unknown_kid": "unknown key id",
+    "wrong_state": "state does not match",
+    "replay": "used already",
+    "forged_instructor": "changed after the LMS signed it",
+    "bad_message_type": "message type",
+    "bad_version": "not LTI 1.3.0",
+}
+
+
+class Served:
+    """The course's one service, restarted by the tests that kill or stop it."""
+
+    def __init__(self, course, port):
+        self.course, self.port = course, port
+        self.running = Running(course, port, PREFIX)
+        self.base = self.running.base
+
+    def restart(self):
+        self.running = Running(self.course, self.port, PREFIX)
+
+
+@pytest.fixture(scope="module")
+def platform():
+    with Platform() as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory, platform):
+    from helpers import copy_course
+    course = copy_course(tmp_path_factory.mktemp("lti") / "course", with_submissions=False)
+    with open(course / "nbgrader_config.py", "a") as config:
+        config.write(POLICY + f"""
+c.Lti.enabled = True
+c.Lti.issuer = {platform.issuer!r}
+c.Lti.client_id = {platform.client_id!r}
+c.Lti.deployment_ids = [{platform.deployment_id!r}]
+c.Lti.auth_login_url = {platform.auth_login_url!r}
+c.Lti.auth_token_url = {platform.auth_token_url!r}
+c.Lti.key_set_url = {platform.jwks_url!r}
+""")
+    with open(course / "roster.csv", "w", newline="") as handle:
+        csv.writer(handle).writerows([["id", "first_name", "last_name", "email"], ["dee", "Dee", "Local", ""]])
+    return course
+
+
+@pytest.fixture(scope="module")
+def service(course, platform):
+    port = free_port()
+    printed = subprocess.run([str(BIN / "maxpool-grader"), "lti-config", "--base-url", f"http://127.0.0.1:{port}{PREFIX}",
+                              "--course-dir", str(course)], capture_output=True, text=True, check=True)
+    platform.register(json.loads(printed.stdout)["canvas"])  # Canvas's developer key, as an admin pastes it
+    served = Served(course, port)
+    yield served
+    if served.running.process.poll() is None:
+        served.running.stop()
+
+
+def roster_from_lti(course) -> subprocess.CompletedProcess:
+    done = subprocess.run([str(BIN / "maxpool-grader"), "roster", "--from-lti", "--course-dir", str(course)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done
+
+
+def instructor_view(service) -> str:
+    link = (service.course / ".maxpool-grader" / "serve" / "instructor-link").read_text().strip()
+    session = requests.Session()
+    return html.unescape(session.get(link, timeout=30).text)
+
+
+def upload(session: requests.Session, base: str, content: bytes) -> requests.Response:
+    home = session.get(base, timeout=30)
+    form = re.search(r'name="_xsrf" value="([^"]+)"', home.text)  # no form after the deadline: its cookie's token
+    xsrf = form[1] if form else session.cookies.get("maxpool_xsrf")
+    return session.post(base + "upload", data={"_xsrf": xsrf}, timeout=60,
+                        files={"notebook": (f"{ASSIGNMENT}.ipynb", content)})
+
+
+def wait_for(what, timeout: float = 120, every: float = 0.5):
+    deadline = time.monotonic() + timeout
+    while True:
+        found = what()
+        if found:
+            return found
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(every)
+
+
+@INTEGRATION
+def test_the_platform_registered_what_lti_config_printed(service, platform):
+    assert platform.tool_config["target_link_uri"] == service.base + "lti/launch"
+    assert platform.tool_config["oidc_initiation_url"] == service.base + "lti/login"
+    jwks = requests.get(service.base + "lti/jwks", timeout=10).json()
+    assert jwks["keys"] == [platform.tool_config["public_jwk"]]
+
+
+@INTEGRATION
+def test_an_instructor_lands_on_the_live_view_and_names_and_roles_fill_the_roster(service, platform):
+    arrived = launch(requests.Session(), platform.launch_url(TEACHER, roles="instructor", name="Tess Teacher"))
+    assert arrived.status_code == 200 and arrived.url == service.base + "instructor", arrived.text
+    assert "Scores not yet in the LMS" in arrived.text
+    platform.add_member(ANA, "Ana Lovelace", "learner")
+    platform.add_member(BO, "Bo Turing", "learner")
+    done = roster_from_lti(service.course)
+    added = [line for line in done.stdout.splitlines() if line.startswith("+ ")]
+    assert added == ["+ s-ana (Ana Lovelace)", "+ s-bo (Bo Turing)"], done.stdout  # no SIS id: the LMS user id
+    assert "kept, not in the LMS's course: dee" in done.stdout, done.stdout
+    recorded = json.loads((service.course / ".maxpool-grader" / "lti.json").read_text())
+    assert {info["sub"] for info in recorded.values()} == {ANA, BO}
+    roster = (service.course / "roster.csv").read_text()
+    assert "Ana" in roster and "Bo" in roster and "dee" in roster
+
+
+@INTEGRATION
+def test_every_broken_or_forged_launch_is_a_page_and_a_line_on_the_live_view(service, platform, browser):
+    first = launch(requests.Session(), platform.launch_url(ANA))  # a valid one first: the replay's original
+    assert first.status_code == 200 and "submit for feedback" in first.text, first.text
+    pages = {}
+    for tamper, says in REFUSALS.items():
+        refused = launch(requests.Session(), platform.launch_url(ANA, tamper=tamper))
+        assert refused.status_code == 403 and says in html.unescape(refused.text), (tamper, refused.text)
+        assert "Traceback" not in refused.text
+        pages[tamper] = refused.text
+    stranger = launch(requests.Session(), platform.launch_url("s-zed", name="Zed"))
+    assert stranger.status_code == 403 and "not on this course's roster" in html.unescape(stranger.text)
+    claims_more = launch(requests.Session(), platform.launch_url(ANA, roles="instructor"))
+    assert claims_more.status_code == 403 and "claims an instructor's role" in html.unescape(claims_more.text)
+    platform.rotate_keys()  # the platform's new key: its key set is read again, once, and the launch taken
+    rotated = launch(requests.Session(), platform.launch_url(ANA))
+    assert rotated.status_code == 200 and "submit for feedback" in rotated.text, rotated.text
+    view = instructor_view(service)
+    for says in [*REFUSALS.values(), "not on this course's roster", "claims an instructor's role"]:
+        assert "LTI launch refused: " in view and says in view, says
+    from pages import offline_page
+    context = browser.new_context(viewport={"width": 320, "height": 640})  # reflow: 320 CSS px, no scrolling sideways
+    page = offline_page(browser, context)
+    page.goto(platform.launch_url(ANA, tamper="expired"))  # the platform's auto-posting pages, then ours
+    page.wait_for_selector("text=This launch was refused")
+    assert_accessible(page, "an LTI launch refused")
+    assert reflow_problems(page) == {} and "has expired" in page.inner_text("main")
+    context.close()
+
+
+@INTEGRATION
+def test_a_student_launches_uploads_and_the_score_reaches_the_lms(service, platform, browser):
+    from pages import offline_page
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = offline_page(browser, context)
+    page.goto(platform.launch_url(ANA))
+    page.wait_for_url(service.base)
+    assert_accessible(page, "an LTI student's home page")
+    notebook = service.course.parent / "ana.ipynb"
+    notebook.write_bytes(notebook_of(LOOP_CORRECT))
+    page.set_input_files("input[type=file]", str(notebook))
+    stops = [tab(page) for _ in range(8)]  # the keyboard alone reaches the upload button, its focus drawn
+    button = next(stop for stop in stops if stop["tag"] == "button")
+    assert button["outline"], stops
+    page.focus("button[type=submit]")
+    page.keyboard.press("Enter")
+    page.wait_for_url(re.compile(r".*/attempt/\d+$"))
+    service.running.wait_idle()
+    page.reload()
+    page.wait_for_url(re.compile(r".*/attempt/\d+(/feedback)?$"))
+    assert "max_pool_backward" in page.content()
+    context.close()
+    score = wait_for(lambda: platform.gradebook().get(ANA))
+    graded = [row for row in service.running.attempts() if row["status"] == "graded"][-1]
+    tests = json.loads(graded["result"])["tests"]
+    part_b = sum(test["score"] for test in tests if not test["manual"])
+    assert score["scoreGiven"] == part_b and score["gradingProgress"] == "Pending", score
+    assert score["scoreMaximum"] == json.loads(graded["result"])["max_score"]
+
+
+@INTEGRATION
+def test_a_failing_platform_and_a_kill_lose_no_score(service, platform, browser):
+    session = requests.Session()
+    assert launch(session, platform.launch_url(BO)).status_code == 200
+    platform.fail_next(3, status=500)
+    assert upload(session, service.base, notebook_of(LOOP_CORRECT)).status_code == 200
+    service.running.wait_idle()
+    view = wait_for(lambda: (text := instructor_view(service)) and "HTTP 500" in text and text, every=0.2)
+    assert "Scores not yet in the LMS" in view and "the platform answered HTTP 500" in view
+    live = browser.new_page()  # the live view with a score waiting, as the instructor reads it
+    live.goto((service.course / ".maxpool-grader" / "serve" / "instructor-link").read_text().strip())
+    assert_accessible(live, "the live view with a score not yet in the LMS")
+    live.close()
+    wait_for(lambda: platform.gradebook().get(BO), timeout=60)  # tried again after 2, 4, 8 s: taken
+    # the platform goes down; a score waits in the outbox; the service is killed; nothing is lost
+    ana = requests.Session()
+    assert launch(ana, platform.launch_url(ANA)).status_code == 200
+    platform.down()
+    assert upload(ana, service.base, notebook_of(LOOP_CORRECT.replace("+=", "="))).status_code == 200
+    service.running.wait_idle()
+    outbox = service.course / ".maxpool-grader" / "serve" / "ags-outbox.sqlite"
+    wait_for(lambda: _pending(outbox))
+    service.running.process.send_signal(signal.SIGKILL)
+    service.running.process.wait(timeout=30)
+    platform.up()
+    service.restart()
+    latest = wait_for(lambda: (got := platform.gradebook().get(ANA)) and got["scoreGiven"] < 15 and got, timeout=90)
+    assert latest["gradingProgress"] == "Pending"
+    wait_for(lambda: not _pending(outbox), timeout=30)  # marked posted once the platform's answer is read
+    # the attempt limit holds: Ana has used her 2 attempts of the hour
+    refused = upload(ana, service.base, notebook_of(LOOP_CORRECT))
+    assert refused.status_code == 429 and "graded attempts of the last hour" in refused.text
+
+
+def _pending(outbox) -> list:
+    import sqlite3
+    with sqlite3.connect(outbox) as db:
+        return db.execute("SELECT id FROM scores WHERE status='pending'").fetchall()
+
+
+@INTEGRATION
+def test_a_student_who_left_the_lms_course_is_removed_and_their_session_ends(service, platform):
+    bo = requests.Session()
+    assert launch(bo, platform.launch_url(BO)).status_code == 200
+    platform.remove_member(BO)
+    platform.add_member(CY, "Cy Hopper", "learner")
+    done = roster_from_lti(service.course)
+    removed = [line for line in done.stdout.splitlines() if line.startswith("- ")]
+    assert len(removed) == 1 and "left the course in the LMS" in removed[0], done.stdout
+    assert "+ s-cy (Cy Hopper)" in done.stdout.splitlines()  # (and Zed, who launched once and so is a member)
+    ended = bo.get(service.base, timeout=30)  # at once: off the roster, and the session revoked
+    assert ended.status_code == 403 and "open the assignment there again" in ended.text
+    again = launch(requests.Session(), platform.launch_url(BO))
+    assert again.status_code == 403 and "not on this course's roster" in html.unescape(again.text)
+    cy = launch(requests.Session(), platform.launch_url(CY))
+    assert cy.status_code == 200 and "submit for feedback" in cy.text
+
+
+@INTEGRATION
+def test_a_revocation_ends_an_lti_session(service, platform):
+    ana = requests.Session()
+    assert launch(ana, platform.launch_url(ANA)).status_code == 200
+    student = next(who for who, info in json.loads((service.course / ".maxpool-grader" / "lti.json").read_text())
+                   .items() if info["sub"] == ANA)
+    subprocess.run([str(BIN / "maxpool-grader"), "tokens", "--base-url", service.base, "--revoke", student,
+                    "--course-dir", str(service.course)], check=True, capture_output=True)
+    ended = ana.get(service.base, timeout=30)
+    assert ended.status_code == 403 and "open the assignment there again" in ended.text
+    assert launch(ana, platform.launch_url(ANA)).status_code == 200  # the LMS signs her in anew, as a new link would
+
+
+@INTEGRATION
+def test_after_the_deadline_part_a_graded_by_hand_and_released_is_the_final_score(service, platform):
+    service.running.stop()
+    with open(service.course / "nbgrader_config.py", "a") as config:
+        config.write("c.Serve.deadline = '2020-01-01 00:00'\n")
+    service.restart()
+    ana = requests.Session()
+    assert launch(ana, platform.launch_url(ANA)).status_code == 200
+    assert "The deadline has passed" in ana.get(service.base, timeout=30).text  # no form
+    refused = upload(ana, service.base, notebook_of(LOOP_CORRECT))  # and an upload made anyway
+    assert refused.status_code == 403 and "The deadline has passed" in refused.text, refused.text
+    student = next(who for who, info in json.loads((service.course / ".maxpool-grader" / "lti.json").read_text())
+                   .items() if info["sub"] == ANA)
+    with Gradebook(sqlite(service.course)) as gradebook:
+        grade = gradebook.find_grade(PART_A_CELL, ASSIGNMENT, ASSIGNMENT, student)
+        grade.manual_score, grade.needs_manual_grade = 3, False
+        gradebook.db.commit()
+        total = gradebook.find_submission(ASSIGNMENT, student).score
+    for step in ("generate_feedback", "release_feedback"):
+        made = subprocess.run([str(BIN / "nbgrader"), step, ASSIGNMENT, *(["--force"] if step.startswith("g") else [])],
+                              cwd=service.course, capture_output=True, text=True, timeout=600)
+        assert made.returncode == 0, made.stdout + made.stderr
+    final = wait_for(lambda: (got := platform.gradebook().get(ANA)) and got["gradingProgress"] == "FullyGraded"
+                     and got, timeout=60)
+    assert final["scoreGiven"] == total and final["comment"] == f"Your final feedback: {service.base}final"
+    assert ana.get(service.base + "final", timeout=30).status_code == 200
+
+
+# ------------------------------------------------------------------ the parts that need no platform (unit)
+ROLES = "https://purl.imsglobal.org/spec/lti/claim/roles"
+MEMBERSHIP = "http://purl.imsglobal.org/vocab/lis/v2/membership#"
+
+
+def test_the_outbox_keeps_every_score_in_order_and_backs_off_after_a_failure(tmp_path):
+    box = Outbox(tmp_path)
+    assert box.add("ana", "sub-ana", "attempt:1", 5, 15, progress="Pending", activity="Submitted")
+    assert not box.add("ana", "sub-ana", "attempt:1", 5, 15, progress="Pending", activity="Submitted")  # once
+    box.add("ana", "sub-ana", "attempt:2", 9, 15, progress="Pending", activity="Submitted")
+    box.add("ben", "sub-ben", "attempt:3", 1, 15, progress="Pending", activity="Submitted")
+    assert [score.source for score in box.due()] == ["attempt:1", "attempt:3"]  # each student's oldest first
+    assert box.failed(box.due()[0].id, "the platform answered HTTP 500") == 2.0
+    assert [score.source for score in box.due()] == ["attempt:3"]  # ana's waits, and her later one behind it
+    box.close()
+    again = Outbox(tmp_path)  # a restart (or a kill -9: every write is committed before it is acted on)
+    assert [score.source for score in again.pending()] == ["attempt:1", "attempt:2", "attempt:3"]
+    assert again.pending()[0].error == "the platform answered HTTP 500"
+    assert [score.source for score in again.due(time.time() + 3)] == ["attempt:1", "attempt:3"]
+    again.posted(again.pending()[0].id)
+    assert [score.source for score in again.due(time.time() + 3)] == ["attempt:2", "attempt:3"]
+    assert again.failed(again.pending()[0].id, "x") == 2.0 and again.failed(again.pending()[0].id, "x") == 4.0
+
+
+def test_a_nonce_or_state_is_taken_once_and_still_there_after_a_restart(tmp_path):
+    store = LaunchStore(tmp_path)
+    store.put("lti1p3-nonce-abc", True, 60)
+    store.put("gone", True, -1)
+    store.close()
+    store = LaunchStore(tmp_path)
+    assert store.take("lti1p3-nonce-abc") and not store.take("lti1p3-nonce-abc")
+    assert not store.take("gone") and store.get("gone") is None
+    store.remember_services({"https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice":
+                             {"context_memberships_url": "http://127.0.0.1:1/nrps"}})
+    assert store.services() == ({"context_memberships_url": "http://127.0.0.1:1/nrps"}, None)
+
+
+def test_the_lms_user_is_who_names_and_roles_recorded_never_a_name(tmp_path):
+    on_roster = {"ana", "ben"}
+    signin = SignIn(tmp_path / "serve", is_student=on_roster.__contains__)
+    record(tmp_path, "ana", {"sub": "u-1", "name": "Ben"})  # a display name that is someone else's
+    assert student_of(tmp_path, "u-1") == "ana" and student_of(tmp_path, "Ben") is None
+    assert signin.lti_user("u-1", teaching=False, recorded_as="ana") == ("student", "ana")
+    assert signin.lti_user("u-9", teaching=False, recorded_as=None) == ("stranger", "")
+    assert signin.lti_user("u-1", teaching=True, recorded_as="ana") == ("forged", "ana")
+    assert signin.lti_user("u-7", teaching=True, recorded_as=None) == ("instructor", "")
+    on_roster.discard("ana")  # taken off the roster: the recorded user gets nothing
+    assert signin.lti_user("u-1", teaching=False, recorded_as="ana") == ("stranger", "ana")
+    assert records(tmp_path)["ana"]["sub"] == "u-1"
+    assert teaching({ROLES: [MEMBERSHIP + "Instructor"]}) and not teaching({ROLES: [MEMBERSHIP + "Learner"]})
+
+
+@pytest.mark.parametrize(("reason", "header", "says"), [
+    ("State not found", {}, "state does not match"),
+    ("Invalid Nonce", {}, "used already"),
+    ("Registration not found.", {}, "not registered"),
+    ("Client id not registered for this issuer", {}, "audience"),
+    ("azp is not this tool's client id", {}, "audience"),
+    ("Unable to find deployment", {}, "deployment"),
+    ("Unable to find public key", {"alg": "none"}, "signed with none"),
+    ("Unable to find public key", {"alg": "HS256"}, "signed with HS256"),
+    ("Unable to find public key", {"alg": "RS256"}, "unknown key id"),
+    ("Can't decode id_token: Signature has expired", {}, "expired"),
+    ("Can't decode id_token: Signature verification failed", {}, "changed after the LMS signed it"),
+    ("Incorrect version, expected 1.3.0", {}, "not LTI 1.3.0"),
+    ("Unrecognized message type", {}, "message type"),
+    ("something new", {}, "could not be checked (something new)"),
+])
+def test_each_refusal_is_a_sentence(reason, header, says):
+    sentence = refusal_sentence(Exception(reason), header)
+    assert says in sentence and sentence.endswith((".", ")")) and "Traceback" not in sentence
+
+
+def test_lti_config_prints_the_key_set_and_the_registration_and_keeps_the_key_private(tmp_path):
+    (tmp_path / "nbgrader_config.py").write_text("c = get_config()\nc.Lti.client_id = 'c1'\n")
+    printed = subprocess.run([str(BIN / "maxpool-grader"), "lti-config", "--base-url", "https://g.example.edu/m/",
+                              "--course-dir", str(tmp_path)], capture_output=True, text=True, check=True)
+    found = json.loads(printed.stdout)
+    key = tmp_path / ".maxpool-grader" / "lti" / "tool-key.pem"
+    assert stat.S_IMODE(os.stat(key).st_mode) == 0o600 and stat.S_IMODE(os.stat(key.parent).st_mode) == 0o700
+    assert "PRIVATE" not in printed.stdout and found["jwks"] == public_jwks(tmp_path, Lti())
+    canvas = found["canvas"]
+    assert canvas["oidc_initiation_url"] == "https://g.example.edu/m/lti/login"
+    assert canvas["target_link_uri"] == "https://g.example.edu/m/lti/launch"
+    assert canvas["public_jwk_url"] == "https://g.example.edu/m/lti/jwks" and canvas["public_jwk"]["kty"] == "RSA"
+    assert found["moodle"]["Initiate login URL"] == canvas["oidc_initiation_url"]
+    assert registration(tmp_path, Lti(), "https://g.example.edu/m") == found  # the same with or without the /
+    settings = Lti(issuer="https://lms", client_id="c1", deployment_ids=["d"], auth_login_url="https://lms/a",
+                   auth_token_url="https://lms/t", key_set_url="https://lms/k")
+    registered = tool_conf(tmp_path, settings).find_registration("https://lms")
+    assert registered.get_kid() == found["jwks"]["keys"][0]["kid"]  # what the tool signs with is what it publishes
+
+
+def test_an_incomplete_registration_is_a_sentence(tmp_path):
+    with pytest.raises(LtiSetupError, match=r"c.Lti.issuer, c.Lti.client_id.* not set in nbgrader_config.py"):
+        tool_conf(tmp_path, Lti())
+    assert (ROOT / "docs" / "lti.md").is_file()
+
+
+def test_an_attempt_s_score_is_part_b_less_the_late_penalty_and_waits_for_part_a(tmp_path):
+    store = LaunchStore(tmp_path / "serve")
+    passback = Passback(tmp_path, Lti(), store, db_url="sqlite://", assignment="a", folder=tmp_path / "serve",
+                        final_of=lambda student: None, base_url="https://g.example.edu/m/")
+    record(tmp_path, "ana", {"sub": "u-1"})
+    tests = [{"manual": False, "score": 10.0, "points": 12.0}, {"manual": False, "score": 3.0, "points": 3.0},
+             {"manual": True, "score": 0.0, "points": 5.0}]
+    passback.graded("ana", 7, {"tests": tests, "max_score": 20.0, "late_penalty": 4.0})
+    passback.graded("nobody-from-the-lms", 8, {"tests": tests, "max_score": 20.0})  # no sub: nothing to post
+    [score] = passback.outbox.pending()
+    assert (score.sub, score.source, score.score, score.maximum, score.progress, score.activity) == (
+        "u-1", "attempt:7", 9.0, 20.0, "Pending", "Submitted")
+    passback.graded("ana", 9, {"tests": tests[:2], "max_score": 15.0, "late_penalty": 20.0})  # never below 0
+    assert passback.outbox.pending()[-1].score == 0.0 and passback.outbox.pending()[-1].progress == "FullyGraded"
+
+
+def test_lti_config_refuses_a_base_url_that_is_no_address_with_a_sentence(tmp_path):
+    (tmp_path / "nbgrader_config.py").write_text("c = get_config()\nc.Lti.client_id = 42\n")
+    for base, says in (("grader.example.edu", "is not an address"), ("https://g.example.edu/", "c.Lti")):
+        done = subprocess.run([str(BIN / "maxpool-grader"), "lti-config", "--base-url", base, "--course-dir",
+                               str(tmp_path)], capture_output=True, text=True)
+        assert done.returncode == 2 and says in done.stdout and "Traceback" not in done.stdout + done.stderr
