@@ -25,8 +25,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import nbformat
 import pytest
-from helpers import ASSIGNMENT, all_grades, copy_course, grade_command, sqlite
+from corpus import CORPUS, ZEROS, notebook_with
+from helpers import ASSIGNMENT, RELEASE_NOTEBOOK, all_grades, copy_course, flat, grade_command, sqlite
 from nbgrader.api import Gradebook, MissingEntry
 
 from maxpool_grader.exercise.checks import GRADED_CHECKS
@@ -85,3 +87,51 @@ def test_a_submission_nbgrader_fails_on_is_not_graded_and_the_instructor_reads_w
     assert "1 submission(s) to grade" in again.stdout and "1 up to date" in again.stdout
     assert _submission(course, "forum_verbatim") is not None and _feedback(course, "forum_verbatim").exists()
     assert "forum_verbatim" in (course / "grades.csv").read_text()
+
+
+CAP = "\nc.SealedBox.kernel_memory_mib = 16  # too little for Python: no kernel starts\n"
+
+
+def test_a_kernel_that_cannot_start_under_grade_records_nothing_and_the_next_run_grades_it(tmp_path):
+    course = copy_course(tmp_path / "course", students=["loop_correct", "forum_verbatim"])
+    first = grade_command(course)
+    assert first.returncode == 0, first.stdout[-2000:] + first.stderr[-2000:]
+    kept = {"grades": all_grades(sqlite(course)), "csv": (course / "grades.csv").read_bytes(),
+            "submissions": {student: _submission(course, student) for student in ("loop_correct", "forum_verbatim")},
+            "feedback": {student: _feedback(course, student).read_bytes() for student in ("loop_correct",
+                                                                                         "forum_verbatim")}}
+    # a new student whose code kills the kernel (a grade, below), and a resubmission of loop_correct
+    release = nbformat.read(RELEASE_NOTEBOOK, as_version=4)
+    (course / "submitted" / "fault_os_exit" / ASSIGNMENT).mkdir(parents=True)
+    CORPUS["fault_os_exit"].build(course / "submitted" / "fault_os_exit" / ASSIGNMENT, release)
+    resubmitted = course / "submitted" / "loop_correct" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    nbformat.write(notebook_with(release, ZEROS), resubmitted)
+    config = course / "nbgrader_config.py"
+    plain = config.read_text()
+    config.write_text(plain + CAP)
+
+    faulty = grade_command(course)
+    said = flat(faulty.stderr)
+    assert faulty.returncode == 1, faulty.stdout[-2000:] + said[-2000:]
+    assert "The control submission failed, so nothing was graded or recorded" in said, said[-3000:]
+    assert "the Python kernel did not start" in said and "run maxpool-grader doctor" in said
+    assert "Nothing was recorded; run the command again once the cause is fixed" in said
+    assert all_grades(sqlite(course)) == kept["grades"]  # every earlier grade, as it was
+    assert {student: _submission(course, student) for student in kept["submissions"]} == kept["submissions"]
+    assert _submission(course, "fault_os_exit") is None
+    assert not (course / "autograded" / "fault_os_exit").exists() and not _feedback(course, "fault_os_exit").exists()
+    assert {student: _feedback(course, student).read_bytes() for student in kept["feedback"]} == kept["feedback"]
+    assert (course / "grades.csv").read_bytes() == kept["csv"]
+
+    config.write_text(plain)  # the setting gone: the next run grades what is to be graded
+    fixed = grade_command(course)
+    assert fixed.returncode == 0, fixed.stdout[-2000:] + fixed.stderr[-2000:]
+    assert "Not graded" not in fixed.stderr
+    # a student's code that kills the kernel is the student's: Part B 0, recorded, with the reason
+    assert _submission(course, "fault_os_exit") is not None and _part_b(course, "fault_os_exit") == 0
+    assert CORPUS["fault_os_exit"].reason in flat(_feedback(course, "fault_os_exit").read_text())
+    assert _part_b(course, "loop_correct") < FULL  # the resubmission (zeros) graded
+    assert kept["grades"][("forum_verbatim", "visible_2x2_stride_2")] == \
+        all_grades(sqlite(course))[("forum_verbatim", "visible_2x2_stride_2")]
+    rows = (course / "grades.csv").read_text()
+    assert "fault_os_exit" in rows and "loop_correct" in rows
