@@ -105,3 +105,13 @@ def test_without_a_traceback_the_last_line_and_without_a_log_says_so():
     assert error_summary("") == "no log" and error_summary(None) == "no log"
     only_nbgrader_s_closing = CHAINED.split("[WARNING]")[1]  # no traceback it points to: its own line, then
     assert error_summary(only_nbgrader_s_closing).startswith("nbgrader.converters.base.NbGraderException: Please see")
+
+
+def test_a_log_cut_to_its_end_still_names_the_exception():
+    """A Dask worker's error keeps the end of nbgrader's log (2,000 characters): the traceback's
+    start is gone, its exception line is not (a worker of a --target install once could not
+    find alembic; nbgrader's closing was shown)."""
+    cut = NOT_A_DIRECTORY[NOT_A_DIRECTORY.index("        os.makedirs"):]
+    assert "Traceback (most recent call last)" not in cut.split("[ERROR] There was")[0]
+    assert error_summary(cut) == "NotADirectoryError: [Errno 20] Not a directory: " \
+                                 "'/c/autograded/forum_verbatim/max_pool_backward'"

@@ -16,6 +16,9 @@ next run, once the cause is gone, grades it.
   a grade with a reason, not a fault (here, and for the whole corpus in tests/test_runner.py
   and tests/test_pipeline.py).
 
+The control itself (backend/control.py:run_control): a source solution that fails its own
+tests, and a release notebook that gives points for no work, each a fault with a sentence.
+
 Plain nbgrader with a kernel that never starts: tests/test_kernel_start.py; NumPy hidden from
 the box: tests/test_faults.py; serve: tests/test_serve_term.py and tests/test_faults.py.
 """
@@ -27,11 +30,12 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from corpus import CORPUS, ZEROS, notebook_with
-from helpers import ASSIGNMENT, RELEASE_NOTEBOOK, all_grades, copy_course, flat, grade_command, sqlite
+from corpus import CORPUS, LOOP_CORRECT, ZEROS, notebook_with
+from helpers import ASSIGNMENT, RELEASE_NOTEBOOK, all_grades, copy_course, flat, grade_command, nbgrader, sqlite
 from nbgrader.api import Gradebook, MissingEntry
 
 from maxpool_grader.exercise.checks import GRADED_CHECKS
+from maxpool_grader.names import SOLUTION_CELL
 
 pytestmark = pytest.mark.integration  # real maxpool-grader grade, nbgrader, kernels and sandboxes
 
@@ -135,3 +139,55 @@ def test_a_kernel_that_cannot_start_under_grade_records_nothing_and_the_next_run
         all_grades(sqlite(course))[("forum_verbatim", "visible_2x2_stride_2")]
     rows = (course / "grades.csv").read_text()
     assert "fault_os_exit" in rows and "loop_correct" in rows
+
+
+# ------------------------------------------------------------------ the control submission itself
+def _control_on(course: Path, folder: str, cell_id: str, change) -> object:
+    """The control, run as every backend runs it, after the cell ``cell_id`` of the course's
+    notebook in ``folder`` (source: then released again by nbgrader; or release) was changed
+    by ``change`` (its source -> the new source)."""
+    from maxpool_grader.backend.control import run_control
+    from maxpool_grader.course.directory import course_config
+    from maxpool_grader.names import grade_id
+    nbgrader(course, "generate_assignment", ASSIGNMENT)
+    path = course / folder / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    cell = next(cell for cell in nb.cells if grade_id(cell) == cell_id)
+    changed = change(cell.source)
+    assert changed != cell.source
+    cell.source = changed
+    nbformat.write(nb, path)
+    if folder == "source":
+        nbgrader(course, "generate_assignment", ASSIGNMENT, "--force")
+    return run_control(course, course_config(course, sqlite(course)))
+
+
+def test_a_reference_solution_that_fails_its_own_tests_is_a_fault_with_a_sentence(course):
+    """The instructor's solution overwrites where overlapping windows must add up: the blank
+    still gets nothing, the reference loses points, and the control fails with a sentence that
+    names the test, the points and the fix."""
+    from maxpool_grader.backend.control import CONTROL_FAILED
+    added = "grad_plane[k * sh + r, l * sw + c] +="
+    found = _control_on(course, "source", SOLUTION_CELL, lambda text: text.replace(added, added[:-2] + "="))
+    assert not found.passed
+    assert found.problems and all(problem.startswith("The reference solution scored ") for problem in found.problems)
+    overlapping = GRADED_CHECKS["hidden_overlapping_windows"]
+    assert any(problem.startswith(f"The reference solution scored 0 of {overlapping.points:g} where "
+                                  f"{overlapping.points:g} is due, in '{overlapping.title}'")
+               for problem in found.problems), found.problems
+    sentence = flat(found.sentence())
+    assert sentence.startswith(f"{CONTROL_FAILED}, so nothing was graded or recorded: The reference solution scored")
+    assert "The source notebook's own solution does not pass its tests in the sandbox" in sentence
+
+
+def test_a_blank_release_notebook_that_gets_points_is_a_fault_with_a_sentence(course):
+    """The instructor tried the release notebook in place (filled in its answer cell and saved
+    it): the blank a student would get scores every test where nothing is due, the reference
+    still passes, and the control fails with a sentence for each test and the fix."""
+    found = _control_on(course, "release", SOLUTION_CELL, lambda text: LOOP_CORRECT)
+    assert not found.passed
+    assert len(found.problems) == len(GRADED_CHECKS), found.problems  # the reference: no problem
+    for problem, check in zip(found.problems, GRADED_CHECKS.values()):
+        assert problem.startswith(f"The blank release notebook scored {check.points:g} of {check.points:g} where "
+                                  f"0 is due, in '{check.title}'"), problem
+    assert "The release notebook gives points for no work" in flat(found.sentence())
