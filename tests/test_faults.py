@@ -38,7 +38,7 @@ from types import SimpleNamespace
 import nbformat
 import pytest
 import requests
-from corpus import notebook_with
+from corpus import ZEROS, notebook_with
 from helpers import (
     ASSIGNMENT,
     BIN,
@@ -78,16 +78,22 @@ def printed_table(output: str) -> list[str]:
 
 
 # ------------------------------------------------------------------ pip install --target
+def package_source(source: Path) -> Path:
+    """The package's files copied to ``source``: built from there, the build leaves nothing
+    in the repository."""
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, source)
+    shutil.copytree(ROOT / "maxpool_grader", source / "maxpool_grader", ignore=shutil.ignore_patterns("__pycache__"))
+    return source
+
+
 @pytest.fixture(scope="module")
 def target_install(tmp_path_factory):
     """The course's dependencies (and the grader) installed into one folder with pip's
     ``--target``, and a bare virtual environment with none of them to run Python from."""
     base = tmp_path_factory.mktemp("target")
-    target, bare, source = base / "deps", base / "bare", base / "source"
-    source.mkdir()  # the package built from a copy: the build leaves nothing in the repository
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy(ROOT / name, source)
-    shutil.copytree(ROOT / "maxpool_grader", source / "maxpool_grader", ignore=shutil.ignore_patterns("__pycache__"))
+    target, bare, source = base / "deps", base / "bare", package_source(base / "source")
     done = subprocess.run([str(BIN / "pip"), "install", "--quiet", "--no-compile", "--no-build-isolation",
                            "--target", str(target), str(source)], capture_output=True, text=True, timeout=1200)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -275,12 +281,14 @@ def _index(nb, name: str) -> int:
     return next(index for index, cell in enumerate(nb.cells) if grade_id(cell) == name)
 
 
-def _pasted(name: str, copies: int = 1):
+def _pasted(name: str, copies: int = 1, code: str | None = None):
+    """``copies`` pasted copies of the cell ``name`` below it, holding ``code`` if given."""
     def change(nb):
         at = _index(nb, name)
         for number in range(copies):
             pasted = copy.deepcopy(nb.cells[at])
             pasted.id = uuid.uuid4().hex[:8]  # what JupyterLab gives a pasted cell
+            pasted.source = pasted.source if code is None else code
             nb.cells.insert(at + 1 + number, pasted)
         return nb
     return change
@@ -306,18 +314,25 @@ def _added(nb):
 
 # student: (change, the autograded points, what its feedback says)
 SHAPES = {
-    "pasted_solution": (_pasted(SOLUTION_CELL), FULL, "2 copies of the assignment's cell 'max_pool_backward'"),
+    # the copy below returns zeros: the cell in the assignment's place (correct) is graded, the copy never runs
+    "pasted_solution": (_pasted(SOLUTION_CELL, code=ZEROS), FULL,
+                        "2 copies of the assignment's cell 'max_pool_backward' (a cell copied and pasted keeps its "
+                        "grading data). The one in the assignment's own place was graded as that cell; the other 1 "
+                        "stayed in your notebook as plain text and did not run."),
     "fifty_copies": (_pasted(SOLUTION_CELL, 50), FULL, "51 copies of the assignment's cell 'max_pool_backward'"),
     "pasted_test": (_pasted("hidden_overlapping_windows"), FULL, "2 copies of the assignment's cell"),
     "pasted_part_a": (_pasted(PART_A_CELL), FULL, f"2 copies of the assignment's cell '{PART_A_CELL}'"),
     "deleted_answer": (_deleted(PART_A_CELL), FULL, f"put back as released before grading: {PART_A_CELL}"),
-    "deleted_question": (_deleted("part_a_question"), FULL, "Passed"),
+    "deleted_question": (_deleted("part_a_question"), FULL, "These read-only cells of the assignment were missing "
+                         "from your notebook: part_a_question. They hold no points"),
     "deleted_test": (_deleted("hidden_overlapping_windows"), FULL, "put back as released before grading"),
     "deleted_solution": (_deleted(SOLUTION_CELL), 0, "max_pool_backward"),
     "moved_cells": (_moved, FULL, "put back in the assignment's order"),
-    "added_cells": (_added, FULL, "Passed"),
+    "added_cells": (_added, FULL, "You added 2 cell(s) of your own: they stayed where you put them, their code ran "
+                    "in its place, and they are not graded."),
 }
 NBFORMAT3 = "nbformat_3"
+NBFORMAT3_REASON = "Your notebook is in nbformat 3 (an older Jupyter's format); it was converted to nbformat 4"
 
 
 def write_shapes(course: Path) -> None:
@@ -356,15 +371,19 @@ def test_every_shape_of_notebook_gets_a_grade_feedback_and_a_reason_and_release_
     for student, (_, due, reason) in SHAPES.items():
         assert points[student] == due, (student, points[student])
         assert reason in _feedback(course, student), student
-    assert points[NBFORMAT3] == FULL and "Passed" in _feedback(course, NBFORMAT3)
+    assert points[NBFORMAT3] == FULL and NBFORMAT3_REASON in _feedback(course, NBFORMAT3)
 
-    # plain nbgrader, on a copy of the same class: the same grade in every cell
+    # plain nbgrader, on a copy of the same class: the same grade in every cell, the same reasons
     plain = copy_course(tmp_path / "plain", with_submissions=False)
     write_shapes(plain)
     nbgrader(plain, "generate_assignment", ASSIGNMENT)
     assert nbgrader(plain, "autograde", ASSIGNMENT).returncode == 0
     ours, theirs = all_grades(sqlite(course)), all_grades(sqlite(plain))
     assert theirs and {key: ours.get(key) for key in theirs} == theirs
+    assert nbgrader(plain, "generate_feedback", ASSIGNMENT).returncode == 0
+    for student, (_, _, reason) in SHAPES.items():
+        assert reason in _feedback(plain, student), student
+    assert NBFORMAT3_REASON in _feedback(plain, NBFORMAT3)
 
     # the instructor releases every student's feedback through the exchange
     released = nbgrader(course, "release_feedback", ASSIGNMENT, check=False)

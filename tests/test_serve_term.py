@@ -299,13 +299,13 @@ def test_an_attempt_graded_while_its_student_leaves_the_roster_is_not_kept(cours
 def test_every_shape_of_notebook_is_graded_through_the_service_with_its_reason(course, service):
     """What nbgrader's own steps failed on (a pasted solution cell, 50 copies of it, a deleted
     answer, moved cells, nbformat 3): each upload is graded, counted, and its page says why."""
-    from test_faults import SHAPES
+    from test_faults import NBFORMAT3_REASON, SHAPES
     release = nbformat.read(ROOT / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", as_version=4)
     uma, xsrf = _session(links(course)["uma"])
     uploads = {name: nbformat.writes(SHAPES[name][0](notebook_with(release, LOOP_CORRECT))).encode()
                for name in ("pasted_solution", "fifty_copies", "deleted_answer", "moved_cells")}
     uploads["nbformat_3"] = nbformat.writes(nbformat.convert(notebook_with(release, LOOP_CORRECT), 3), 3).encode()
-    reasons = {name: SHAPES[name][2] for name in SHAPES} | {"nbformat_3": "Passed"}
+    reasons = {name: SHAPES[name][2] for name in SHAPES} | {"nbformat_3": NBFORMAT3_REASON}
     for name, content in uploads.items():
         answer = _upload(service, uma, xsrf, content)
         assert answer.status_code == 303, (name, answer.text[:500])
