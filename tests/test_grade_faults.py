@@ -13,8 +13,8 @@ next run, once the cause is gone, grades it.
   class's earlier grades, feedback and grades.csv as they were, and says so; the next run,
   with the setting gone, grades everything to be graded.
 - The other side: a student's code that kills the kernel (``os._exit``) or does not compile is
-  a grade with a reason, not a fault (here, and for the whole corpus in tests/test_runner.py
-  and tests/test_pipeline.py).
+  a grade with a reason, not a fault (here; the whole fault corpus, a recorded grade and a
+  reason for each, through plain nbgrader and ``grade`` alike: tests/test_untrusted.py).
 
 The control itself (backend/control.py:run_control): a source solution that fails its own
 tests, and a release notebook that gives points for no work, each a fault with a sentence.
@@ -100,6 +100,9 @@ def test_a_kernel_that_cannot_start_under_grade_records_nothing_and_the_next_run
     course = copy_course(tmp_path / "course", students=["loop_correct", "forum_verbatim"])
     first = grade_command(course)
     assert first.returncode == 0, first.stdout[-2000:] + first.stderr[-2000:]
+    # a student's code that does not compile is the student's: Part B 0, recorded, with the reason
+    assert _part_b(course, "forum_verbatim") == 0 and "does not compile" in flat(_feedback(course, "forum_verbatim")
+                                                                                  .read_text())
     kept = {"grades": all_grades(sqlite(course)), "csv": (course / "grades.csv").read_bytes(),
             "submissions": {student: _submission(course, student) for student in ("loop_correct", "forum_verbatim")},
             "feedback": {student: _feedback(course, student).read_bytes() for student in ("loop_correct",
