@@ -17,6 +17,7 @@ PROVIDED_TOOLS_CELL = "provided_tools"  # the checking tools (collapsed), read-o
 NOTES_KEY = "maxpool_grader_notes"  # notebook metadata: the grader's notes for the student
 REPORT_KEY = "maxpool_grader"  # cell metadata: a test's out-of-process verdict (passed, kind, bugs)
 RESOURCES_KEY = "maxpool_grader"  # nbconvert resources: what the glue's preprocessors hand on
+FORMAT_KEY = "maxpool_grader_nbformat"  # notebook metadata: the format serve converted an upload from
 RUBRIC_TAG = "maxpool-part-a-rubric"  # cell tags (and ids) of the cells the grader adds
 MODEL_ANSWER_TAG = "maxpool-part-a-model-answer"
 NOTES_TAG = "grader-notes"

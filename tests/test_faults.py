@@ -7,7 +7,9 @@ reason (docs/security.md#faults, #control).
 - The same install with NumPy moved to a folder of loose modules (the grader imports it, the
   sandbox cannot): the control submission fails, nothing is recorded (no submission in the
   gradebook, no graded notebook, no feedback, no grades.csv), the exit status is 1, the
-  sentence names the module, and ``doctor`` fails on it.
+  sentence names the module, and ``doctor`` fails on it. The same on ``serve`` (an upload is
+  failed, never graded; the live view, the service's log and the attempt's log say why) and on
+  a Dask worker of that install (then, NumPy back, a worker of it grades to the README's rows).
 - Notebooks whose structure nbgrader's own steps failed on (a pasted graded cell, 50 copies of
   the solution cell, deleted cells, moved and added cells, nbformat 3) each get a grade,
   feedback and the reason, through ``maxpool-grader grade`` and plain nbgrader alike; and
@@ -19,23 +21,41 @@ tests/test_serve_term.py.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
+from types import SimpleNamespace
 
 import nbformat
 import pytest
-from corpus import notebook_with
-from helpers import ASSIGNMENT, BIN, ROOT, STUDENTS, all_grades, copy_course, flat, nbgrader, sqlite
+import requests
+from corpus import ZEROS, notebook_with
+from helpers import (
+    ASSIGNMENT,
+    BIN,
+    ROOT,
+    STUDENTS,
+    all_grades,
+    copy_course,
+    flat,
+    free_port,
+    grade_command,
+    nbgrader,
+    sqlite,
+)
 from make_sample_class import LOOP_CORRECT, submission_files
 from nbgrader.api import Gradebook
 
+from maxpool_grader.backend.control import CONTROL_FAILED
 from maxpool_grader.exercise.checks import GRADED_CHECKS
 from maxpool_grader.names import PART_A_CELL, SOLUTION_CELL, grade_id
 
@@ -58,16 +78,22 @@ def printed_table(output: str) -> list[str]:
 
 
 # ------------------------------------------------------------------ pip install --target
+def package_source(source: Path) -> Path:
+    """The package's files copied to ``source``: built from there, the build leaves nothing
+    in the repository."""
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, source)
+    shutil.copytree(ROOT / "maxpool_grader", source / "maxpool_grader", ignore=shutil.ignore_patterns("__pycache__"))
+    return source
+
+
 @pytest.fixture(scope="module")
 def target_install(tmp_path_factory):
     """The course's dependencies (and the grader) installed into one folder with pip's
     ``--target``, and a bare virtual environment with none of them to run Python from."""
     base = tmp_path_factory.mktemp("target")
-    target, bare, source = base / "deps", base / "bare", base / "source"
-    source.mkdir()  # the package built from a copy: the build leaves nothing in the repository
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy(ROOT / name, source)
-    shutil.copytree(ROOT / "maxpool_grader", source / "maxpool_grader", ignore=shutil.ignore_patterns("__pycache__"))
+    target, bare, source = base / "deps", base / "bare", package_source(base / "source")
     done = subprocess.run([str(BIN / "pip"), "install", "--quiet", "--no-compile", "--no-build-isolation",
                            "--target", str(target), str(source)], capture_output=True, text=True, timeout=1200)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -79,9 +105,8 @@ def target_install(tmp_path_factory):
 def _grader(python: Path, course: Path, pythonpath: str, *argv: str) -> subprocess.CompletedProcess:
     """maxpool-grader run by ``python`` with only ``PYTHONPATH`` to find its packages (the
     PATH of a fresh login: neither the install's bin/ nor the test's venv)."""
-    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(course.parent), "LANG": "C.UTF-8",
-           "PYTHONPATH": pythonpath, "TMPDIR": os.environ.get("TMPDIR", "/tmp")}
-    return subprocess.run([str(python), "-m", "maxpool_grader.cli.main", *argv], cwd=course, env=env, text=True,
+    return subprocess.run([str(python), "-m", "maxpool_grader.cli.main", *argv], cwd=course,
+                          env=_environment(course, pythonpath), text=True,
                           capture_output=True, timeout=1200)
 
 
@@ -120,29 +145,135 @@ def test_an_install_with_pip_target_shows_the_sandbox_its_packages_but_not_the_g
     assert str(target) in path and listed == [], done.stdout + done.stderr
 
 
-def test_numpy_the_sandbox_cannot_import_records_nothing_and_says_so(target_install, tmp_path):
-    target, python = target_install
-    loose = tmp_path / "loose"  # NumPy as loose modules: the grader imports it, no sandbox sees it
-    loose.mkdir()
+@contextlib.contextmanager
+def numpy_hidden(target: Path):
+    """NumPy moved from the --target folder to a folder of loose modules beside it (not in
+    any test's own folder, which a Dask worker here does not see): the grader imports it, no
+    sandbox sees it. Yields the PYTHONPATH that finds both; puts NumPy back after."""
+    loose = target.parent / "loose"
+    loose.mkdir(exist_ok=True)
     moved = [name for name in ("numpy", "numpy.libs") if (target / name).exists()]
     for name in moved:
         shutil.move(target / name, loose / name)
     try:
-        course = copy_course(tmp_path / "course")
-        graded = _grader(python, course, f"{target}{os.pathsep}{loose}", "grade")
-        doctor = _grader(python, course, f"{target}{os.pathsep}{loose}", "doctor")
+        yield f"{target}{os.pathsep}{loose}"
     finally:
         for name in moved:
             shutil.move(loose / name, target / name)
-    said = flat(graded.stderr)
-    assert graded.returncode == 1, graded.stdout[-2000:] + said[-2000:]
-    assert "The control submission failed, so nothing was graded or recorded" in said
-    assert "No module named 'numpy'" in said and "library folders" in said
+
+
+def _nothing_recorded(course: Path) -> None:
     with Gradebook(sqlite(course)) as gradebook:
         assert [submission for assignment in gradebook.assignments for submission in assignment.submissions] == []
     assert not list((course / "autograded").glob(f"*/{ASSIGNMENT}/*")) if (course / "autograded").exists() else True
     assert not (course / "feedback").exists() and not (course / "grades.csv").exists()
+
+
+def test_numpy_the_sandbox_cannot_import_records_nothing_and_says_so(target_install, tmp_path):
+    target, python = target_install
+    with numpy_hidden(target) as pythonpath:
+        course = copy_course(tmp_path / "course")
+        graded = _grader(python, course, pythonpath, "grade")
+        doctor = _grader(python, course, pythonpath, "doctor")
+    said = flat(graded.stderr)
+    assert graded.returncode == 1, graded.stdout[-2000:] + said[-2000:]
+    assert "The control submission failed, so nothing was graded or recorded" in said
+    assert "No module named 'numpy'" in said and "library folders" in said
+    _nothing_recorded(course)
     assert doctor.returncode == 1 and re.search(r"FAIL control .*No module named 'numpy'", flat(doctor.stdout))
+
+
+def test_serve_where_the_box_cannot_import_numpy_records_no_upload_and_says_why(target_install, tmp_path):
+    """Issue 37.1 on serve: its pool's control fails, so an upload is tried twice and failed,
+    never graded; the service's log, the live view and the attempt's log say the control's
+    sentence, the student's page says it failed, and nothing is recorded."""
+    from bs4 import BeautifulSoup
+    from test_serve import _session, _upload, links, notebook_of
+    target, python = target_install
+    course = copy_course(tmp_path / "course", with_submissions=False)
+    shutil.copy(ROOT / "roster.csv", course)
+    port = free_port()
+    base = f"http://127.0.0.1:{port}/"
+    with numpy_hidden(target) as pythonpath, open(tmp_path / "serve.log", "w+") as output:
+        env = _environment(course, pythonpath)
+        service = subprocess.Popen([str(python), "-m", "maxpool_grader.cli.main", "serve", "--port", str(port),
+                                    "--workers", "1", "--no-exchange"], cwd=course, env=env, stdout=output,
+                                   stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            said = lambda: (tmp_path / "serve.log").read_text()  # noqa: E731
+            _until(lambda: "serve: web page on" in said() or service.poll() is not None, 120)
+            assert service.poll() is None, said()
+            made = _grader(python, course, pythonpath, "tokens", "--base-url", base)
+            assert made.returncode == 0, made.stdout + made.stderr
+            student, xsrf = _session(links(course)["loop_correct"])
+            answer = _upload(SimpleNamespace(base=base), student, xsrf, notebook_of(LOOP_CORRECT))
+            assert answer.status_code == 303, answer.text[:500]
+            number = int(answer.headers["Location"].rsplit("/", 1)[1])
+            failed = rf"serve: attempt {number} of loop_correct FAILED: grading failed twice: (.+) \(whole log: (.+)\)"
+            _until(lambda: re.search(failed, said()) or service.poll() is not None, 180)
+            found = re.search(failed, said())
+            assert found, said()[-3000:]
+            why = flat(found[1])
+            assert why.startswith("The control submission failed, so nothing was graded or recorded")
+            assert "No module named 'numpy'" in why and "library folders" in why
+            assert found[2].endswith(f"attempt-{number}-try-2.log") and "No module named 'numpy'" in \
+                Path(found[2]).read_text()  # the attempt's log: the control's sentence
+            instructor = requests.Session()
+            instructor.get((course / ".maxpool-grader" / "serve" / "instructor-link").read_text().strip(), timeout=30)
+            live = BeautifulSoup(instructor.get(base + "instructor", timeout=30).text, "html.parser").get_text(" ")
+            live = flat(live)
+            assert f"attempt {number} of loop_correct failed: grading failed twice: {CONTROL_FAILED}" in live
+            assert "No module named 'numpy'" in live
+            page = flat(student.get(base.rstrip("/") + answer.headers["Location"], timeout=30).text)
+            assert "Grading this submission failed twice" in page
+        finally:
+            service.send_signal(signal.SIGINT)
+            service.wait(timeout=60)
+    _nothing_recorded(course)
+
+
+def test_a_dask_worker_whose_box_cannot_import_numpy_grades_nothing(target_install, tmp_path):
+    """Issue 37.1 on Dask: a worker started from the --target install with NumPy where its
+    sandbox cannot see it runs its control before its first submission, fails it, and the
+    coordinator's grade records nothing and says why. A worker of the same install, NumPy
+    back, then grades the class (it once failed on the first gradebook: no ``alembic`` on
+    its PATH, which is in the --target folder's bin/)."""
+    from test_cluster import Cluster
+    target, python = target_install
+    course = copy_course(tmp_path / "course", students=["loop_correct", "forum_verbatim"])
+    cluster = Cluster(hide=tmp_path)  # plain tcp on loopback; the course hidden from the workers
+    try:
+        with numpy_hidden(target) as pythonpath:
+            cluster.add_worker("hidden", env={"PYTHONPATH": pythonpath}, python=python)
+            cluster.wait_for_workers(1)
+            faulty = grade_command(course, "--cluster", cluster.address)
+            cluster.lose("hidden")
+        said = flat(faulty.stderr)
+        assert faulty.returncode == 1, faulty.stdout[-2000:] + said[-2000:] + cluster.log("hidden")
+        assert "The control submission failed, so nothing was graded or recorded" in said, said[-3000:]
+        assert "No module named 'numpy'" in said and "library folders" in said
+        assert "Nothing was recorded; run the command again once the cause is fixed" in said
+        _nothing_recorded(course)
+        cluster.add_worker("whole", env={"PYTHONPATH": str(target)}, python=python)
+        cluster.wait_for_workers(1)
+        fixed = grade_command(course, "--cluster", cluster.address)
+        assert fixed.returncode == 0, fixed.stdout[-2000:] + fixed.stderr[-2000:] + cluster.log("whole")
+    finally:
+        cluster.stop()
+    assert [row.split() for row in printed_table(fixed.stdout)] == [  # the README's rows (columns narrower)
+        row.split() for row in readme_table() if row.split()[0] in ("loop_correct", "forum_verbatim")]
+
+
+def _environment(course: Path, pythonpath: str) -> dict:
+    return {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(course.parent), "LANG": "C.UTF-8",
+            "PYTHONPATH": pythonpath, "TMPDIR": os.environ.get("TMPDIR", "/tmp")}
+
+
+def _until(check, seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while not check():
+        assert time.monotonic() < deadline, f"not within {seconds} s"
+        time.sleep(0.3)
 
 
 # ------------------------------------------------------------------ a notebook's structure
@@ -150,12 +281,14 @@ def _index(nb, name: str) -> int:
     return next(index for index, cell in enumerate(nb.cells) if grade_id(cell) == name)
 
 
-def _pasted(name: str, copies: int = 1):
+def _pasted(name: str, copies: int = 1, code: str | None = None):
+    """``copies`` pasted copies of the cell ``name`` below it, holding ``code`` if given."""
     def change(nb):
         at = _index(nb, name)
         for number in range(copies):
             pasted = copy.deepcopy(nb.cells[at])
             pasted.id = uuid.uuid4().hex[:8]  # what JupyterLab gives a pasted cell
+            pasted.source = pasted.source if code is None else code
             nb.cells.insert(at + 1 + number, pasted)
         return nb
     return change
@@ -181,18 +314,25 @@ def _added(nb):
 
 # student: (change, the autograded points, what its feedback says)
 SHAPES = {
-    "pasted_solution": (_pasted(SOLUTION_CELL), FULL, "2 copies of the assignment's cell 'max_pool_backward'"),
+    # the copy below returns zeros: the cell in the assignment's place (correct) is graded, the copy never runs
+    "pasted_solution": (_pasted(SOLUTION_CELL, code=ZEROS), FULL,
+                        "2 copies of the assignment's cell 'max_pool_backward' (a cell copied and pasted keeps its "
+                        "grading data). The one in the assignment's own place was graded as that cell; the other 1 "
+                        "stayed in your notebook as plain text and did not run."),
     "fifty_copies": (_pasted(SOLUTION_CELL, 50), FULL, "51 copies of the assignment's cell 'max_pool_backward'"),
     "pasted_test": (_pasted("hidden_overlapping_windows"), FULL, "2 copies of the assignment's cell"),
     "pasted_part_a": (_pasted(PART_A_CELL), FULL, f"2 copies of the assignment's cell '{PART_A_CELL}'"),
     "deleted_answer": (_deleted(PART_A_CELL), FULL, f"put back as released before grading: {PART_A_CELL}"),
-    "deleted_question": (_deleted("part_a_question"), FULL, "Passed"),
+    "deleted_question": (_deleted("part_a_question"), FULL, "These read-only cells of the assignment were missing "
+                         "from your notebook: part_a_question. They hold no points"),
     "deleted_test": (_deleted("hidden_overlapping_windows"), FULL, "put back as released before grading"),
     "deleted_solution": (_deleted(SOLUTION_CELL), 0, "max_pool_backward"),
     "moved_cells": (_moved, FULL, "put back in the assignment's order"),
-    "added_cells": (_added, FULL, "Passed"),
+    "added_cells": (_added, FULL, "You added 2 cell(s) of your own: they stayed where you put them, their code ran "
+                    "in its place, and they are not graded."),
 }
 NBFORMAT3 = "nbformat_3"
+NBFORMAT3_REASON = "Your notebook is in nbformat 3 (an older Jupyter's format); it was converted to nbformat 4"
 
 
 def write_shapes(course: Path) -> None:
@@ -231,15 +371,19 @@ def test_every_shape_of_notebook_gets_a_grade_feedback_and_a_reason_and_release_
     for student, (_, due, reason) in SHAPES.items():
         assert points[student] == due, (student, points[student])
         assert reason in _feedback(course, student), student
-    assert points[NBFORMAT3] == FULL and "Passed" in _feedback(course, NBFORMAT3)
+    assert points[NBFORMAT3] == FULL and NBFORMAT3_REASON in _feedback(course, NBFORMAT3)
 
-    # plain nbgrader, on a copy of the same class: the same grade in every cell
+    # plain nbgrader, on a copy of the same class: the same grade in every cell, the same reasons
     plain = copy_course(tmp_path / "plain", with_submissions=False)
     write_shapes(plain)
     nbgrader(plain, "generate_assignment", ASSIGNMENT)
     assert nbgrader(plain, "autograde", ASSIGNMENT).returncode == 0
     ours, theirs = all_grades(sqlite(course)), all_grades(sqlite(plain))
     assert theirs and {key: ours.get(key) for key in theirs} == theirs
+    assert nbgrader(plain, "generate_feedback", ASSIGNMENT).returncode == 0
+    for student, (_, _, reason) in SHAPES.items():
+        assert reason in _feedback(plain, student), student
+    assert NBFORMAT3_REASON in _feedback(plain, NBFORMAT3)
 
     # the instructor releases every student's feedback through the exchange
     released = nbgrader(course, "release_feedback", ASSIGNMENT, check=False)

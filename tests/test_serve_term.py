@@ -299,13 +299,13 @@ def test_an_attempt_graded_while_its_student_leaves_the_roster_is_not_kept(cours
 def test_every_shape_of_notebook_is_graded_through_the_service_with_its_reason(course, service):
     """What nbgrader's own steps failed on (a pasted solution cell, 50 copies of it, a deleted
     answer, moved cells, nbformat 3): each upload is graded, counted, and its page says why."""
-    from test_faults import SHAPES
+    from test_faults import NBFORMAT3_REASON, SHAPES
     release = nbformat.read(ROOT / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", as_version=4)
     uma, xsrf = _session(links(course)["uma"])
     uploads = {name: nbformat.writes(SHAPES[name][0](notebook_with(release, LOOP_CORRECT))).encode()
                for name in ("pasted_solution", "fifty_copies", "deleted_answer", "moved_cells")}
     uploads["nbformat_3"] = nbformat.writes(nbformat.convert(notebook_with(release, LOOP_CORRECT), 3), 3).encode()
-    reasons = {name: SHAPES[name][2] for name in SHAPES} | {"nbformat_3": "Passed"}
+    reasons = {name: SHAPES[name][2] for name in SHAPES} | {"nbformat_3": NBFORMAT3_REASON}
     for name, content in uploads.items():
         answer = _upload(service, uma, xsrf, content)
         assert answer.status_code == 303, (name, answer.text[:500])
@@ -314,6 +314,53 @@ def test_every_shape_of_notebook_is_graded_through_the_service_with_its_reason(c
         row = next(row for row in service.attempts() if row["id"] == number)
         assert row["status"] == "graded", (name, row)
         assert reasons[name] in " ".join(page.text.split()), name
+
+
+def test_an_attempt_nbgrader_fails_on_says_the_exception_and_keeps_each_try_s_whole_log(course, service):
+    """Issue 37.6 on the service: an attempt nbgrader itself fails on (the instructor's
+    ``autograded/ruth`` is a file, so nbgrader's ``makedirs`` raises), twice, is failed and
+    nothing of it recorded; the service's log and the live view say the exception, its message
+    and last frame, and where the whole log is; each try's log is in
+    ``.maxpool-grader/serve/logs/attempt-<id>-try-<n>.log`` with nbgrader's traceback."""
+    from bs4 import BeautifulSoup
+    from nbgrader.api import Gradebook
+    in_the_way = course / "autograded" / "ruth"
+    in_the_way.parent.mkdir(exist_ok=True)
+    in_the_way.write_text("a file where nbgrader makes a folder")
+    try:
+        ruth, xsrf = _session(links(course)["ruth"])
+        answer = _upload(service, ruth, xsrf, notebook_of(LOOP_CORRECT))
+        assert answer.status_code == 303, answer.text[:500]
+        number = int(answer.headers["Location"].rsplit("/", 1)[1])
+        within(180, lambda: next(row for row in service.attempts() if row["id"] == number)["status"]
+               not in ("queued", "grading"))
+    finally:
+        in_the_way.unlink()
+    row = next(row for row in service.attempts() if row["id"] == number)
+    assert row["status"] == "failed" and row["message"].startswith("Grading this submission failed twice"), row
+    logs = course / ".maxpool-grader" / "serve" / "logs"
+    said = re.search(rf"serve: attempt {number} of ruth FAILED: grading failed twice: (.+) \(whole log: (.+)\)\n",
+                     service.output())
+    assert said, service.output()[-3000:]
+    why = (rf"NotADirectoryError: \[Errno 20\] Not a directory: '{re.escape(str(in_the_way))}/{ASSIGNMENT}' "
+           rf"\(at <frozen os>:\d+ in makedirs\)")
+    assert re.fullmatch(why, said[1]), said[1]
+    assert said[2] == str(logs / f"attempt-{number}-try-2.log")
+    for tries in (1, 2):  # each try's whole log: nbgrader's traceback, every frame
+        whole = (logs / f"attempt-{number}-try-{tries}.log").read_text()
+        assert "Traceback (most recent call last)" in whole and "in init_assignment" in whole, tries
+        assert "NotADirectoryError: [Errno 20] Not a directory" in whole, tries
+    instructor = requests.Session()  # the live view, through the instructor's link
+    instructor.get((course / ".maxpool-grader" / "serve" / "instructor-link").read_text().strip(), timeout=30)
+    live = " ".join(BeautifulSoup(instructor.get(service.base + "instructor", timeout=30).text,
+                                  "html.parser").get_text(" ").split())
+    assert re.search(rf"attempt {number} of ruth failed: grading failed twice: {why} \(whole log: "
+                     rf"{re.escape(said[2])}\)", live), live[-3000:]
+    page = ruth.get(service.base.rstrip("/") + answer.headers["Location"], timeout=30).text
+    assert "Grading this submission failed twice" in " ".join(page.split())
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:  # nothing of it recorded
+        assert not gradebook.find_student("ruth").submissions
+    assert not (course / "feedback" / "ruth" / ASSIGNMENT).exists()
 
 
 def _kill_grading_workers(service: Running) -> int:

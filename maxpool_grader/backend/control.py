@@ -99,8 +99,9 @@ def run_control(course: Path, config, log: logging.Logger | None = None,
         for cell, want in expected.items():
             got, outputs = scores.get(cell, (None, ""))
             if got != want:
-                problems.append(f"{label[0].upper() + label[1:]} scored {_points(got)} of {want} where "
-                                f"{_points(want)} is due, in '{GRADED_CHECKS[cell].title}': {outputs[:300]}")
+                problems.append(f"{label[0].upper() + label[1:]} scored {_points(got)} of "
+                                f"{GRADED_CHECKS[cell].points:g} where {_points(want)} is due, in "
+                                f"'{GRADED_CHECKS[cell].title}': {outputs[:300]}")
     return ControlResult(tuple(problems), time.monotonic() - started)
 
 
@@ -165,6 +166,13 @@ KNOWN_CAUSES = (
     (r"did not return within|did not finish running within|did not start in time",
      "The machine is too busy (or too slow) for the course's time limits: grade with fewer workers "
      "(--workers), or raise the limits in nbgrader_config.py (docs/settings.md)."),
+    (r"The reference solution scored",
+     "The source notebook's own solution does not pass its tests in the sandbox: fix the solution or the tests "
+     "in source/ (maxpool-grader doctor grades the same control), and see docs/security.md#control."),
+    (r"The blank release notebook scored",
+     "The release notebook gives points for no work: its answer cell holds an answer (is the source's solution "
+     "between ### BEGIN SOLUTION and ### END SOLUTION?) or a test passes on a blank answer. Fix source/, and see "
+     "docs/security.md#control."),
 )
 
 

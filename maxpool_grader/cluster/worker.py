@@ -21,7 +21,7 @@ from nbgrader.coursedir import CourseDirectory
 
 from ..backend.control import run_control
 from ..backend.pool import FULL_LOG, failure_log, fault_in
-from ..course.directory import course_config
+from ..course.directory import course_config, use_nbgrader_environment
 from ..course.jobs import JobResult
 from ..names import ASSIGNMENT, PACKAGE_DIR, package_files
 from ..sandbox import box, cgroups
@@ -111,7 +111,7 @@ def _course_for(package: Bundle) -> tuple[Path, object]:
         target = course / "source" / package.assignment / name
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
-    os.environ["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    use_nbgrader_environment()  # alembic for the new gradebook: in a --target install, DIR/bin
     config = course_config(course, f"sqlite:///{course / 'gradebook.db'}")
     config.SealedBox.warm_start = True
     api = NbGraderAPI(CourseDirectory(config=config), config=config)

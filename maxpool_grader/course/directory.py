@@ -8,6 +8,7 @@ import logging
 import os
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 import nbgrader
@@ -25,13 +26,17 @@ def nbgrader_environment() -> dict[str, str]:
     folder nbgrader is installed in, and that folder's Jupyter data on JUPYTER_PATH.
 
     Creating a gradebook runs ``alembic`` as a subprocess, which fails with
-    FileNotFoundError when the virtual environment was not activated; and a ``pip install
+    FileNotFoundError when the virtual environment was not activated; a ``pip install
     --target DIR`` keeps its programs in ``DIR/bin`` and nbconvert's templates (which the
-    feedback pages extend) in ``DIR/share/jupyter``, where nothing looks for them.
+    feedback pages extend) in ``DIR/share/jupyter``, where nothing looks for them; and a
+    ``pip install --user`` keeps its programs in the user base's ``bin/`` (``PYTHONUSERBASE``,
+    ``~/.local``), which is on no PATH by default.
     """
     env = dict(os.environ)
     library = Path(nbgrader.__file__).resolve().parent.parent  # site-packages, or a --target folder
-    programs = [str(Path(sys.executable).parent)] + ([str(library / "bin")] if (library / "bin").is_dir() else [])
+    user = sysconfig.get_paths(f"{os.name}_user")  # where pip install --user puts packages and programs
+    programs = [str(Path(sys.executable).parent)] + ([str(library / "bin")] if (library / "bin").is_dir() else []) \
+        + ([user["scripts"]] if Path(user["purelib"]).resolve() == library and Path(user["scripts"]).is_dir() else [])
     searched = env.get("PATH", "").split(os.pathsep)
     env["PATH"] = os.pathsep.join([*programs, *(part for part in searched if part not in programs)])
     data = library / "share" / "jupyter"

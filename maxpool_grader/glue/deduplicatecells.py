@@ -3,6 +3,7 @@ copied and pasted (JupyterLab keeps a cell's grading data when it pastes it)."""
 
 from __future__ import annotations
 
+from nbformat.v4 import new_raw_cell
 from nbgrader.preprocessors import DeduplicateIds
 from nbgrader.utils import is_grade, is_locked, is_solution
 
@@ -10,12 +11,15 @@ from ..names import grade_id
 from .notes import add_note
 from .submission import release_notebook
 
+COPY_KEY = "maxpool_grader_copy_of"  # a demoted copy's metadata: the cell it copied
+
 
 class DeduplicateCells(DeduplicateIds):
     """Of the copies of an assignment cell, grade the one in the assignment's own place: the
     copy that kept the released cell's id (the pasted ones get new ids), else the first.
-    The other copies lose their grading data and stay in the notebook as cells the student
-    added (their code still runs, in its place), and a note says so.
+    The other copies lose their grading data and stay in the notebook as plain text (a raw
+    cell: their code does not run, so a copy below cannot redefine what the graded cell
+    defines and be graded in its place), and a note says so.
 
     nbgrader's own step keeps the *last* copy and leaves the others an empty ``nbgrader``
     entry, on which ``OverwriteCells.add_missing_task_cells`` then fails with
@@ -36,11 +40,15 @@ class DeduplicateCells(DeduplicateIds):
                         indices[0])
             for index in indices:
                 if index != kept:
-                    del nb.cells[index].metadata["nbgrader"]
+                    copy = nb.cells[index]
+                    del copy.metadata["nbgrader"]
+                    if copy.cell_type == "code":  # shown, never run
+                        nb.cells[index] = new_raw_cell(copy.source, metadata=copy.metadata, id=copy.get("id"))
+                    nb.cells[index].metadata[COPY_KEY] = name
             self.log.warning("Cell with id '%s' exists %d times: the one in the assignment's place is graded",
                              name, len(indices))
             add_note(nb, f"Your notebook has {len(indices)} copies of the assignment's cell '{name}' (a cell "
                          "copied and pasted keeps its grading data). The one in the assignment's own place was "
-                         f"graded as that cell; the other {len(indices) - 1} stayed in your notebook as cells you "
-                         "added. Delete the copies you do not need.")
+                         f"graded as that cell; the other {len(indices) - 1} stayed in your notebook as plain text "
+                         "and did not run. Delete the copies you do not need.")
         return nb, resources

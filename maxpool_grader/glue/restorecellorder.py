@@ -5,6 +5,7 @@ from __future__ import annotations
 from nbgrader.preprocessors import NbGraderPreprocessor
 
 from ..names import grade_id
+from .deduplicatecells import COPY_KEY
 from .notes import add_note
 from .submission import release_notebook
 
@@ -31,4 +32,22 @@ class RestoreCellOrder(NbGraderPreprocessor):
             nb.cells = [cell for _, cells in ordered for cell in cells]
             add_note(nb, "Some of the assignment's cells were missing or moved; they were put back "
                          "in the assignment's order (tests after the solution) before grading.")
+        _note_added_and_missing(nb, release)
         return nb, resources
+
+
+def _note_added_and_missing(nb, release) -> None:
+    """A note for the cells the student added (not the assignment's, not a pasted copy, not
+    empty), and for the assignment's cells still missing (graded ones were put back before:
+    restoremissingcells.py; what is missing now is read-only text, which grades nothing)."""
+    released = {cell.source for cell in release.cells}
+    added = [cell for cell in nb.cells if not grade_id(cell) and cell.source.strip()
+             and cell.source not in released and COPY_KEY not in cell.metadata]
+    if added:
+        add_note(nb, f"You added {len(added)} cell(s) of your own: they stayed where you put them, their code "
+                     "ran in its place, and they are not graded.")
+    present = {grade_id(cell) for cell in nb.cells}
+    missing = [name for cell in release.cells if (name := grade_id(cell)) and name not in present]
+    if missing:
+        add_note(nb, f"These read-only cells of the assignment were missing from your notebook: {', '.join(missing)}. "
+                     "They hold no points, so your grade is as it would be with them.")

@@ -11,7 +11,7 @@ from nbconvert.exporters import NotebookExporter
 from nbformat import NotebookNode
 from nbgrader.utils import is_solution
 
-from ..names import RESOURCES_KEY
+from ..names import FORMAT_KEY, RESOURCES_KEY
 from .notes import add_note
 from .submission import release_notebook, through_a_link
 
@@ -44,6 +44,10 @@ class TolerantNotebookExporter(NotebookExporter):
             try:
                 with open(path, encoding="utf-8") as handle:
                     nb = nbformat.read(handle, as_version=4)
+                original = nb.metadata.pop(FORMAT_KEY, None) or nb.metadata.get("orig_nbformat", 4)
+                if isinstance(original, int) and original < 4:  # (serve converted it on upload: FORMAT_KEY)
+                    self._note(nb, f"Your notebook is in nbformat {original} (an older Jupyter's format); it was "
+                                   "converted to nbformat 4 and graded as usual.")
             except (json.JSONDecodeError, UnicodeDecodeError, nbformat.reader.NotJSONError,
                     nbformat.ValidationError, KeyError, TypeError, AttributeError) as problem:
                 what = ("it is not JSON: cut off, or edited outside Jupyter?"

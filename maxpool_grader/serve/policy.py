@@ -22,7 +22,7 @@ from traitlets.config import Configurable
 from ..course.directory import read_course_config
 from ..course.roster import read_roster
 from ..glue.deadline import deadline as course_deadline
-from ..names import SOLUTION_CELL
+from ..names import FORMAT_KEY, SOLUTION_CELL
 from .queue import Queue
 
 FEEDBACK_LEVELS = ("scores", "mistakes", "reports")
@@ -205,7 +205,10 @@ class Policy:
             raise Refused(f"This notebook is not the {self.assignment} assignment (its cell "
                           f"'{SOLUTION_CELL}' is missing): upload {self.assignment}.ipynb as you fetched it, "
                           "with your answers.", 400)
-        return content if raw.get("nbformat") == 4 else nbformat.writes(notebook).encode()
+        if raw.get("nbformat") == 4:
+            return content
+        notebook.metadata[FORMAT_KEY] = raw.get("nbformat")  # nbformat's writer drops orig_nbformat: the note's
+        return nbformat.writes(notebook).encode()
 
     def submit(self, student: str, content: bytes, way: str = "web") -> int:
         """Check and queue an upload; a refused one is recorded (for the instructor) and raised."""

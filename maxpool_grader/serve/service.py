@@ -185,7 +185,7 @@ class Service:
         tries = (self.queue.get(attempt.id) or attempt).tries
         log = self.queue.folder / "logs" / f"attempt-{attempt.id}-try-{tries}.log"
         log.parent.mkdir(parents=True, exist_ok=True)
-        log.write_text(result.get("log") or "")
+        log.write_text(result.get("log") or result.get("fault") or "")  # a fault without a log: its sentence
         return f"{result.get('fault') or error_summary(result.get('log') or '')} (whole log: {log})"
 
     def _try_again_or_fail(self, attempt: Attempt, why: str) -> None:
