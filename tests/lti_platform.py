@@ -523,6 +523,8 @@ class Platform:
         self._jtis: set[str] = set()
         self._failures: list[tuple[int, dict]] = []
         self._down = False
+        self._stalling = False  # stall_scores(): a score is kept, and its answer held until release_scores()
+        self._stalled, self._released = threading.Event(), threading.Event()
         self._server = _Server(("127.0.0.1", 0), _Handler)
         self._server.platform = self
         self.port = self._server.server_address[1]
@@ -568,6 +570,21 @@ class Platform:
 
     def up(self) -> None:
         self._down = False
+
+    def stall_scores(self) -> None:
+        """From now on a score posted is recorded, and then its answer is held (the connection open)
+        until ``release_scores()``: the tool is in the middle of its post. ``wait_stalled`` says when
+        one is held."""
+        self._stalled.clear()
+        self._released.clear()
+        self._stalling = True
+
+    def wait_stalled(self, timeout: float = 60) -> bool:
+        return self._stalled.wait(timeout)
+
+    def release_scores(self) -> None:
+        self._stalling = False
+        self._released.set()
 
     def fail_next(self, n: int = 1, status: int = 500, retry_after: int | None = None) -> None:
         """The next ``n`` service calls (token, NRPS or AGS requests, in the order they come) answer
@@ -980,6 +997,9 @@ class _Handler(BaseHTTPRequestHandler):
             service.scopes = [SCOPE_SCORE]
             status, headers, body = self._from_response(self._bearer_or_401(
                 lambda: service.handle_resp(_post_score, service=service, line_item_id=item_id)))
+            if p._stalling and status < 400:  # recorded; the answer waits (the tool may be killed meanwhile)
+                p._stalled.set()
+                p._released.wait(120)
             return status, {}, None if status < 400 else body
         if rest[1:] == ["results"] and method == "GET":
             return run([SCOPE_RESULT_READONLY], service.handle_get_results, item_id, array=True)

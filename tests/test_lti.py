@@ -290,6 +290,34 @@ def test_a_student_who_left_the_lms_course_is_removed_and_their_session_ends(ser
 
 
 @INTEGRATION
+def test_a_kill_in_the_middle_of_a_post_loses_no_score_and_changes_none(service, platform):
+    """The platform has recorded Cy's score but not answered yet when the service is killed: after
+    the restart the score is posted again, the same score with the same timestamp (AGS keeps the
+    newest by timestamp, so a repeat changes nothing), and the outbox marks it posted."""
+    cy = requests.Session()
+    assert launch(cy, platform.launch_url(CY)).status_code == 200
+    outbox = service.course / ".maxpool-grader" / "serve" / "ags-outbox.sqlite"
+    platform.stall_scores()
+    try:
+        assert upload(cy, service.base, notebook_of(LOOP_CORRECT)).status_code == 200
+        assert platform.wait_stalled(120), "no score was posted for Cy"
+        assert _pending(outbox)  # the post is on its way: not yet marked posted
+        service.running.process.send_signal(signal.SIGKILL)
+        service.running.process.wait(timeout=30)
+    finally:
+        platform.release_scores()
+    first = [score for score in platform.scores if score["userId"] == CY]
+    assert len(first) == 1 and first[0]["scoreGiven"] == 15 and first[0]["gradingProgress"] == "Pending"
+    service.restart()
+    wait_for(lambda: not _pending(outbox), timeout=90)
+    posted = [score for score in platform.scores if score["userId"] == CY]
+    assert len(posted) >= 2, "the score the kill left unanswered was not posted again"
+    assert {(score["scoreGiven"], score["timestamp"], score["gradingProgress"]) for score in posted} == \
+        {(15, first[0]["timestamp"], "Pending")}
+    assert platform.gradebook()[CY]["scoreGiven"] == 15
+
+
+@INTEGRATION
 def test_a_revocation_ends_an_lti_session(service, platform):
     ana = requests.Session()
     assert launch(ana, platform.launch_url(ANA)).status_code == 200
