@@ -276,8 +276,8 @@ class _MessageLaunch(LTIAdvantageMessageLaunchAbstract):
         self.set_launch_context_claim(p.context_id, context_types=["http://purl.imsglobal.org/vocab/lis/v2/course#CourseOffering"],
                                       context_title=p.context_title, context_label=p.context_label)
         self.set_launch_presentation_claim(document_target="iframe", return_url=p.issuer + "/return")
-        self.set_ags(p.lineitems_url, allow_creating_lineitems=True, results_service_enabled=True,
-                     scores_service_enabled=True)
+        self.set_ags(p.lineitems_url, lineitem_url=p.column, allow_creating_lineitems=True,
+                     results_service_enabled=True, scores_service_enabled=True)
         self.set_nrps(p.nrps_url)
         tamper = spec["tamper"]
         claims: dict[str, t.Any] = {}
@@ -523,6 +523,7 @@ class Platform:
         self._jtis: set[str] = set()
         self._failures: list[tuple[int, dict]] = []
         self._down = False
+        self.column: str | None = None  # add_column(): launches name this line item (AGS 'lineitem'), as Canvas does
         self._stalling = False  # stall_scores(): a score is kept, and its answer held until release_scores()
         self._stalled, self._released = threading.Event(), threading.Event()
         self._server = _Server(("127.0.0.1", 0), _Handler)
@@ -570,6 +571,16 @@ class Platform:
 
     def up(self) -> None:
         self._down = False
+
+    def add_column(self, label: str, maximum: float) -> str:
+        """A line item the LMS made itself (a graded activity's column); every launch from now on
+        names it in its AGS claim ('lineitem'), as Canvas and Moodle do. Its id."""
+        with self._lock:
+            item = {"id": f"{self.lineitems_url}/{next(self._ids)}", "scoreMaximum": maximum, "label": label,
+                    "resourceId": "", "tag": "", "resourceLinkId": self.resource_link_id}
+            self.lineitems.append(item)
+        self.column = item["id"]
+        return item["id"]
 
     def stall_scores(self) -> None:
         """From now on a score posted is recorded, and then its answer is held (the connection open)

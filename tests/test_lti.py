@@ -48,7 +48,7 @@ from maxpool_grader.serve.signin import SignIn
 INTEGRATION = pytest.mark.integration  # a platform, a service, its workers, Chromium
 
 POLICY = "\nc.Serve.attempts_per_hour = 2\nc.Serve.poll_interval = 0.3\n"
-ANA, BO, CY, TEACHER = "s-ana", "s-bo", "s-cy", "t-teacher"
+ANA, BO, CY, DI, TEACHER = "s-ana", "s-bo", "s-cy", "s-di", "t-teacher"
 PREFIX = "/maxpool/"  # behind a reverse proxy's path, as --base-url puts it: every LTI route and cookie under it
 REFUSALS = {  # each attack of the platform, and what the page says
     "wrong_issuer": "not registered with (its issuer",
@@ -315,6 +315,24 @@ def test_a_kill_in_the_middle_of_a_post_loses_no_score_and_changes_none(service,
     assert {(score["scoreGiven"], score["timestamp"], score["gradingProgress"]) for score in posted} == \
         {(15, first[0]["timestamp"], "Pending")}
     assert platform.gradebook()[CY]["scoreGiven"] == 15
+
+
+@INTEGRATION
+def test_a_launch_that_names_the_lms_s_own_column_gets_its_score_there(service, platform):
+    """Canvas and Moodle make a column for a graded activity and name it in every launch: the score
+    goes there, not into a column of the service's own."""
+    platform.add_member(DI, "Di Noor", "learner")
+    roster_from_lti(service.course)
+    column = platform.add_column("Max pooling, backward (the LMS's own column)", 20)
+    try:
+        di = requests.Session()
+        assert launch(di, platform.launch_url(DI)).status_code == 200
+        assert upload(di, service.base, notebook_of(LOOP_CORRECT)).status_code == 200
+        score = wait_for(lambda: platform.gradebook(column).get(DI), timeout=120)
+    finally:
+        platform.column = None  # later launches name no column again
+    assert score["scoreGiven"] == 15 and score["gradingProgress"] == "Pending"
+    assert all(got["lineitem"] == column for got in platform.scores if got["userId"] == DI)
 
 
 @INTEGRATION
