@@ -25,6 +25,8 @@ the box: tests/test_faults.py; serve: tests/test_serve_term.py and tests/test_fa
 
 from __future__ import annotations
 
+import csv
+import os
 import re
 from pathlib import Path
 
@@ -194,3 +196,25 @@ def test_a_blank_release_notebook_that_gets_points_is_a_fault_with_a_sentence(co
         assert problem.startswith(f"The blank release notebook scored {check.points:g} of {check.points:g} where "
                                   f"0 is due, in '{check.title}'"), problem
     assert "The release notebook gives points for no work" in flat(found.sentence())
+
+
+def test_a_timestamp_the_student_side_wrote_badly_is_a_grade_not_a_fault(tmp_path):
+    """timestamp.txt comes from the student's side of the exchange: nbgrader fails a submission
+    whose text does not parse (AttributeError: no ``fail``), and on a FIFO there (or anywhere in
+    the submission: shutil.SpecialFileError as it copies the files).
+    Each is graded, counted as a submission without a timestamp, and the class's grades.csv is
+    written (tried first without glue/submission.py's read_timestamps_safely: Not graded)."""
+    course = copy_course(tmp_path / "course", students=["loop_correct", "vectorized_correct", "forum_verbatim"])
+    (course / "submitted" / "loop_correct" / ASSIGNMENT / "timestamp.txt").write_text("not a time\x1b[2J")
+    fifo = course / "submitted" / "vectorized_correct" / ASSIGNMENT / "timestamp.txt"
+    fifo.unlink()
+    os.mkfifo(fifo)
+    graded = grade_command(course)
+    assert graded.returncode == 0, graded.stdout[-2000:] + graded.stderr[-2000:]
+    assert "Not graded" not in graded.stderr
+    for student in ("loop_correct", "vectorized_correct"):
+        assert _part_b(course, student) == FULL and _feedback(course, student).exists()
+        assert _submission(course, student)[0] is None
+    rows = {row["student_id"]: row for row in csv.DictReader(open(course / "grades.csv"))}
+    assert rows["loop_correct"]["timestamp"] == "" and rows["vectorized_correct"]["timestamp"] == ""
+    assert rows["forum_verbatim"]["timestamp"].startswith("2026-11-20 09:00:00")  # a readable one is kept

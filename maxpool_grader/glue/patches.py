@@ -49,6 +49,11 @@ def _skip_symbolic_links() -> None:
     skip_symbolic_links()
 
 
+def _read_timestamps_safely() -> None:
+    from .submission import read_timestamps_safely  # only after the version check (above)
+    read_timestamps_safely()
+
+
 def _quiet_known_nbgrader_warnings() -> None:
     from .submission import quiet_known_nbgrader_warnings  # only after the version check (above)
     quiet_known_nbgrader_warnings()
@@ -107,8 +112,15 @@ PATCHES: tuple[Patch, ...] = (
           _grade_folders_without_notebooks),
     Patch("skip_symbolic_links", "nbgrader.converters.base.find_all_files",
           "a link planted in a submission is not followed when nbgrader copies its files into "
-          "autograded/ and feedback/", (NBGRADER,), "none filed: found here by attacking the course",
+          "autograded/ and feedback/, and a FIFO, socket or device there is left out (shutil.SpecialFileError "
+          "failed the submission)", (NBGRADER,), "none filed: found here by attacking the course",
           _skip_symbolic_links),
+    Patch("read_timestamps_safely", "nbgrader.coursedir.CourseDirectory.get_existing_timestamp",
+          "a submission's timestamp.txt that does not parse counts as none (nbgrader calls self.fail, which "
+          "CourseDirectory lacks: AttributeError, never graded); it is read without following a link, from a "
+          "regular file only, at most 256 bytes", (NBGRADER,),
+          "none filed yet (jupyter/nbgrader, nbgrader/coursedir.py get_existing_timestamp)",
+          _read_timestamps_safely),
     Patch("quiet_known_nbgrader_warnings", "nbgrader.api.Gradebook.update_or_create_submission",
           "a warnings filter for the one SQLAlchemy autoflush warning this prints three times per new "
           "submission",

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import glob
 import os
+import stat
 import warnings
 from pathlib import Path
 
@@ -49,7 +50,9 @@ def skip_symbolic_links() -> None:
     """nbgrader copies a submission's other files into ``autograded/`` and from there into
     ``feedback/`` with ``shutil.copy``, which follows a symbolic link: a link planted in a
     submission would copy the file it points to (a key in the instructor's home) and hand
-    it back in the feedback. Make the copying skip links."""
+    it back in the feedback; and it fails the whole submission on a FIFO, a socket or a device
+    (``shutil.SpecialFileError``), so one planted there would keep it from ever being graded.
+    Make the copying take regular files only."""
     # the patched module, imported as install() applies the patch: after the version check, so that
     # another nbgrader is refused by name (PatchVersionError), not by an ImportError
     from nbgrader.converters import base
@@ -58,10 +61,67 @@ def skip_symbolic_links() -> None:
         return
 
     def find_all_files(path, exclude=None):
-        return [name for name in listing(path, exclude) if not os.path.islink(name)]
+        return [name for name in listing(path, exclude) if _regular_file(name)]
 
     find_all_files._skips_links = True
     base.find_all_files = find_all_files
+
+
+TIMESTAMP_BYTES = 256  # a timestamp is about 30 characters; the rest of a larger file is not read
+
+
+def read_timestamp(path: str) -> str | None:
+    """The text of a submission's ``timestamp.txt``, read as a student may have made it: not
+    through a link, not from a FIFO or a device (which would block or never end), at most
+    ``TIMESTAMP_BYTES``; None when there is no regular file to read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return os.read(fd, TIMESTAMP_BYTES).decode("utf-8", errors="replace").strip()
+    finally:
+        os.close(fd)
+
+
+def read_timestamps_safely() -> None:
+    """nbgrader reads a submission's ``timestamp.txt``, which the student's side writes, and
+    on one it cannot parse calls ``self.fail``, which its CourseDirectory does not have: an
+    AttributeError, and the submission (and the class's grades.csv with it) is never graded. A
+    link, a FIFO or a huge file there would be followed, block or be read whole. Read it as
+    ``read_timestamp`` does; an unreadable one counts as none, as nbgrader counts an empty one,
+    with a warning in the log that names the file."""
+    # the patched module, imported as install() applies the patch: after the version check
+    from nbgrader.coursedir import CourseDirectory
+    from nbgrader.utils import parse_utc
+    if getattr(CourseDirectory.get_existing_timestamp, "_reads_safely", False):
+        return
+
+    def get_existing_timestamp(self, dest_path):
+        path = os.path.join(dest_path, "timestamp.txt")
+        text = read_timestamp(path)
+        if not text:
+            if text is not None or os.path.lexists(path):
+                self.log.warning("No timestamp in %s: the submission counts as without one", path)
+            return None
+        try:
+            return parse_utc(text)
+        except (ValueError, OverflowError, TypeError):
+            self.log.warning("Unreadable timestamp in %s (%r): the submission counts as without one",
+                             path, text[:40])
+            return None
+
+    get_existing_timestamp._reads_safely = True
+    CourseDirectory.get_existing_timestamp = get_existing_timestamp
+
+
+def _regular_file(name: str) -> bool:
+    try:
+        return stat.S_ISREG(os.lstat(name).st_mode)  # lstat: a link is no regular file
+    except OSError:
+        return False
 
 
 def grade_folders_without_notebooks(converter_class) -> None:
