@@ -497,3 +497,21 @@ def test_lti_config_refuses_a_base_url_that_is_no_address_with_a_sentence(tmp_pa
         done = subprocess.run([str(BIN / "maxpool-grader"), "lti-config", "--base-url", base, "--course-dir",
                                str(tmp_path)], capture_output=True, text=True)
         assert done.returncode == 2 and says in done.stdout and "Traceback" not in done.stdout + done.stderr
+
+
+def test_a_hostile_lms_name_reaches_neither_the_terminal_nor_a_spreadsheet_as_written(tmp_path, monkeypatch):
+    """Names come from the LMS, as its users typed them: an ANSI escape, a right-to-left override
+    and a formula in a member's name are printed as escapes by ``roster --from-lti``, and stored in
+    roster.csv without the controls and with the formula neutralised."""
+    from maxpool_grader.serve.lti_roster import sync
+    monkeypatch.setenv("PATH", f"{BIN}:{os.environ['PATH']}")  # nbgrader runs alembic to make the gradebook
+    hostile = {"user_id": "sub-mal", "status": "Active", "name": "Mal\x1b[2J\u202eroy",
+               "given_name": "=HYPERLINK(\"http://x\")\x1b]0;owned\x07", "family_name": "Doe\u009b31m",
+               "email": "+mal@example.edu", "roles": ["http://purl.imsglobal.org/vocab/lis/v2/membership#Learner"]}
+    lines = sync(tmp_path, f"sqlite:///{tmp_path / 'gradebook.db'}", [hostile])
+    printed = "\n".join(lines)
+    assert printed and all(ch.isprintable() for ch in printed), repr(printed)
+    assert '+ sub-mal (=HYPERLINK("http://x") ]0;owned Doe 31m)' in lines  # as roster.csv keeps it
+    cells = [cell for row in csv.reader(open(tmp_path / "roster.csv")) for cell in row]
+    assert not any(ch in cell for cell in cells for ch in "\x1b\x07\u202e\u009b"), cells
+    assert "'=HYPERLINK(\"http://x\") ]0;owned" in cells and "'+mal@example.edu" in cells, cells

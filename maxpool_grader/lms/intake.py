@@ -57,7 +57,7 @@ from pathlib import Path
 from nbgrader.api import Gradebook
 
 from ..course.directory import course_path
-from ..course.roster import read_roster
+from ..course.roster import read_roster, shown
 from ..names import ASSIGNMENT
 from .export import LMS_STATE, export  # noqa: F401  (the other half of "from the LMS and back")
 from .match import match, records_of
@@ -75,7 +75,6 @@ from .zip_upload import (
     litter,
     parse,
     safe_parts,
-    shown,
     stage,
 )
 

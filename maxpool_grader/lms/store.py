@@ -20,8 +20,9 @@ from pathlib import Path
 
 from nbgrader.utils import parse_utc
 
+from ..course.roster import shown
 from .tree import remove_files, remove_tree
-from .zip_upload import BLOCK, Budget, checkpoint, safe_parts, shown
+from .zip_upload import BLOCK, Budget, checkpoint, safe_parts
 
 STAGING = "lms-staging-"  # the staging folders in .maxpool-grader/
 PARTIAL = ".lms-part-"  # a copy into lms-unmatched/ before it gets its name

@@ -38,6 +38,8 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from ..course.roster import shown
+
 LAYOUTS = ("canvas", "moodle-folders", "moodle-flat")
 # Canvas keeps only letters and digits of the sortable name: no "_" in <lastfirst>
 CANVAS = re.compile(r"^(?P<name>[^\W_]*?)(?P<late>_LATE)?_(?P<lms_id>[0-9]+)_(?P<submission>[0-9]+)_(?P<file>[^/]+)$")
@@ -96,12 +98,6 @@ def parse_size(text: str) -> int:
     if not found:
         raise LmsError(f"{text!r} is not a size like 50MiB, 512KiB or 1000 (bytes)")
     return int(float(found[1]) * 1024 ** " kmg".index((found[2] or " ").lower()))
-
-
-def shown(text: str) -> str:
-    """A name as it is safe to print: control and invisible characters (a newline, an ANSI
-    escape, a right-to-left override) written as escapes, so a name cannot forge a line."""
-    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode() for ch in text)
 
 
 def shorten(component: str, limit: int = NAME_BYTES) -> str:

@@ -27,7 +27,7 @@ from pathlib import Path
 from pylti1p3.names_roles import NamesRolesProvisioningService
 from pylti1p3.roles import StudentRole
 
-from ..course.roster import import_roster, read_roster
+from ..course.roster import clean_name, import_roster, read_roster, shown
 from ..glue.safecsvexport import csv_cell
 from .lti import LtiSetupError, load_lti, missing, registration_text
 from .lti_store import LaunchStore, records, write_records
@@ -87,13 +87,15 @@ def sync(course: Path, db_url: str, members: list[dict]) -> list[str]:
         sub = str(member["user_id"])
         student = by_sub.get(sub) or student_id(member, set(rows) | set(saved))
         active.add(student)
-        row = {"id": student, "first_name": member.get("given_name") or member.get("name") or "",
-               "last_name": member.get("family_name") or "", "email": member.get("email") or "",
+        # names and the email as the LMS's users typed them: no control or invisible character kept
+        row = {"id": student, "first_name": clean_name(str(member.get("given_name") or member.get("name") or "")),
+               "last_name": clean_name(str(member.get("family_name") or "")),
+               "email": clean_name(str(member.get("email") or "")),
                "lms_id": (rows.get(student) or {}).get("lms_id") or ""}
         if student not in rows:
-            lines.append(f"+ {student} ({row['first_name']} {row['last_name']}".rstrip() + ")")
+            lines.append(shown(f"+ {student} ({row['first_name']} {row['last_name']}".rstrip() + ")"))
         rows[student] = {**(rows.get(student) or {}), **{k: v for k, v in row.items() if v}}
-        saved[student] = {**saved.get(student, {}), "sub": sub, "name": member.get("name") or "",
+        saved[student] = {**saved.get(student, {}), "sub": sub, "name": clean_name(str(member.get("name") or "")),
                           "matched_by": "recorded" if sub in by_sub else "nrps"}
     for student in sorted(set(saved) - active):
         if student in rows:
