@@ -3,6 +3,7 @@ this machine's pool or a Dask cluster alike (interface.py)."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import deque
 from concurrent.futures import FIRST_COMPLETED, Future, wait
@@ -12,6 +13,8 @@ from typing import Callable
 from ..course.jobs import JobResult
 from .interface import GradingBackend, WorkerDied
 from .progress import Progress
+
+CTRL_C = threading.Event()  # set by grade's SIGINT handler: seen here even where Python could not raise it
 
 
 @dataclass
@@ -43,7 +46,9 @@ def run_batch(backend: GradingBackend, students: list[str], on_done: Callable | 
                 student, autograde = batch.queue.popleft()
                 pending[backend.submit(student, autograde=autograde, then=then[0] if then else None)] = (
                     student, autograde)
-            done, _ = wait(pending, return_when=FIRST_COMPLETED)
+            done, _ = wait(pending, timeout=0.25, return_when=FIRST_COMPLETED)
+            if CTRL_C.is_set():
+                raise KeyboardInterrupt
             for future in done:
                 batch.take(future, *pending.pop(future))
     except KeyboardInterrupt:

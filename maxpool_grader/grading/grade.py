@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..backend import pool, warm
-from ..backend.batch import BatchResult, run_batch
+from ..backend.batch import CTRL_C, BatchResult, run_batch
 from ..backend.control import CONTROL_FAILED
 from ..backend.interface import GradingBackend
 from ..cluster import coordinator
@@ -223,13 +223,21 @@ class GradingRun:
         print(f"\nClass report: {report_path}\nGrades: {self.course / 'grades.csv'}")
 
 
+def _ctrl_c(signum, frame) -> None:
+    """Python's own handler, and a flag the batch polls: a KeyboardInterrupt raised where Python
+    cannot pass it on (a finalizer, a callback) is lost, the flag is not."""
+    CTRL_C.set()
+    raise KeyboardInterrupt
+
+
 def _listen_for_ctrl_c() -> None:
     """Ctrl-C (SIGINT) stops the run, even when it was started with SIGINT ignored: a shell
     without job control (a script) starts a background job so, and Python then keeps it
     ignored. Each line of output shows when it happens, on a pipe too (who sends the signal
     may be watching the progress lines)."""
     if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+        CTRL_C.clear()
+        signal.signal(signal.SIGINT, _ctrl_c)
     if hasattr(sys.stdout, "reconfigure"):
         sys.stdout.reconfigure(line_buffering=True)
 
@@ -255,7 +263,7 @@ def grade(course: Path, *, workers: int | None = None, force: bool = False, db_u
             graded, _ = run.autograde()
             feedback = graded.then
         run.count_job_cpu(graded, feedback)
-        if feedback.interrupted:
+        if feedback.interrupted or CTRL_C.is_set():
             raise KeyboardInterrupt
         with run.step("export"):
             exported = run.export([item.student for item in graded.failed])
