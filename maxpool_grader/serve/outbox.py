@@ -13,12 +13,13 @@ the order they were made: a later one waits for the earlier. Each score has a ``
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+
+from .queue import open_database
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS scores (
@@ -66,11 +67,7 @@ class Outbox:
     def __init__(self, folder: Path):
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(folder / "ags-outbox.sqlite", check_same_thread=False, isolation_level=None)
-        self._db.row_factory = sqlite3.Row
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=FULL")  # a score written is a score kept
-        self._db.executescript(SCHEMA)
+        self._db = open_database(folder / "ags-outbox.sqlite", SCHEMA)  # a score written is a score kept
 
     def close(self) -> None:
         with self._lock:

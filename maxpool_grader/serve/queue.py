@@ -67,6 +67,18 @@ class Attempt:
         return cls(**values)
 
 
+def open_database(path: Path, schema: str) -> sqlite3.Connection:
+    """One of the service's SQLite files (the attempt queue, the LMS outbox), shared by its
+    threads under their own lock: autocommit, WAL, and every commit synced, so what was
+    accepted survives a kill -9 or a power cut; ``schema`` made if missing."""
+    db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+    db.row_factory = sqlite3.Row
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=FULL")
+    db.executescript(schema)
+    return db
+
+
 class Queue:
     """The attempts table, safe to use from the service's threads (one connection, a lock)."""
 
@@ -76,11 +88,7 @@ class Queue:
         (folder / "uploads").mkdir(exist_ok=True, mode=0o700)
         (folder / "feedback").mkdir(exist_ok=True, mode=0o700)
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(folder / "queue.sqlite", check_same_thread=False, isolation_level=None)
-        self._db.row_factory = sqlite3.Row
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=FULL")  # an accepted attempt survives a power cut
-        self._db.executescript(SCHEMA)
+        self._db = open_database(folder / "queue.sqlite", SCHEMA)
         if "claimed" not in {row["name"] for row in self._db.execute("PRAGMA table_info(attempts)")}:
             self._db.execute("ALTER TABLE attempts ADD COLUMN claimed TEXT NOT NULL DEFAULT ''")  # a queue of before
 
