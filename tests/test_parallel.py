@@ -218,6 +218,42 @@ def test_an_interrupted_run_resumes_and_completes(tmp_path):
     assert sealed_box.abandoned_private_directories() == []  # what the killed workers left: swept
 
 
+def _wait_until_sigint_is_not_ignored(pid: int) -> None:
+    """Until the kernel no longer ignores SIGINT for the process (its SigIgn mask)."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        mask = re.search(r"^SigIgn:\s*([0-9a-f]+)$", Path(f"/proc/{pid}/status").read_text(), re.M).group(1)
+        if not int(mask, 16) & (1 << (signal.SIGINT - 1)):
+            return
+        time.sleep(0.002)
+    raise AssertionError("grade never listened for Ctrl-C")
+
+
+def test_ctrl_c_at_any_moment_of_the_start_stops_the_run(tmp_path):
+    """Ctrl-C during the imports, the reading of the configuration or the warm-up (a C
+    extension's import turns it into "ImportError: initialization failed") stops the run with
+    130 and says so, SIGINT ignored at start or not; the next run grades."""
+    course = copy_course(tmp_path / "course", students=["loop_correct"])
+    sent_while_running = 0
+    for delay in (0, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.5, 1.8, 2.2):
+        process = start_grading(course, workers=1, ctrl_c_ignored=delay < 1)
+        if delay < 1:  # from the moment it listens: before its first line of Python, no program can
+            _wait_until_sigint_is_not_ignored(process.pid)
+        time.sleep(delay)
+        if process.poll() is None:
+            process.send_signal(signal.SIGINT)
+            sent_while_running += 1
+            output = process.communicate(timeout=120)[0]
+            assert process.returncode == 130, f"Ctrl-C after {delay} s:\n{output[-3000:]}"
+            assert "Run the command again" in output and "Traceback" not in output, output[-3000:]
+        else:
+            process.communicate()
+    assert sent_while_running >= 6
+    finished = grade_command(course)
+    assert finished.returncode == 0, finished.stderr[-3000:]
+    assert (course / "feedback" / "loop_correct" / ASSIGNMENT / f"{ASSIGNMENT}.html").is_file()
+
+
 def test_a_killed_run_leaves_no_process_behind(tmp_path):
     """kill -9 of `grade` mid-run: its workers, their zygotes and everything they started
     (sandboxes, kernels, verdict processes) end with it, within seconds."""

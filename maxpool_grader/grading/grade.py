@@ -248,7 +248,21 @@ def grade(course: Path, *, workers: int | None = None, force: bool = False, db_u
     """Grade the class; 0 unless grading itself broke (a student's code never makes it fail).
     ``security``: how to reach the ``cluster`` (tls.coordinator_security)."""
     _listen_for_ctrl_c()
-    course = course.resolve()
+    try:
+        return _grade(course.resolve(), workers, force, db_url, assignment, similarity_threshold, cluster, security)
+    except BaseException as error:
+        # Ctrl-C inside an import or a C call comes out as another error ("ImportError:
+        # initialization failed"): the flag says it was Ctrl-C all the same
+        if isinstance(error, KeyboardInterrupt) or CTRL_C.is_set():
+            print("\nInterrupted. Run the command again to finish: what was graded is kept.", file=sys.stderr)
+            return 130
+        if isinstance(error, Broke):
+            print(str(error), file=sys.stderr)
+            return error.status
+        raise
+
+
+def _grade(course: Path, workers, force, db_url, assignment, similarity_threshold, cluster, security) -> int:
     run = GradingRun(course, db_url or configured_db_url(course), workers or pool.default_workers(), force, cluster,
                      similarity_threshold, assignment, security)
     run.timings["start_cpu_seconds"] = time.process_time()  # Python's start and the imports
@@ -269,12 +283,6 @@ def grade(course: Path, *, workers: int | None = None, force: bool = False, db_u
             exported = run.export([item.student for item in graded.failed])
         with run.step("report"):
             paths = report.write_report(course, run.db_url, assignment, similarity_threshold, run.reading)
-    except Broke as broke:
-        print(str(broke), file=sys.stderr)
-        return broke.status
-    except KeyboardInterrupt:
-        print("\nInterrupted. Run the command again to finish: what was graded is kept.", file=sys.stderr)
-        return 130
     finally:
         pool.let_go(run.zygotes)
         if run.reading is not None:
