@@ -172,6 +172,7 @@ def test_the_circle_checker_sees_a_circle_through_a_function_and_not_a_type_only
 # on its line or just above it says which. Everything else is imported at the top, where a
 # reader sees what a module needs; the package's own modules too, except in these modules:
 OWN_IMPORTS_INSIDE = {
+    "maxpool_grader.cli.entry": "the commands are imported after Ctrl-C is listened for, the imports take a second",
     "maxpool_grader.glue.patches": "each patch imports its module as install() applies it, after the version check",
     "maxpool_grader.serve.cli": "the web layer (tornado's server) is imported only to start the page",
     "maxpool_grader.serve.web": "hub.py imports jupyterhub, only for --hub-login",

@@ -1,5 +1,6 @@
 """The instructor's command line, ``maxpool-grader``: on top of every capability.
 
+* ``entry``: the console script; for ``grade`` it hears Ctrl-C before the imports;
 * ``main``: the commands (``grade``, ``serve``, ``tokens``, ``roster``, ``collect-lms``,
   ``export-lms``, ``check``, ``doctor``, ``cluster-certs``), each handing over to its package;
 * ``doctor``: which guarantees hold on this machine for this user;

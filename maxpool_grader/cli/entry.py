@@ -10,7 +10,7 @@ import sys
 
 def main() -> int:
     if sys.argv[1:2] != ["grade"]:
-        from .main import main as command
+        from .main import main as command  # the other commands keep their own Ctrl-C
         return command()
     pressed = []
 
@@ -20,7 +20,7 @@ def main() -> int:
 
     signal.signal(signal.SIGINT, early)
     try:
-        from .main import main as command
+        from .main import main as command  # a second of imports, now with Ctrl-C heard
     except BaseException:  # a KeyboardInterrupt inside a C extension's import becomes an ImportError
         if not pressed:
             raise
