@@ -4,6 +4,7 @@ background job) would otherwise not hear a Ctrl-C that came that early."""
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 
@@ -14,18 +15,24 @@ def main() -> int:
         return command()
     pressed = []
 
-    def early(signum, frame):
+    def early(signum, frame):  # until grade listens itself (grade._listen_for_ctrl_c)
         pressed.append(signum)
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGINT, early)
     try:
         from .main import main as command  # a second of imports, now with Ctrl-C heard
+        status = command()
     except BaseException:  # a KeyboardInterrupt inside a C extension's import becomes an ImportError
         if not pressed:
             raise
-    if pressed:
         print("\nInterrupted before grading began: nothing was changed. Run the command again to grade.",
               file=sys.stderr)
-        return 130
-    return command()
+        status = 130
+    if status == 130:
+        # stopped by Ctrl-C: end now. Python's own exit joins the threads of the killed pool and
+        # of the report's reader, and once waited there for minutes; what was graded is saved
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(130)
+    return status

@@ -230,6 +230,13 @@ def _ctrl_c(signum, frame) -> None:
     raise KeyboardInterrupt
 
 
+def _quiet_about_ctrl_c(unraisable, shown=sys.unraisablehook) -> None:
+    """A Ctrl-C that came inside a callback Python cannot raise from (a parser's, a
+    finalizer's) is the flag's to act on, not a traceback to print."""
+    if not (isinstance(unraisable.exc_value, KeyboardInterrupt) and CTRL_C.is_set()):
+        shown(unraisable)
+
+
 def _listen_for_ctrl_c() -> None:
     """Ctrl-C (SIGINT) stops the run, even when it was started with SIGINT ignored: a shell
     without job control (a script) starts a background job so, and Python then keeps it
@@ -238,6 +245,7 @@ def _listen_for_ctrl_c() -> None:
     if threading.current_thread() is threading.main_thread():
         CTRL_C.clear()
         signal.signal(signal.SIGINT, _ctrl_c)
+        sys.unraisablehook = _quiet_about_ctrl_c
     if hasattr(sys.stdout, "reconfigure"):
         sys.stdout.reconfigure(line_buffering=True)
 
