@@ -6,9 +6,7 @@ student wrote (130 after Ctrl-C: run it again to finish)."""
 from __future__ import annotations
 
 import gc
-import signal
 import sys
-import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -24,7 +22,7 @@ from ..course.jobs import JobResult, error_summary
 from ..course.roster import RosterError, import_roster
 from ..names import ASSIGNMENT
 from ..sandbox import box, cgroups
-from . import report, similarity, state
+from . import interrupt, report, similarity, state
 from .table import format_table, score_table
 
 ROSTER = "roster.csv"  # imported by grade when the course has one
@@ -223,39 +221,12 @@ class GradingRun:
         print(f"\nClass report: {report_path}\nGrades: {self.course / 'grades.csv'}")
 
 
-def _ctrl_c(signum, frame) -> None:
-    """Python's own handler, and a flag the batch polls: a KeyboardInterrupt raised where Python
-    cannot pass it on (a finalizer, a callback) is lost, the flag is not."""
-    CTRL_C.set()
-    raise KeyboardInterrupt
-
-
-def _quiet_about_ctrl_c(unraisable, shown=sys.unraisablehook) -> None:
-    """A Ctrl-C that came inside a callback Python cannot raise from (a parser's, a
-    finalizer's) is the flag's to act on, not a traceback to print."""
-    if not (isinstance(unraisable.exc_value, KeyboardInterrupt) and CTRL_C.is_set()):
-        shown(unraisable)
-
-
-def _listen_for_ctrl_c() -> None:
-    """Ctrl-C (SIGINT) stops the run, even when it was started with SIGINT ignored: a shell
-    without job control (a script) starts a background job so, and Python then keeps it
-    ignored. Each line of output shows when it happens, on a pipe too (who sends the signal
-    may be watching the progress lines)."""
-    if threading.current_thread() is threading.main_thread():
-        CTRL_C.clear()
-        signal.signal(signal.SIGINT, _ctrl_c)
-        sys.unraisablehook = _quiet_about_ctrl_c
-    if hasattr(sys.stdout, "reconfigure"):
-        sys.stdout.reconfigure(line_buffering=True)
-
-
 def grade(course: Path, *, workers: int | None = None, force: bool = False, db_url: str | None = None,
           assignment: str = ASSIGNMENT, similarity_threshold: float = similarity.THRESHOLD,
           cluster: str | None = None, security=None) -> int:
     """Grade the class; 0 unless grading itself broke (a student's code never makes it fail).
     ``security``: how to reach the ``cluster`` (tls.coordinator_security)."""
-    _listen_for_ctrl_c()
+    interrupt.listen_for_ctrl_c()
     try:
         return _grade(course.resolve(), workers, force, db_url, assignment, similarity_threshold, cluster, security)
     except BaseException as error:
