@@ -5,12 +5,16 @@ release_feedback -> fetch_feedback, all with nbgrader's real commands."""
 from __future__ import annotations
 
 import getpass
+import os
+import shutil
 import sys
+from datetime import datetime, timedelta
 
 import nbformat
 import pytest
-from helpers import ROOT, copy_course, nbgrader
+from helpers import ROOT, copy_course, digests, nbgrader
 from nbgrader.api import Gradebook
+from nbgrader.utils import parse_utc
 
 sys.path.insert(0, str(ROOT / "scripts"))
 from make_sample_class import VECTORIZED_CORRECT, fill  # noqa: E402
@@ -51,3 +55,73 @@ def test_student_round_trip_through_a_local_exchange(tmp_path):
     html = feedback[0].read_text()
     assert "Passed: Ties: PyTorch's convention (the first maximum in row-major order)" in html
     assert "Score: 15 of 15 so far; Part A (5 points) is not graded yet" in html  # Part A is not counted as 0
+
+
+def test_collect_counts_the_time_a_student_cannot_set_back(tmp_path):
+    """After the deadline a student rewrites their inbound folder: an earlier time in its name
+    and in timestamp.txt, a changed notebook, a link to the instructor's file and a FIFO.
+    collect counts the time of the folder's last change (late, with the course's penalty), never
+    follows the link, skips the FIFO; a classmate's folder whose name holds no time does not
+    stop the collect. A folder left alone keeps the time it states."""
+    course = copy_course(tmp_path / "course", with_submissions=False)
+    exchange = tmp_path / "exchange"
+    exchange.mkdir(mode=0o777)
+    exchange.chmod(0o777)
+    student_home = tmp_path / "student"
+    student_home.mkdir()
+    shared = [f"--Exchange.root={exchange}", "--CourseDirectory.course_id=max_pool_backward"]
+    nbgrader(course, "generate_assignment", "max_pool_backward", "--force")
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+        gradebook.update_or_create_assignment("max_pool_backward", duedate=datetime.utcnow() - timedelta(days=3))
+    nbgrader(course, "release_assignment", "max_pool_backward", *shared)
+    nbgrader(student_home, "fetch_assignment", "max_pool_backward", *shared)
+    fetched = student_home / "max_pool_backward" / "max_pool_backward.ipynb"
+    nbformat.write(fill(nbformat.read(fetched, as_version=4), VECTORIZED_CORRECT), fetched)
+    nbgrader(student_home, "submit", "max_pool_backward", *shared)
+    inbound = exchange / "max_pool_backward" / "inbound"
+    [honest] = list(inbound.iterdir())
+    stated = parse_utc((honest / "timestamp.txt").read_text())
+
+    nbgrader(course, "collect", "max_pool_backward", *shared)  # left alone: the time it states
+    student = getpass.getuser()
+    submitted = course / "submitted" / student / "max_pool_backward"
+    assert parse_utc((submitted / "timestamp.txt").read_text()) == stated
+
+    secret = tmp_path / "instructor-only.txt"
+    secret.write_text("INSTRUCTOR-SECRET")
+    forged_at = datetime.utcnow()
+    early = "2000-01-01 00:00:00.000000 UTC"
+    for name in ("timestamp.txt", "max_pool_backward.ipynb"):
+        (honest / name).chmod(0o644)
+    (honest / "timestamp.txt").write_text(early)
+    with open(honest / "max_pool_backward.ipynb", "a") as notebook:
+        notebook.write(" ")
+    (honest / "notes.txt").symlink_to(secret)
+    (honest / "folder").symlink_to(tmp_path)
+    os.mkfifo(honest / "pipe")
+    forged = honest.with_name(f"{student}+max_pool_backward+{early}+{honest.name.rsplit('+', 1)[1]}")
+    honest.rename(forged)
+    junk = inbound / "mallory+max_pool_backward+not a time+x1"
+    junk.mkdir()
+    shutil.copy(forged / "max_pool_backward.ipynb", junk)
+
+    shutil.rmtree(course / "submitted")  # the instructor's first collect is after the deadline
+    untouched = digests(course, student_home, skip=("submitted",))
+    collected = nbgrader(course, "collect", "max_pool_backward", *shared)
+    assert digests(course, student_home, skip=("submitted",)) == untouched  # collect wrote submitted/ only
+    assert secret.read_text() == "INSTRUCTOR-SECRET"
+    assert not list((course / "submitted").rglob(".collecting-*"))
+    stamp = parse_utc((submitted / "timestamp.txt").read_text())
+    assert stamp >= forged_at - timedelta(seconds=1), (stamp, forged_at)
+    assert "last changed" in collected.stdout
+    assert sorted(p.name for p in submitted.iterdir()) == ["max_pool_backward.ipynb", "submission_secret.txt",
+                                                          "timestamp.txt"]
+    assert not any("INSTRUCTOR-SECRET" in path.read_text(errors="replace")
+                   for path in (course / "submitted").rglob("*") if path.is_file())
+    assert (course / "submitted" / "mallory" / "max_pool_backward" / "max_pool_backward.ipynb").is_file()
+    nbgrader(course, "autograde", "max_pool_backward", "--create")
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+        submission = gradebook.find_submission("max_pool_backward", student)
+        assert submission.timestamp >= forged_at - timedelta(seconds=1)
+        assert submission.total_seconds_late > 3 * 86400 - 60
+        assert submission.code_score == 15 and submission.late_submission_penalty > 0

@@ -9,7 +9,8 @@ named after its class as nbgrader's own ``preprocessors/`` are.
   (``MakeSubmissionInert``), ``deduplicatecells`` (``DeduplicateCells``: a pasted graded
   cell), ``restoremissingcells`` (``RestoreMissingCells``: a deleted one); ``submission``:
   what they share, and the patches that never follow a student's symbolic link and grade a
-  folder without its notebook;
+  folder without its notebook; ``collecttime``: ``nbgrader collect``'s time of a submission,
+  from what its student cannot set back, and its copy without links;
 * running it: ``outofprocessverdicts`` (``OutOfProcessVerdicts``) and ``safeexecute``
   (``SafeExecute``, with ``outputs``: what a cell may show), both reading their limits
   from ``sealedbox`` (``SealedBox``, ``c.SealedBox``);

@@ -54,6 +54,11 @@ def _read_timestamps_safely() -> None:
     read_timestamps_safely()
 
 
+def _stamp_collected_submissions() -> None:
+    from .collecttime import stamp_collected_submissions  # only after the version check (above)
+    stamp_collected_submissions()
+
+
 def _quiet_known_nbgrader_warnings() -> None:
     from .submission import quiet_known_nbgrader_warnings  # only after the version check (above)
     quiet_known_nbgrader_warnings()
@@ -121,6 +126,13 @@ PATCHES: tuple[Patch, ...] = (
           "regular file only, at most 256 bytes", (NBGRADER,),
           "none filed yet (jupyter/nbgrader, nbgrader/coursedir.py get_existing_timestamp)",
           _read_timestamps_safely),
+    Patch("stamp_collected_submissions", "nbgrader.exchange.default.collect.ExchangeCollect._path_to_record",
+          "collect counts a submission as made no earlier than the last change (ctime) of its inbound folder's "
+          "files, which the student cannot set back, not at the time its name and timestamp.txt state; a name "
+          "whose time does not parse no longer stops the collect; with ExchangeCollect.do_copy, links, FIFOs and "
+          "devices in an inbound folder are left out (copytree followed links into the instructor's files)",
+          (NBGRADER,), "jupyter/nbgrader#1104 (open: timestamps can be altered); links: none filed, found here",
+          _stamp_collected_submissions),
     Patch("quiet_known_nbgrader_warnings", "nbgrader.api.Gradebook.update_or_create_submission",
           "a warnings filter for the one SQLAlchemy autoflush warning this prints three times per new "
           "submission",

@@ -1,0 +1,167 @@
+"""When a submission collected from the exchange was made, as the file system saw it.
+
+nbgrader's ``collect`` takes a submission's time from two things its student wrote: the
+inbound folder's name and its ``timestamp.txt``. Both are the student's files in a folder the
+student owns, so after the deadline they can be rewritten to any earlier time, and the
+notebook beside them changed (jupyter/nbgrader#1104, open). What the student cannot set back
+is a file's status-change time (ctime): the kernel sets it on every write, rename, chmod or
+new entry, and only a change of the system clock moves it back. So a submission counts as
+made no earlier than the last change of anything in its folder; a stated time later than
+that is kept as it is, and one up to ``SLACK`` earlier too (``nbgrader submit`` stamps the
+time, then copies the files).
+
+The one case where this counts a submission later than it was made: the exchange copied to
+another disk (or its files' mode changed) before ``collect``. Collect first, or move the
+exchange with the instructor's collected copies instead (docs/security.md#collect-time).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import tempfile
+from datetime import datetime, timedelta, timezone
+
+from .submission import read_timestamp
+
+SLACK = timedelta(seconds=120)  # submit's stamp to its last copied file, for a large submission
+
+
+def last_change(folder: str) -> datetime | None:
+    """The latest status change of ``folder`` and of everything in it (UTC, naive, as
+    nbgrader's ``parse_utc`` gives), never following a link; None when it cannot be read."""
+    latest, stack = None, [folder]
+    while stack:
+        path = stack.pop()
+        try:
+            info = os.lstat(path)
+        except OSError:
+            continue
+        latest = info.st_ctime if latest is None else max(latest, info.st_ctime)
+        if stat.S_ISDIR(info.st_mode):
+            try:
+                with os.scandir(path) as entries:
+                    stack.extend(entry.path for entry in entries)
+            except OSError:
+                pass
+    return None if latest is None else datetime.fromtimestamp(latest, timezone.utc).replace(tzinfo=None)
+
+
+class TooBig(RuntimeError):
+    """A submission folder larger than nbgrader's ``CourseDirectory.max_dir_size``."""
+
+
+def regular_copy(src: str, dest: str, max_bytes: int, log) -> str:
+    """``src``'s folders and regular files copied to ``dest`` (returned), never through a link:
+    nbgrader's ``shutil.copytree`` follows one, so a link planted in an inbound folder would
+    copy the instructor's file it names into ``submitted/`` (and from there into the
+    student's sandbox), and a FIFO there stops the whole collect. Those are left out, each
+    named in the log; a folder larger than ``max_bytes`` is refused, as nbgrader refuses it."""
+    copied = 0
+    os.mkdir(dest)
+    for directory, folders, files in os.walk(src):  # os.walk never descends into a linked folder
+        target = os.path.join(dest, os.path.relpath(directory, src))
+        for name in folders + files:
+            path = os.path.join(directory, name)
+            mode = os.lstat(path).st_mode
+            if stat.S_ISDIR(mode):
+                os.mkdir(os.path.join(target, name))
+            elif not stat.S_ISREG(mode):
+                log.warning("%s: not a regular file or folder (a link, FIFO or device): not collected", path)
+                if name in folders:
+                    folders.remove(name)
+            else:
+                copied += _copy_file(path, os.path.join(target, name), max_bytes - copied)
+    return dest
+
+
+def _copy_file(path: str, target: str, room: int) -> int:
+    """One regular file, opened without following a link; its size."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return 0
+        size = 0
+        with open(target, "xb") as out:
+            while chunk := os.read(fd, 1 << 20):
+                size += len(chunk)
+                if size > room:
+                    raise TooBig(f"Directory size is too big (more than {room} bytes are left of the limit)")
+                out.write(chunk)
+        return size
+    finally:
+        os.close(fd)
+
+
+def submitted_at(stated: datetime | None, changed: datetime | None) -> datetime | None:
+    """The time a submission counts as made: what it states, unless its files were changed
+    more than ``SLACK`` after that (or it states none), then their last change."""
+    if changed is None:
+        return stated
+    if stated is None or changed - stated > SLACK:
+        return changed
+    return stated
+
+
+def nbgrader_text(moment: datetime) -> str:
+    """A naive UTC time as ``timestamp.txt`` holds it, for nbgrader's ``parse_utc``."""
+    return moment.replace(tzinfo=timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f %Z")
+
+
+def stamp_collected_submissions() -> None:
+    """Patch nbgrader's ``ExchangeCollect``: each inbound folder's record (which of a
+    student's submissions is the latest, or the last before the deadline) and the
+    ``timestamp.txt`` copied into ``submitted/`` (the time autograde judges lateness by) say
+    when the folder was last changed, where that is later than what the student wrote. A folder
+    name whose time does not parse no longer stops the whole collect (nbgrader's ``parse_utc``
+    raised for every student); that folder counts as made at its last change."""
+    # the patched module, imported as install() applies the patch: after the version check
+    from nbgrader.exchange.default.collect import ExchangeCollect
+    from nbgrader.utils import parse_utc
+    if getattr(ExchangeCollect._path_to_record, "_stamps", False):
+        return
+    copy = ExchangeCollect.do_copy
+
+    def _path_to_record(self, path):
+        name = os.path.basename(path)
+        parts = name.rsplit("+", 3)
+        if len(parts) < 3:
+            self.fail(f"Invalid filename: {name}")
+        try:
+            stated = parse_utc(parts[2])
+        except (ValueError, OverflowError, TypeError):
+            self.log.warning("%s: the time in its name does not parse; it counts as made when it was last "
+                             "changed", path)
+            stated = None
+        when = submitted_at(stated, last_change(path))
+        return {"username": parts[0], "filename": name, "timestamp": when or datetime.now(timezone.utc).replace(
+            tzinfo=None)}
+
+    def do_copy(self, src, dest):
+        private = tempfile.mkdtemp(prefix=".collecting-", dir=os.path.dirname(dest))
+        try:  # nbgrader's copy (its include, ignore, size and group rules) from a copy without links
+            copy(self, regular_copy(src, os.path.join(private, "submission"),
+                                    1000 * self.coursedir.max_dir_size, self.log), dest)
+        finally:
+            shutil.rmtree(private, ignore_errors=True)
+        path = os.path.join(dest, "timestamp.txt")
+        text = read_timestamp(path)
+        try:
+            stated = parse_utc(text) if text else None
+        except (ValueError, OverflowError, TypeError):
+            stated = None
+        changed = last_change(src)
+        when = submitted_at(stated, changed)
+        if when is not None and when != stated:
+            if os.path.lexists(path):
+                os.unlink(path)  # a link there is replaced, never written through
+            with open(path, "x") as handle:
+                handle.write(nbgrader_text(when))
+            self.log.warning("%s: its timestamp.txt says %s, but its files were last changed at %s UTC; that "
+                             "time counts (the student's own files cannot set it back)", src,
+                             (text or "nothing")[:40], when)
+
+    _path_to_record._stamps = True
+    ExchangeCollect._path_to_record = _path_to_record
+    ExchangeCollect.do_copy = do_copy

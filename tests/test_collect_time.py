@@ -1,0 +1,71 @@
+"""The time a collected submission counts as made, and its copy without links
+(maxpool_grader/glue/collecttime.py); nbgrader's collect itself is in test_exchange_route."""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from maxpool_grader.glue.collecttime import SLACK, TooBig, last_change, nbgrader_text, regular_copy, submitted_at
+
+pytestmark = pytest.mark.unit
+
+NOON = datetime(2026, 11, 28, 12, 0, 0)
+
+
+def test_a_stated_time_stands_unless_the_files_changed_later_than_the_slack():
+    assert submitted_at(NOON, NOON + SLACK) == NOON
+    assert submitted_at(NOON, NOON - timedelta(days=1)) == NOON  # stated later than the change: kept
+    assert submitted_at(NOON, NOON + SLACK + timedelta(seconds=1)) == NOON + SLACK + timedelta(seconds=1)
+    assert submitted_at(None, NOON) == NOON
+    assert submitted_at(NOON, None) == NOON
+
+
+def test_the_last_change_is_the_newest_inside_never_a_link_s_target(tmp_path):
+    folder = tmp_path / "submission"
+    (folder / "deep" / "deeper").mkdir(parents=True)
+    (folder / "deep" / "deeper" / "notebook.ipynb").write_text("{}")
+    outside = tmp_path / "outside.txt"
+    outside.write_text("x")
+    (folder / "link").symlink_to(outside)
+    first = last_change(str(folder))
+    time.sleep(0.05)
+    outside.write_text("changed")  # the target's change is not the submission's
+    assert last_change(str(folder)) == first
+    time.sleep(0.05)
+    (folder / "deep" / "deeper" / "notebook.ipynb").write_text('{"changed": 1}')
+    later = last_change(str(folder))
+    assert later > first
+    assert abs((datetime.utcnow() - later).total_seconds()) < 5
+    assert last_change(str(tmp_path / "missing")) is None
+
+
+def test_the_text_parses_back_to_the_same_moment():
+    from nbgrader.utils import parse_utc
+    moment = datetime(2026, 11, 28, 20, 59, 2, 123456)
+    assert parse_utc(nbgrader_text(moment)) == moment
+
+
+def test_the_copy_leaves_out_links_fifos_and_refuses_what_is_too_big(tmp_path, caplog):
+    source = tmp_path / "inbound"
+    (source / "data").mkdir(parents=True)
+    (source / "max_pool_backward.ipynb").write_text("notebook")
+    (source / "data" / "table.csv").write_text("a,b")
+    (source / "secret").symlink_to(tmp_path / "instructor.txt")
+    (tmp_path / "instructor.txt").write_text("SECRET")
+    (source / "everything").symlink_to(tmp_path)
+    os.mkfifo(source / "pipe")
+    log = logging.getLogger("collect-test")
+    with caplog.at_level(logging.WARNING, "collect-test"):
+        copied = Path(regular_copy(str(source), str(tmp_path / "copy"), 10_000, log))
+    found = sorted(str(path.relative_to(copied)) for path in (tmp_path / "copy").rglob("*"))
+    assert found == ["data", "data/table.csv", "max_pool_backward.ipynb"]
+    assert all(not path.is_symlink() for path in (tmp_path / "copy").rglob("*"))
+    assert sum("not a regular file" in record.message for record in caplog.records) == 3
+    with pytest.raises(TooBig):
+        regular_copy(str(source), str(tmp_path / "small"), 10, log)
