@@ -104,10 +104,13 @@ def test_collect_counts_the_time_a_student_cannot_set_back(tmp_path):
     junk = inbound / "mallory+max_pool_backward+not a time+x1"
     junk.mkdir()
     shutil.copy(forged / "max_pool_backward.ipynb", junk)
+    huge = inbound / f"aaron+max_pool_backward+{early}+x2"  # nbgrader stopped the whole collect on it
+    huge.mkdir()
+    (huge / "max_pool_backward.ipynb").write_bytes(b" " * 400_000)
 
     shutil.rmtree(course / "submitted")  # the instructor's first collect is after the deadline
     untouched = digests(course, student_home, skip=("submitted",))
-    collected = nbgrader(course, "collect", "max_pool_backward", *shared)
+    collected = nbgrader(course, "collect", "max_pool_backward", "--CourseDirectory.max_dir_size=300", *shared)
     assert digests(course, student_home, skip=("submitted",)) == untouched  # collect wrote submitted/ only
     assert secret.read_text() == "INSTRUCTOR-SECRET"
     assert not list((course / "submitted").rglob(".collecting-*"))
@@ -119,6 +122,8 @@ def test_collect_counts_the_time_a_student_cannot_set_back(tmp_path):
     assert not any("INSTRUCTOR-SECRET" in path.read_text(errors="replace")
                    for path in (course / "submitted").rglob("*") if path.is_file())
     assert (course / "submitted" / "mallory" / "max_pool_backward" / "max_pool_backward.ipynb").is_file()
+    assert f"{huge} was NOT collected" in collected.stdout and (huge / "max_pool_backward.ipynb").is_file()
+    assert not (course / "submitted" / "aaron").exists() or not any((course / "submitted" / "aaron").rglob("*.ipynb"))
     nbgrader(course, "autograde", "max_pool_backward", "--create")
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
         submission = gradebook.find_submission("max_pool_backward", student)

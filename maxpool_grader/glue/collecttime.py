@@ -87,7 +87,7 @@ def _copy_file(path: str, target: str, room: int) -> int:
             while chunk := os.read(fd, 1 << 20):
                 size += len(chunk)
                 if size > room:
-                    raise TooBig(f"Directory size is too big (more than {room} bytes are left of the limit)")
+                    raise TooBig("larger than the limit for a submission folder")
                 out.write(chunk)
         return size
     finally:
@@ -143,6 +143,11 @@ def stamp_collected_submissions() -> None:
         try:  # nbgrader's copy (its include, ignore, size and group rules) from a copy without links
             copy(self, regular_copy(src, os.path.join(private, "submission"),
                                     1000 * self.coursedir.max_dir_size, self.log), dest)
+        except TooBig as problem:  # nbgrader stopped the collect of the whole class here
+            self.log.error("%s was NOT collected: %s (CourseDirectory.max_dir_size is %d KB); it stays in the "
+                           "exchange, and the other submissions are collected", src, problem,
+                           self.coursedir.max_dir_size)
+            return
         finally:
             shutil.rmtree(private, ignore_errors=True)
         path = os.path.join(dest, "timestamp.txt")
