@@ -118,55 +118,70 @@ def stamp_collected_submissions() -> None:
     raised for every student); that folder counts as made at its last change."""
     # the patched module, imported as install() applies the patch: after the version check
     from nbgrader.exchange.default.collect import ExchangeCollect
-    from nbgrader.utils import parse_utc
     if getattr(ExchangeCollect._path_to_record, "_stamps", False):
         return
     copy = ExchangeCollect.do_copy
 
-    def _path_to_record(self, path):
-        name = os.path.basename(path)
-        parts = name.rsplit("+", 3)
-        if len(parts) < 3:
-            self.fail(f"Invalid filename: {name}")
-        try:
-            stated = parse_utc(parts[2])
-        except (ValueError, OverflowError, TypeError):
-            self.log.warning("%s: the time in its name does not parse; it counts as made when it was last "
-                             "changed", path)
-            stated = None
-        when = submitted_at(stated, last_change(path))
-        return {"username": parts[0], "filename": name, "timestamp": when or datetime.now(timezone.utc).replace(
-            tzinfo=None)}
-
     def do_copy(self, src, dest):
-        private = tempfile.mkdtemp(prefix=".collecting-", dir=os.path.dirname(dest))
-        try:  # nbgrader's copy (its include, ignore, size and group rules) from a copy without links
-            copy(self, regular_copy(src, os.path.join(private, "submission"),
-                                    1000 * self.coursedir.max_dir_size, self.log), dest)
-        except TooBig as problem:  # nbgrader stopped the collect of the whole class here
-            self.log.error("%s was NOT collected: %s (CourseDirectory.max_dir_size is %d KB); it stays in the "
-                           "exchange, and the other submissions are collected", src, problem,
-                           self.coursedir.max_dir_size)
-            return
-        finally:
-            shutil.rmtree(private, ignore_errors=True)
-        path = os.path.join(dest, "timestamp.txt")
-        text = read_timestamp(path)
-        try:
-            stated = parse_utc(text) if text else None
-        except (ValueError, OverflowError, TypeError):
-            stated = None
-        changed = last_change(src)
-        when = submitted_at(stated, changed)
-        if when is not None and when != stated:
-            if os.path.lexists(path):
-                os.unlink(path)  # a link there is replaced, never written through
-            with open(path, "x") as handle:
-                handle.write(nbgrader_text(when))
-            self.log.warning("%s: its timestamp.txt says %s, but its files were last changed at %s UTC; that "
-                             "time counts (the student's own files cannot set it back)", src,
-                             (text or "nothing")[:40], when)
+        if _copy_without_links(self, src, dest, copy):
+            _stamp(self, src, dest)
 
     _path_to_record._stamps = True
     ExchangeCollect._path_to_record = _path_to_record
     ExchangeCollect.do_copy = do_copy
+
+
+def _parsed(text: str | None) -> datetime | None:
+    from nbgrader.utils import parse_utc  # nbgrader's own reading; imported once the patch is installed
+    try:
+        return parse_utc(text) if text else None
+    except (ValueError, OverflowError, TypeError):
+        return None
+
+
+def _path_to_record(collector, path: str) -> dict:
+    """nbgrader's record of an inbound folder, with the time it counts as made."""
+    name = os.path.basename(path)
+    parts = name.rsplit("+", 3)
+    if len(parts) < 3:
+        collector.fail(f"Invalid filename: {name}")
+    stated = _parsed(parts[2])
+    if stated is None:
+        collector.log.warning("%s: the time in its name does not parse; it counts as made when it was last "
+                              "changed", path)
+    when = submitted_at(stated, last_change(path)) or datetime.now(timezone.utc).replace(tzinfo=None)
+    return {"username": parts[0], "filename": name, "timestamp": when}
+
+
+def _copy_without_links(collector, src: str, dest: str, copy) -> bool:
+    """nbgrader's copy (its include, ignore, size and group rules) from a copy of ``src`` without
+    links; False, with an error naming it, for a folder too large (nbgrader stopped the collect
+    of the whole class there)."""
+    private = tempfile.mkdtemp(prefix=".collecting-", dir=os.path.dirname(dest))
+    try:
+        copy(collector, regular_copy(src, os.path.join(private, "submission"),
+                                     1000 * collector.coursedir.max_dir_size, collector.log), dest)
+        return True
+    except TooBig as problem:
+        collector.log.error("%s was NOT collected: %s (CourseDirectory.max_dir_size is %d KB); it stays in the "
+                            "exchange, and the other submissions are collected", src, problem,
+                            collector.coursedir.max_dir_size)
+        return False
+    finally:
+        shutil.rmtree(private, ignore_errors=True)
+
+
+def _stamp(collector, src: str, dest: str) -> None:
+    """The collected ``timestamp.txt`` says when the submission counts as made."""
+    path = os.path.join(dest, "timestamp.txt")
+    text = read_timestamp(path)
+    stated = _parsed(text)
+    when = submitted_at(stated, last_change(src))
+    if when is not None and when != stated:
+        if os.path.lexists(path):
+            os.unlink(path)  # a link there is replaced, never written through
+        with open(path, "x") as handle:
+            handle.write(nbgrader_text(when))
+        collector.log.warning("%s: its timestamp.txt says %s, but its files were last changed at %s UTC; that "
+                              "time counts (the student's own files cannot set it back)", src,
+                              (text or "nothing")[:40], when)
