@@ -4,7 +4,8 @@
   configuration (``nbgrader_config.py``, read here and nowhere else), nbgrader's API and
   ``export`` run in the command's own process, the commands' verbosity;
 * ``jobs``: what one grading job reports (``JobResult``);
-* ``roster``: the roster CSV into nbgrader's student table, and the names it gives.
+* ``roster``: the roster CSV into nbgrader's student table, and the names it gives;
+* ``files``: a state file replaced whole, never half written.
 
 May import: ``names``.
 """

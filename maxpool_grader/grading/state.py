@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 
 from nbgrader.api import Gradebook, MissingEntry
 
 from ..course.directory import course_path
+from ..course.files import replace_file
 from ..names import ASSIGNMENT, PACKAGE_DIR, package_files
 
 STATE = Path(".maxpool-grader") / "state.json"
@@ -70,9 +70,8 @@ def load_state(course: Path) -> dict:
 def save_state(course: Path, state: dict) -> None:
     path = course / STATE
     path.parent.mkdir(exist_ok=True)
-    temporary = path.with_suffix(".tmp")
-    temporary.write_text(json.dumps(state, indent=1, sort_keys=True))
-    os.replace(temporary, path)  # atomic: an interrupted run never leaves half a state
+    # whole or not at all; not synced: a state lost to a power cut only grades some again
+    replace_file(path, json.dumps(state, indent=1, sort_keys=True), sync=False)
 
 
 def save_timings(course: Path, timings: dict) -> None:

@@ -49,7 +49,6 @@ import contextlib
 import datetime as dt
 import fcntl
 import json
-import os
 import tempfile
 import zipfile
 from pathlib import Path
@@ -57,6 +56,7 @@ from pathlib import Path
 from nbgrader.api import Gradebook
 
 from ..course.directory import course_path
+from ..course.files import replace_file
 from ..course.roster import read_roster, shown
 from ..names import ASSIGNMENT
 from .export import LMS_STATE, export  # noqa: F401  (the other half of "from the LMS and back")
@@ -169,17 +169,7 @@ def _record(state: Path, student: str, record: dict) -> None:
     saved = records_of(state)
     saved[student] = {**saved.get(student, {}), **record,
                       "collected": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")}
-    partial = state.with_name(state.name + ".partial")
-    with open(partial, "w") as handle:
-        handle.write(json.dumps(saved, indent=1, sort_keys=True))
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(partial, state)
-    folder = os.open(state.parent, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(folder)
-    finally:
-        os.close(folder)
+    replace_file(state, json.dumps(saved, indent=1, sort_keys=True))
 
 
 @contextlib.contextmanager

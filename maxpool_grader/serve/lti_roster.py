@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import os
+import io
 from pathlib import Path
 
 from pylti1p3.names_roles import NamesRolesProvisioningService
 from pylti1p3.roles import StudentRole
 
+from ..course.files import replace_file
 from ..course.roster import clean_name, import_roster, read_roster, shown
 from ..glue.safecsvexport import csv_cell
 from .lti import LtiSetupError, load_lti, missing, registration_text
@@ -114,15 +115,12 @@ def sync(course: Path, db_url: str, members: list[dict]) -> list[str]:
 
 
 def _write_roster(path: Path, rows) -> None:
-    partial = path.with_name(path.name + ".partial")
-    with open(partial, "w", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(COLUMNS)
-        for row in rows:
-            writer.writerow([csv_cell(row.get(column) or "") for column in COLUMNS])
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(partial, path)
+    text = io.StringIO()
+    writer = csv.writer(text)
+    writer.writerow(COLUMNS)
+    for row in rows:
+        writer.writerow([csv_cell(row.get(column) or "") for column in COLUMNS])
+    replace_file(path, text.getvalue(), mode=0o644)
 
 
 def roster_from_lti(args, db_url: str) -> int:

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 import sqlite3
 import threading
 import time
 from pathlib import Path
+
+from ..course.files import replace_file
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries (key TEXT PRIMARY KEY, value TEXT NOT NULL, expires REAL NOT NULL);
@@ -96,17 +97,7 @@ def write_records(course: Path, saved: dict[str, dict]) -> None:
     """lti.json replaced whole: written beside it, synced, renamed, the folder synced."""
     path = course / RECORDS
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    partial = path.with_name(path.name + ".partial")
-    with open(partial, "w") as handle:
-        handle.write(json.dumps(saved, indent=1, sort_keys=True))
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(partial, path)
-    folder = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(folder)
-    finally:
-        os.close(folder)
+    replace_file(path, json.dumps(saved, indent=1, sort_keys=True))
 
 
 def record(course: Path, student: str, info: dict) -> None:

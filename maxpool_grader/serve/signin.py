@@ -52,6 +52,8 @@ from urllib.parse import urlparse
 
 from tornado.httputil import url_concat
 
+from ..course.files import replace_file
+
 if TYPE_CHECKING:  # annotations only: jupyterhub is imported where --hub-login needs it
     from jupyterhub.services.auth import HubOAuth
 
@@ -82,7 +84,7 @@ def rotate_secret(folder: Path) -> bytes:
     """A new key in place of the old one: every link and session made so far stops working."""
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
     key = secrets.token_hex(32)
-    _replace(folder / SECRET, key)
+    replace_file(folder / SECRET, key)
     return bytes.fromhex(key)
 
 
@@ -119,7 +121,7 @@ def _ledger(folder: Path):
         fcntl.flock(lock, fcntl.LOCK_EX)  # two revocations at once both count
         ledger = _read_ledger(folder)
         yield ledger
-        _replace(folder / GENERATIONS, json.dumps(ledger, indent=1, sort_keys=True))
+        replace_file(folder / GENERATIONS, json.dumps(ledger, indent=1, sort_keys=True))
 
 
 def _read_ledger(folder: Path) -> dict[str, dict]:
@@ -146,16 +148,6 @@ def revocations(folder: Path) -> dict[str, int]:
 def generations(folder: Path) -> dict[str, int]:
     """Each revoked student's generation now."""
     return {who: entry["current"] for who, entry in _read_ledger(folder).items()}
-
-
-def _replace(path: Path, text: str) -> None:
-    partial = path.with_name(f".{path.name}.{secrets.token_hex(4)}")
-    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(partial, path)
 
 
 # ------------------------------------------------------------------ the links
