@@ -169,6 +169,18 @@ class ExchangeWatcher:
             temporary.chmod(0o644)
             temporary.replace(target)
 
+    def release_graded(self, attempt_id: int, released: bool, page: Callable[[], str]) -> None:
+        """A graded attempt's feedback where Fetch Feedback finds it: ``page()`` unless the
+        grading job ``released`` nbgrader's own, and under the notebook's own name. A failure
+        is said; the grade stands (the service's page has it)."""
+        try:
+            secret = self.queue.secret_path(attempt_id)
+            if not released and secret.exists():
+                self.release_page(secret.read_text().strip(), page())
+            self.release_under_its_name(attempt_id)
+        except OSError as problem:
+            say(f"serve: the feedback of attempt {attempt_id} could not be put in the exchange: {problem}")
+
     def release_under_its_name(self, attempt_id: int) -> None:
         """The feedback released for a notebook the student named otherwise (``-Copy1``), also where
         Fetch Feedback looks for it: under that name."""

@@ -163,16 +163,13 @@ class Service:
             feedback = notebook_path(self.course, "feedback", attempt.student, attempt.assignment)
             if feedback.exists():
                 shutil.copyfile(feedback, self.queue.feedback_path(attempt.id))
+            exchange = self.exchange if attempt.way == "exchange" else None  # None too after a --no-exchange restart
+            if exchange is not None:  # before it shows as graded: Fetch Feedback then always finds it
+                exchange.release_graded(attempt.id, bool(result.get("released")),
+                                        lambda: brief_page(attempt.assignment, result, self.policy.feedback_level()))
             self.queue.finish(attempt.id, "graded", result=result)
             if self.passback is not None:  # its score, to the LMS's gradebook
                 self.passback.graded(attempt.student, attempt.id, result)
-            secret = self.queue.secret_path(attempt.id)
-            exchange = self.exchange if attempt.way == "exchange" else None  # None too after a --no-exchange restart
-            if exchange is not None and not result.get("released") and secret.exists():
-                exchange.release_page(secret.read_text().strip(),
-                                      brief_page(attempt.assignment, result, self.policy.feedback_level()))
-            if exchange is not None:
-                exchange.release_under_its_name(attempt.id)
             say(f"serve: graded {attempt.student} (attempt {attempt.id}): {result['score']:g} of "
                 f"{result['max_score']:g} in {result.get('seconds', 0):.1f} s")
         else:
