@@ -105,7 +105,7 @@ def target_install(tmp_path_factory):
 def _grader(python: Path, course: Path, pythonpath: str, *argv: str) -> subprocess.CompletedProcess:
     """maxpool-grader run by ``python`` with only ``PYTHONPATH`` to find its packages (the
     PATH of a fresh login: neither the install's bin/ nor the test's venv)."""
-    return subprocess.run([str(python), "-m", "maxpool_grader.cli.main", *argv], cwd=course,
+    return subprocess.run([str(python), "-m", "maxpool_grader.cli.entry", *argv], cwd=course,
                           env=_environment(course, pythonpath), text=True,
                           capture_output=True, timeout=1200)
 
@@ -196,7 +196,7 @@ def test_serve_where_the_box_cannot_import_numpy_records_no_upload_and_says_why(
     base = f"http://127.0.0.1:{port}/"
     with numpy_hidden(target) as pythonpath, open(tmp_path / "serve.log", "w+") as output:
         env = _environment(course, pythonpath)
-        service = subprocess.Popen([str(python), "-m", "maxpool_grader.cli.main", "serve", "--port", str(port),
+        service = subprocess.Popen([str(python), "-m", "maxpool_grader.cli.entry", "serve", "--port", str(port),
                                     "--workers", "1", "--no-exchange"], cwd=course, env=env, stdout=output,
                                    stderr=subprocess.STDOUT, start_new_session=True)
         try:

@@ -42,7 +42,7 @@ def test_an_install_with_pip_user_grades_the_sample_class_to_the_readme_table(us
     shutil.copy(ROOT / "roster.csv", course)
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(tmp_path), "LANG": "C.UTF-8",  # a fresh login's
            "PYTHONUSERBASE": str(user_install), "TMPDIR": os.environ.get("TMPDIR", "/tmp")}
-    graded = subprocess.run([str(BASE_PYTHON), "-m", "maxpool_grader.cli.main", "grade"], cwd=course, env=env,
+    graded = subprocess.run([str(BASE_PYTHON), "-m", "maxpool_grader.cli.entry", "grade"], cwd=course, env=env,
                             text=True, capture_output=True, timeout=1200)
     assert graded.returncode == 0, graded.stdout[-3000:] + graded.stderr[-3000:]
     assert printed_table(graded.stdout) == readme_table()
