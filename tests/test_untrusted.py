@@ -224,10 +224,20 @@ def test_warm_workers_grade_the_corpus_exactly_as_serial_nbgrader(serial_batch, 
     # memory cap: a MemoryError or a kill). The same tests fail, with the same points;
     # everywhere else every word is the same.
     limited = {"fault_infinite_loop", "fault_memory_bomb"}
+    # A cell writing to file descriptor 2 itself: ipykernel forwards those bytes from a thread
+    # of its own, so where they fall among the cell's other lines depends on scheduling (a CI
+    # run under load saw it). The same lines, in any order.
+    interleaved = {"fault_stderr_and_warnings"}
     timed = {student for (student, _), (verdict, _) in [*serial.items(), *warm.items()]
              if verdict["kind"] == "timeout"}
+
+    def same(key) -> bool:
+        if key[0] in interleaved:
+            return serial[key][0] == warm[key][0] and \
+                sorted(serial[key][1].splitlines()) == sorted(warm[key][1].splitlines())
+        return serial[key] == warm[key]
     differing = sorted(key for key in serial if (serial[key][0]["passed"] != warm[key][0]["passed"]) or
-                       (key[0] not in limited and serial[key] != warm[key]))
+                       (key[0] not in limited and not same(key)))
     assert differing == [], [(key, serial[key], warm.get(key)) for key in differing[:3]]
     assert timed <= limited
 
