@@ -6,12 +6,13 @@ from __future__ import annotations
 import logging
 import os
 import time
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
 
-from maxpool_grader.glue.collecttime import SLACK, TooBig, last_change, nbgrader_text, regular_copy, submitted_at
+from maxpool_grader.glue.collecttime import SLACK, TooBig, last_change, regular_copy, submitted_at
+from maxpool_grader.glue.submission import timestamp_text
 
 pytestmark = pytest.mark.unit
 
@@ -48,7 +49,9 @@ def test_the_last_change_is_the_newest_inside_never_a_link_s_target(tmp_path):
 def test_the_text_parses_back_to_the_same_moment():
     from nbgrader.utils import parse_utc
     moment = datetime(2026, 11, 28, 20, 59, 2, 123456)
-    assert parse_utc(nbgrader_text(moment)) == moment
+    assert parse_utc(timestamp_text(moment)) == moment
+    local = datetime(2026, 11, 28, 22, 59, 2, 123456, tzinfo=timezone(timedelta(hours=2)))
+    assert parse_utc(timestamp_text(local)) == moment  # an aware time is written in UTC
 
 
 def test_the_copy_leaves_out_links_fifos_and_refuses_what_is_too_big(tmp_path, caplog):

@@ -23,7 +23,7 @@ import stat
 import tempfile
 from datetime import datetime, timedelta, timezone
 
-from .submission import read_timestamp
+from .submission import read_timestamp, timestamp_text
 
 SLACK = timedelta(seconds=120)  # submit's stamp to its last copied file, for a large submission
 
@@ -64,7 +64,10 @@ def regular_copy(src: str, dest: str, max_bytes: int, log) -> str:
         target = os.path.join(dest, os.path.relpath(directory, src))
         for name in folders + files:
             path = os.path.join(directory, name)
-            mode = os.lstat(path).st_mode
+            try:
+                mode = os.lstat(path).st_mode
+            except OSError:  # gone since it was listed (its student is still changing it)
+                continue
             if stat.S_ISDIR(mode):
                 os.mkdir(os.path.join(target, name))
             elif not stat.S_ISREG(mode):
@@ -102,11 +105,6 @@ def submitted_at(stated: datetime | None, changed: datetime | None) -> datetime 
     if stated is None or changed - stated > SLACK:
         return changed
     return stated
-
-
-def nbgrader_text(moment: datetime) -> str:
-    """A naive UTC time as ``timestamp.txt`` holds it, for nbgrader's ``parse_utc``."""
-    return moment.replace(tzinfo=timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f %Z")
 
 
 def stamp_collected_submissions() -> None:
@@ -181,7 +179,7 @@ def _stamp(collector, src: str, dest: str) -> None:
         if os.path.lexists(path):
             os.unlink(path)  # a link there is replaced, never written through
         with open(path, "x") as handle:
-            handle.write(nbgrader_text(when))
+            handle.write(timestamp_text(when))
         collector.log.warning("%s: its timestamp.txt says %s, but its files were last changed at %s UTC; that "
                               "time counts (the student's own files cannot set it back)", src,
                               (text or "nothing")[:40], when)

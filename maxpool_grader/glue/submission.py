@@ -9,6 +9,7 @@ import glob
 import os
 import stat
 import warnings
+from datetime import datetime, timezone
 from pathlib import Path
 
 import nbformat
@@ -68,6 +69,14 @@ def skip_symbolic_links() -> None:
 
 
 TIMESTAMP_BYTES = 256  # a timestamp is about 30 characters; the rest of a larger file is not read
+
+
+def timestamp_text(moment: datetime) -> str:
+    """``moment`` as nbgrader's ``timestamp.txt`` holds it (read back by ``parse_utc``), in UTC;
+    a naive time is taken as UTC already."""
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(timezone.utc)
+    return moment.replace(tzinfo=timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f %Z")
 
 
 def read_timestamp(path: str) -> str | None:

@@ -21,6 +21,7 @@ from pathlib import Path
 from nbgrader.utils import parse_utc
 
 from ..course.roster import shown
+from ..glue.submission import timestamp_text
 from .tree import remove_files, remove_tree
 from .zip_upload import BLOCK, Budget, checkpoint, safe_parts
 
@@ -134,7 +135,7 @@ def swap_in(folder: Path, files: dict[str, Path], when: dt.datetime,
         new.mkdir()
         for name, staged in files.items():
             link_or_copy(staged, new / name)
-        (new / "timestamp.txt").write_text(when.strftime("%Y-%m-%d %H:%M:%S.%f UTC"))
+        (new / "timestamp.txt").write_text(timestamp_text(when))
         checkpoint("swap")
         record()
         checkpoint("recorded")

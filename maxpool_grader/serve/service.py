@@ -37,6 +37,7 @@ from ..backend.pool import LocalPool
 from ..cluster.coordinator import DaskCluster, WorkerRefused
 from ..course.directory import course_path, notebook_path, say
 from ..course.jobs import error_summary
+from ..glue.submission import timestamp_text
 from ..grading.grade import Broke, GradingRun
 from ..names import ASSIGNMENT
 from .exchange import ExchangeWatcher, exchange_inbound
@@ -129,7 +130,7 @@ class Service:
         folder.mkdir(parents=True)
         shutil.copyfile(self.queue.upload_path(attempt.id), folder / f"{attempt.assignment}.ipynb")
         received = datetime.fromtimestamp(attempt.received, timezone.utc)
-        (folder / "timestamp.txt").write_text(received.strftime("%Y-%m-%d %H:%M:%S.%f %Z"))
+        (folder / "timestamp.txt").write_text(timestamp_text(received))
         secret = self.queue.secret_path(attempt.id)
         if secret.exists():
             shutil.copyfile(secret, folder / "submission_secret.txt")
