@@ -113,10 +113,18 @@ class Cluster:
                            "--no-dashboard", "--dashboard-address", "127.0.0.1:0",
                            "--local-directory", str(self.home / name), *self.tls("worker")], env=env, hidden=True)
 
-    def wait_for_workers(self, count: int) -> None:
+    def wait_for_workers(self, *names: str, count: int | None = None) -> None:
+        """Wait until the scheduler's workers are exactly ``names`` (or, unnamed, ``count`` of
+        them): a count alone would also take a worker killed but not yet noticed as gone."""
         from distributed import Client
         with Client(self.address, timeout=10, security=self.security) as client:
-            client.wait_for_workers(count, timeout=120)
+            deadline = time.monotonic() + 120
+            while True:
+                seen = sorted(str(worker.get("name")) for worker in client.scheduler_info()["workers"].values())
+                if (len(seen) == count) if count is not None else seen == sorted(names):
+                    return
+                assert time.monotonic() < deadline, f"workers {seen}, not {sorted(names)}"
+                time.sleep(0.1)
 
     def lose(self, name: str) -> None:
         os.killpg(self.processes[name].pid, signal.SIGKILL)
@@ -159,7 +167,7 @@ def test_a_cluster_grades_the_class_as_serial_nbgrader_does_even_when_a_worker_i
     try:
         cluster.add_worker("w1")
         cluster.add_worker("w2")
-        cluster.wait_for_workers(2)
+        cluster.wait_for_workers("w1", "w2")
         process = grading(course, "--cluster", cluster.address, "--db", url, *cluster.tls("client"))
         seen, lost = [], False
         for line in process.stdout:
@@ -200,7 +208,7 @@ def test_workers_of_another_grader_or_without_a_sandbox_are_refused(course, tmp_
     try:
         cluster.add_worker("older", python=environment / "bin" / "python")
         cluster.add_worker("unsandboxed", env={"PATH": str(BIN)})  # no bwrap on its PATH
-        cluster.wait_for_workers(2)
+        cluster.wait_for_workers("older", "unsandboxed")
         process = grading(course, "--cluster", cluster.address)
         output = process.communicate(timeout=300)[0]
     finally:
@@ -210,6 +218,29 @@ def test_workers_of_another_grader_or_without_a_sandbox_are_refused(course, tmp_
     assert "refused: bubblewrap does not work there" in output
     assert "Not graded: no worker of" in output
     assert not (course / "autograded").exists()
+
+
+def test_a_scheduler_without_workers_is_named_and_a_worker_that_comes_late_grades(tmp_path):
+    """With no worker connected the run says so (not "none may grade") and grades nothing; a
+    worker that reaches the scheduler a few seconds after the run began grades the class."""
+    course = copy_course(tmp_path / "course", students=["loop_correct"])
+    cluster = Cluster(hide=tmp_path / "course")
+    try:
+        empty = grading(course, "--cluster", cluster.address)
+        output = empty.communicate(timeout=300)[0]
+        assert empty.returncode == 1, output
+        assert f"no worker is connected to the Dask scheduler at {cluster.address}" in output, output
+        assert f"dask worker {cluster.address} --nthreads 1" in output
+        assert not (course / "autograded").exists()
+        late = grading(course, "--cluster", cluster.address)
+        time.sleep(2)
+        cluster.add_worker("late")
+        output = late.communicate(timeout=600)[0]
+    finally:
+        cluster.stop()
+    assert late.returncode == 0, output
+    assert "cluster " + cluster.address + ": 1 worker(s) grade" in output, output
+    assert (course / "autograded" / "loop_correct" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").exists()
 
 
 async def _identity(address: str, security) -> dict:
@@ -244,7 +275,7 @@ def test_only_holders_of_the_course_certificates_reach_the_scheduler_and_workers
         # this client accepts the servers, so the refusals below are theirs
         outsider = client_security(make_certificates(tmp_path / "another-ca"), ca=cluster.certs / "ca.pem")
         cluster.add_worker("w1")
-        cluster.wait_for_workers(1)
+        cluster.wait_for_workers("w1")
         with dask.config.set({"distributed.comm.tls.ca-file": str(cluster.certs / "ca.pem"),  # as a Dask config
                               "distributed.comm.tls.client.cert": str(cluster.certs / "client.pem"),  # file says
                               "distributed.comm.tls.client.key": str(cluster.certs / "client-key.pem")}):
@@ -320,7 +351,7 @@ def test_the_documented_worker_command_shows_the_network_only_its_tls_port(tmp_p
     try:
         cluster.processes["documented"] = subprocess.Popen(
             argv, cwd=machine, start_new_session=True, stdout=open(machine / "log", "w"), stderr=subprocess.STDOUT)
-        cluster.wait_for_workers(2)
+        cluster.wait_for_workers(count=2)
         from distributed import Client
         with Client(cluster.address, timeout=10, security=cluster.security) as client:
             dask_ports = {int(address.rsplit(":", 1)[1]) for address in client.scheduler_info()["workers"]}

@@ -245,7 +245,7 @@ def test_a_dask_worker_whose_box_cannot_import_numpy_grades_nothing(target_insta
     try:
         with numpy_hidden(target) as pythonpath:
             cluster.add_worker("hidden", env={"PYTHONPATH": pythonpath}, python=python)
-            cluster.wait_for_workers(1)
+            cluster.wait_for_workers("hidden")
             faulty = grade_command(course, "--cluster", cluster.address)
             cluster.lose("hidden")
         said = flat(faulty.stderr)
@@ -255,7 +255,7 @@ def test_a_dask_worker_whose_box_cannot_import_numpy_grades_nothing(target_insta
         assert "Nothing was recorded; run the command again once the cause is fixed" in said
         _nothing_recorded(course)
         cluster.add_worker("whole", env={"PYTHONPATH": str(target)}, python=python)
-        cluster.wait_for_workers(1)
+        cluster.wait_for_workers("whole")
         fixed = grade_command(course, "--cluster", cluster.address)
         assert fixed.returncode == 0, fixed.stdout[-2000:] + fixed.stderr[-2000:] + cluster.log("whole")
     finally:

@@ -38,7 +38,7 @@ def test_serve_grades_on_a_dask_cluster_and_loses_nothing_when_a_worker_is_lost(
     try:
         cluster.add_worker("w1")
         cluster.add_worker("w2")
-        cluster.wait_for_workers(2)
+        cluster.wait_for_workers("w1", "w2")
         with open(log, "w") as output:
             service = subprocess.Popen([str(BIN / "maxpool-grader"), "serve", "--course-dir", str(course),
                                         "--port", str(port), "--no-exchange", "--workers", "1",

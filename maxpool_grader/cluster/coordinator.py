@@ -152,6 +152,7 @@ class DaskCluster(GradingBackend):
         # keeps one replica of scattered data, and losing the worker that holds it would cancel
         # every task that needs it ("already forgotten"); a task's own data is rescheduled with it
         self.package = bundle(self.course, self.assignment)
+        self._wait_for_a_worker()
         self.good, refused = check_workers(self.client, self.package.grader)
         for worker, problems in sorted(refused.items()):
             print(f"worker {worker} refused: {'; '.join(problems)}", file=sys.stderr, flush=True)
@@ -161,6 +162,17 @@ class DaskCluster(GradingBackend):
         say(f"cluster {self.address}: {len(self.good)} worker(s) grade")
         # the local workers forked now, from this thread: not later from Dask's, whose results they take
         self.local.start(warm=True)
+
+    def _wait_for_a_worker(self, seconds: float = 15) -> None:
+        """A worker started just before the run may not have reached the scheduler yet: wait for
+        one a little, then say plainly that none is connected (not "none may grade")."""
+        try:
+            self.client.wait_for_workers(1, timeout=seconds)
+        except (TimeoutError, OSError):
+            self.stop()
+            raise WorkerRefused(f"no worker is connected to the Dask scheduler at {self.address} (waited "
+                                f"{seconds:.0f} s); start workers with 'dask worker {self.address} --nthreads 1' "
+                                "(docs/operations.md#cluster)") from None
 
     def submit(self, student: str, *, autograde: bool = True, then=None, args: tuple = ()) -> Future:
         if not autograde:
