@@ -254,12 +254,21 @@ def test_ctrl_c_at_any_moment_of_the_start_stops_the_run(tmp_path):
     assert (course / "feedback" / "loop_correct" / ASSIGNMENT / f"{ASSIGNMENT}.html").is_file()
 
 
-def test_a_killed_run_leaves_no_process_behind(tmp_path):
+@pytest.mark.parametrize("bwrap_start", ["as installed", "slow"])
+def test_a_killed_run_leaves_no_process_behind(tmp_path, bwrap_start):
     """kill -9 of `grade` mid-run: its workers, their zygotes and everything they started
-    (sandboxes, kernels, verdict processes) end with it, within seconds."""
+    (sandboxes, kernels, verdict processes) end with it, within seconds. "slow": each bwrap
+    starts 0.4 s late (a wrapper first on PATH), so the kill lands while sandboxes are being
+    set up: a bwrap that died then once left its sandbox's init waiting for ever."""
     import psutil
     course = copy_course(tmp_path / "course", students=["loop_correct", "ties_split", "vectorized_correct"])
     env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
+    if bwrap_start == "slow":
+        wrapper = tmp_path / "bin" / "bwrap"
+        wrapper.parent.mkdir()
+        wrapper.write_text(f'#!/bin/sh\nsleep 0.4\nexec {shutil.which("bwrap")} "$@"\n')
+        wrapper.chmod(0o755)
+        env["PATH"] = f"{wrapper.parent}:{env['PATH']}"
     keeper = subprocess.Popen([sys.executable, str(Path(__file__).with_name("subreaper.py")), "5",
                                str(BIN / "maxpool-grader"), "grade", "--course-dir", str(course), "--force",
                                "--workers", "2"], env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)

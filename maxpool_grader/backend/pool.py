@@ -40,7 +40,7 @@ from ..glue.nbgrader_costs import close_pooled_connections
 from ..glue.recording import set_gate
 from ..names import ASSIGNMENT
 from ..sandbox.box import GraderFault
-from ..sandbox.zygote import die_with_parent
+from ..sandbox.zygote import die_with_parent, end_orphaned_sandboxes
 from .control import ControlResult, run_control
 from .interface import GradingBackend, WorkerDied
 from .warm import adopt_zygotes
@@ -113,7 +113,10 @@ class LocalPool(GradingBackend):
         if isinstance(problem, BrokenProcessPool):
             if self.executor is executor:  # the next submission makes a new pool
                 self.executor = None
-            _kill(executor)  # what is left of the broken one
+                _kill(executor)  # what is left of the broken one
+                end_orphaned_sandboxes(0.5)  # and the sandboxes its dead worker was starting
+            else:
+                _kill(executor)
             outer.set_exception(WorkerDied("a grading worker died"))
         elif problem is not None:
             outer.set_exception(problem)

@@ -21,7 +21,7 @@ from ..course.directory import configured_db_url, course_path, export_grades, nb
 from ..course.jobs import JobResult, error_summary
 from ..course.roster import RosterError, import_roster
 from ..names import ASSIGNMENT
-from ..sandbox import box, cgroups
+from ..sandbox import box, cgroups, zygote
 from . import interrupt, report, similarity, state
 from .table import format_table, score_table
 
@@ -103,6 +103,7 @@ class GradingRun:
     def prepare(self) -> None:
         """What earlier runs left, a loud banner when the box is not whole, the roster's names."""
         box.sweep_private_root()  # what killed workers of earlier runs left behind
+        zygote.end_orphaned_sandboxes()
         cgroups.sweep_all()
         if not box.bwrap_works():
             print(f"\n!!! {box.without_sandbox_warning()} !!!\n", file=sys.stderr)

@@ -37,6 +37,7 @@ import signal
 import socket
 import subprocess
 import threading
+import time
 import traceback
 from pathlib import Path
 
@@ -75,10 +76,63 @@ def serve(socks, run, directory: str | None = None) -> None:
                 except (OSError, EOFError):  # that worker is gone
                     socks.remove(sock)
                     sock.close()
+                    end_orphaned_sandboxes()
     finally:
         if directory:
             shutil.rmtree(directory, ignore_errors=True)
+        # killed with its starter: a sandbox it was starting may lose its bwrap a moment later
+        end_orphaned_sandboxes(ORPHAN_GRACE if os.getppid() != starter else 0)
     os._exit(0)
+
+
+# bwrap's option that every grading sandbox has (filesystem.WORKDIR), and how long a zygote
+# whose run was killed keeps ending the sandboxes that run left starting
+SANDBOX_MARK = (b"--chdir", b"/scratch/submission")
+ORPHAN_GRACE = 1.5
+
+
+def end_orphaned_sandboxes(grace: float = 0) -> int:
+    """End (and count) the orphaned sandboxes (see ``_end_orphans``) now, and again every
+    0.1 s for ``grace`` seconds."""
+    deadline, ended = time.monotonic() + grace, 0
+    while True:
+        ended += _end_orphans()
+        if time.monotonic() >= deadline:
+            return ended
+        time.sleep(0.1)
+
+
+def _end_orphans() -> int:
+    """Kill (and count) each grading sandbox whose bwrap is gone before it was set up.
+
+    bwrap starts the sandbox's init, which then waits, with no death signal of its own yet,
+    for bwrap to finish setting it up. If bwrap dies in that moment (its parent, a grading
+    worker, was killed: bwrap dies with it or fails to write its --info-fd), the init waits
+    for ever. Such an init is the first process of its PID namespace, runs bwrap with the
+    grading sandbox's options, and its parent is no longer a bwrap."""
+    ended = 0
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as stat:
+                if b"(bwrap)" not in stat.read(64):
+                    continue
+            with open(f"/proc/{entry}/status") as status:
+                fields = dict(line.split(":", 1) for line in status if ":" in line)
+            argv = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+            levels = fields["NSpid"].split()  # its pid in each PID namespace, ours first
+            if fields["State"].split()[0] in "ZX" or len(levels) < 2 or levels[-1] != "1" or not any(
+                    tuple(argv[i:i + 2]) == SANDBOX_MARK for i in range(len(argv))):
+                continue
+            parent = fields["PPid"].strip()
+            with contextlib.suppress(OSError):  # a parent out of sight is not its bwrap either
+                with open(f"/proc/{parent}/stat", "rb") as stat:
+                    if b"(bwrap)" in stat.read(64):
+                        continue
+            os.kill(int(entry), signal.SIGKILL)
+            ended += 1
+        except (OSError, KeyError, ValueError):  # ended meanwhile, or not ours to see or kill
+            continue
+    return ended
 
 
 def _answer(sock: socket.socket, socks: list[socket.socket], run) -> None:
