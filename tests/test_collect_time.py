@@ -11,7 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from maxpool_grader.glue.collecttime import SLACK, TooBig, last_change, regular_copy, submitted_at
+from maxpool_grader.glue.collecttime import (
+    SLACK,
+    SetAside,
+    TooBig,
+    aside_of,
+    last_change,
+    put_back,
+    regular_copy,
+    submitted_at,
+)
 from maxpool_grader.glue.submission import timestamp_text
 
 pytestmark = pytest.mark.unit
@@ -72,3 +81,25 @@ def test_the_copy_leaves_out_links_fifos_and_refuses_what_is_too_big(tmp_path, c
     assert sum("not a regular file" in record.message for record in caplog.records) == 3
     with pytest.raises(TooBig):
         regular_copy(str(source), str(tmp_path / "small"), 10, log)
+
+
+def test_a_replaced_submission_is_set_aside_and_put_back_after_a_killed_collect(tmp_path):
+    """What nbgrader's collect deletes before copying a newer submission is moved aside; a
+    collect killed right after that leaves it there, and the next collect that cannot copy
+    puts it back (one that can drops it); an aside older than the submission is dropped."""
+    dest = tmp_path / "submitted" / "ana" / "max_pool_backward"
+    dest.mkdir(parents=True)
+    (dest / "max_pool_backward.ipynb").write_text("collected")
+    SetAside.rmtree(str(dest))  # ...and the collect is killed here
+    assert not dest.exists() and Path(aside_of(str(dest)), "max_pool_backward.ipynb").read_text() == "collected"
+    dest.mkdir()  # the next collect's copy, failed halfway
+    (dest / "part").write_text("half")
+    put_back(str(dest))
+    assert [path.name for path in dest.iterdir()] == ["max_pool_backward.ipynb"]
+    assert not os.path.lexists(aside_of(str(dest)))
+    Path(aside_of(str(dest))).mkdir()  # stale: older than the submission now in place
+    SetAside.rmtree(str(dest))
+    assert Path(aside_of(str(dest)), "max_pool_backward.ipynb").read_text() == "collected"
+    put_back(str(dest))
+    assert (dest / "max_pool_backward.ipynb").read_text() == "collected"
+

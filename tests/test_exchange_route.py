@@ -110,7 +110,9 @@ def test_collect_counts_the_time_a_student_cannot_set_back(tmp_path):
 
     shutil.rmtree(course / "submitted")  # the instructor's first collect is after the deadline
     untouched = digests(course, student_home, skip=("submitted",))
-    collected = nbgrader(course, "collect", "max_pool_backward", "--CourseDirectory.max_dir_size=300", *shared)
+    collected = nbgrader(course, "collect", "max_pool_backward", "--CourseDirectory.max_dir_size=300", *shared,
+                         check=False)
+    assert collected.returncode == 1 and "1 submission folder(s) NOT collected (see above)" in collected.stdout
     assert digests(course, student_home, skip=("submitted",)) == untouched  # collect wrote submitted/ only
     assert secret.read_text() == "INSTRUCTOR-SECRET"
     assert not list((course / "submitted").rglob(".collecting-*"))
@@ -130,3 +132,41 @@ def test_collect_counts_the_time_a_student_cannot_set_back(tmp_path):
         assert submission.timestamp >= forged_at - timedelta(seconds=1)
         assert submission.total_seconds_late > 3 * 86400 - 60
         assert submission.code_score == 15 and submission.late_submission_penalty > 0
+
+
+def test_a_newer_submission_too_large_to_collect_never_costs_the_one_collected(tmp_path):
+    """nbgrader's ``collect --update`` deleted a student's collected submission before copying
+    their newer one; when the newer folder is too large to collect, the collected one stays as
+    it was, the error names the folder, and collect exits non-zero (the rest is collected)."""
+    course = copy_course(tmp_path / "course", with_submissions=False)
+    exchange = tmp_path / "exchange"
+    exchange.mkdir(mode=0o777)
+    exchange.chmod(0o777)
+    student_home = tmp_path / "student"
+    student_home.mkdir()
+    shared = [f"--Exchange.root={exchange}", "--CourseDirectory.course_id=max_pool_backward"]
+    limit = "--CourseDirectory.max_dir_size=300"  # the instructor's, at collect
+    nbgrader(course, "generate_assignment", "max_pool_backward", "--force")
+    nbgrader(course, "release_assignment", "max_pool_backward", *shared)
+    nbgrader(student_home, "fetch_assignment", "max_pool_backward", *shared)
+    fetched = student_home / "max_pool_backward" / "max_pool_backward.ipynb"
+    nbformat.write(fill(nbformat.read(fetched, as_version=4), VECTORIZED_CORRECT), fetched)
+    nbgrader(student_home, "submit", "max_pool_backward", *shared)
+    nbgrader(course, "collect", "max_pool_backward", limit, *shared)
+    submitted = course / "submitted" / getpass.getuser() / "max_pool_backward"
+    kept = digests(submitted)
+    assert "max_pool_backward.ipynb" in " ".join(kept)
+
+    (student_home / "max_pool_backward" / "data.bin").write_bytes(b"x" * 400_000)  # the newer one: too large
+    nbgrader(student_home, "submit", "max_pool_backward", *shared)
+    newer = max((exchange / "max_pool_backward" / "inbound").iterdir(), key=lambda path: path.name)
+    updated = nbgrader(course, "collect", "--update", "max_pool_backward", limit, *shared,
+                       check=False)
+    assert updated.returncode != 0, updated.stdout
+    assert f"{newer} was NOT collected" in updated.stdout
+    assert digests(submitted) == kept, updated.stdout  # the collected submission, as it was
+    assert not [path for path in submitted.parent.iterdir() if path.name != "max_pool_backward"]
+    nbgrader(course, "autograde", "max_pool_backward", "--create")
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+        assert gradebook.find_submission("max_pool_backward", getpass.getuser()).code_score == 15
+

@@ -115,18 +115,64 @@ def stamp_collected_submissions() -> None:
     name whose time does not parse no longer stops the whole collect (nbgrader's ``parse_utc``
     raised for every student); that folder counts as made at its last change."""
     # the patched module, imported as install() applies the patch: after the version check
-    from nbgrader.exchange.default.collect import ExchangeCollect
+    from nbgrader.exchange.default import collect
+    ExchangeCollect = collect.ExchangeCollect
     if getattr(ExchangeCollect._path_to_record, "_stamps", False):
         return
-    copy = ExchangeCollect.do_copy
+    copy, copy_files = ExchangeCollect.do_copy, ExchangeCollect.copy_files
 
     def do_copy(self, src, dest):
-        if _copy_without_links(self, src, dest, copy):
+        try:
+            collected = _copy_without_links(self, src, dest, copy)
+        except BaseException:
+            put_back(dest)
+            raise
+        if collected:
+            shutil.rmtree(aside_of(dest), ignore_errors=True)
             _stamp(self, src, dest)
+        else:
+            put_back(dest)
+            self.not_collected = [*getattr(self, "not_collected", []), src]
+
+    def copy_files_then_say(self):
+        self.not_collected = []
+        copy_files(self)
+        if self.not_collected:
+            self.fail(f"{len(self.not_collected)} submission folder(s) NOT collected (see above); every other "
+                      "one is")
 
     _path_to_record._stamps = True
     ExchangeCollect._path_to_record = _path_to_record
     ExchangeCollect.do_copy = do_copy
+    ExchangeCollect.copy_files = copy_files_then_say
+    collect.shutil = SetAside()  # its only use: the collected submission, removed before the copy
+
+
+class SetAside:
+    """``shutil`` for nbgrader's collect module, whose ``copy_files`` deletes a student's
+    collected submission before it copies their newer one: that one is moved aside instead,
+    and put back if the newer one is not collected (``do_copy`` above)."""
+
+    def __getattr__(self, name: str):
+        return getattr(shutil, name)
+
+    @staticmethod
+    def rmtree(path: str, *args, **kwargs) -> None:
+        if os.path.lexists(aside_of(path)):  # a collect killed after its copy left it: older than path
+            shutil.rmtree(aside_of(path))
+        os.rename(path, aside_of(path))
+
+
+def aside_of(dest: str) -> str:
+    return os.path.join(os.path.dirname(dest), ".replaced-" + os.path.basename(dest))
+
+
+def put_back(dest: str) -> None:
+    """The collected submission moved aside, back in place of whatever is at ``dest``."""
+    if os.path.isdir(aside_of(dest)):
+        if os.path.lexists(dest):
+            shutil.rmtree(dest)
+        os.rename(aside_of(dest), dest)
 
 
 def _parsed(text: str | None) -> datetime | None:

@@ -130,7 +130,9 @@ PATCHES: tuple[Patch, ...] = (
           "collect counts a submission as made no earlier than the last change (ctime) of its inbound folder's "
           "files, which the student cannot set back, not at the time its name and timestamp.txt state; a name "
           "whose time does not parse no longer stops the collect; with ExchangeCollect.do_copy, links, FIFOs and "
-          "devices in an inbound folder are left out (copytree followed links into the instructor's files)",
+          "devices in an inbound folder are left out (copytree followed links into the instructor's files); a "
+          "folder too large is left with an error, collect exits 1, and the student's submission collected "
+          "before it is kept (copy_files deleted it first)",
           (NBGRADER,), "jupyter/nbgrader#1104 (open: timestamps can be altered); links: none filed, found here",
           _stamp_collected_submissions),
     Patch("quiet_known_nbgrader_warnings", "nbgrader.api.Gradebook.update_or_create_submission",
