@@ -212,14 +212,19 @@ def test_a_dead_zygote_fails_the_spawn_and_leaves_no_sandbox(box, private_direct
 def test_a_sandbox_whose_bwrap_died_setting_it_up_is_ended_and_a_working_one_is_not(box, private_directory):
     """A bwrap that dies while it sets its sandbox up (here: nobody reads its --info-fd, as
     when its grading worker was killed) leaves the sandbox's init waiting for ever; ending
-    the orphans kills that init, and only it: a working sandbox of the same options stays."""
+    the orphans kills that init, and only it: a working sandbox of the same options stays.
+    Both start in the sandbox's home, not its submission folder, with that as the mark: the
+    sweeps of grading runs in other tests meanwhile leave them alone."""
     private = private_directory("test-orphan-")
     marker = f"maxpool-orphan-test-{os.getpid()}"
+    mark = ("--chdir", filesystem.HOME)
     sandboxes = []
     for orphaned in (True, False):
         launch = box.sandbox(private)
         info_read, info_write = os.pipe()
         argv = launch.argv[:-1] + ["--info-fd", str(info_write), "--", "sh", "-c", "sleep 300; :", marker]
+        at = argv.index("--chdir")
+        argv[at:at + 2] = mark
         if orphaned:  # bwrap starts 0.3 s late, by when its --info-fd has no reader any more
             argv = ["sh", "-c", 'sleep 0.3; exec "$@"', "sh", *argv]
         sandboxes.append(subprocess.Popen(argv, pass_fds=(info_write, *launch.fds), start_new_session=True,
@@ -234,27 +239,28 @@ def test_a_sandbox_whose_bwrap_died_setting_it_up_is_ended_and_a_working_one_is_
     try:
         orphan_bwrap.wait(timeout=30)  # the bwrap that started the orphan died...
         deadline = time.monotonic() + 20
-        while len(_orphaned_inits()) < 1 and time.monotonic() < deadline:
+        while not _orphaned_inits(marker) and time.monotonic() < deadline:
             time.sleep(0.1)
-        orphans = _orphaned_inits()
-        assert len(orphans) == 1, [cmdline(pid)[-200:] for pid in orphans]  # ...and left its init
-        assert zygote.end_orphaned_sandboxes() == 1
+        orphans = _orphaned_inits(marker)
+        assert len(orphans) == 1, "the orphaned sandbox init did not appear"  # ...and left its init
+        assert zygote.end_orphaned_sandboxes(mark=tuple(part.encode() for part in mark)) == 1
         deadline = time.monotonic() + 10
         while Path(f"/proc/{orphans[0]}").exists() and time.monotonic() < deadline:
             time.sleep(0.1)
         assert not Path(f"/proc/{orphans[0]}").exists()
         assert working.poll() is None and _processes_named(marker), "the working sandbox was ended too"
-        assert zygote.end_orphaned_sandboxes() == 0
+        assert zygote.end_orphaned_sandboxes(mark=tuple(part.encode() for part in mark)) == 0
     finally:
         working.kill()
         working.wait(timeout=30)
         working_info.close()
-        for pid in _orphaned_inits():
+        for pid in _orphaned_inits(marker):
             os.kill(int(pid), signal.SIGKILL)
 
 
-def _orphaned_inits() -> list[str]:
-    """Sandbox inits (first of a PID namespace, running bwrap) whose parent is not a bwrap."""
+def _orphaned_inits(marker: str) -> list[str]:
+    """Sandbox inits (first of a PID namespace, running bwrap) with ``marker`` in their command
+    line, whose parent is not a bwrap."""
     found = []
     for pid in os.listdir("/proc"):
         try:
@@ -263,7 +269,7 @@ def _orphaned_inits() -> list[str]:
             continue
         fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
         if fields.get("Name", "").strip() == "bwrap" and fields["State"].split()[0] not in "ZX" \
-                and fields["NSpid"].split()[1:] == ["1"] \
+                and marker in cmdline(pid) and fields["NSpid"].split()[1:] == ["1"] \
                 and cmdline(fields["PPid"].strip()).split(" ")[0].rsplit("/", 1)[-1] != "bwrap":
             found.append(pid)
     return found

@@ -91,18 +91,19 @@ SANDBOX_MARK = (b"--chdir", b"/scratch/submission")
 ORPHAN_GRACE = 1.5
 
 
-def end_orphaned_sandboxes(grace: float = 0) -> int:
+def end_orphaned_sandboxes(grace: float = 0, mark: tuple[bytes, bytes] = SANDBOX_MARK) -> int:
     """End (and count) the orphaned sandboxes (see ``_end_orphans``) now, and again every
-    0.1 s for ``grace`` seconds."""
+    0.1 s for ``grace`` seconds; ``mark``: the two arguments of bwrap's that make a sandbox
+    a grading one."""
     deadline, ended = time.monotonic() + grace, 0
     while True:
-        ended += _end_orphans()
+        ended += _end_orphans(mark)
         if time.monotonic() >= deadline:
             return ended
         time.sleep(0.1)
 
 
-def _end_orphans() -> int:
+def _end_orphans(mark: tuple[bytes, bytes]) -> int:
     """Kill (and count) each grading sandbox whose bwrap is gone before it was set up.
 
     bwrap starts the sandbox's init, which then waits, with no death signal of its own yet,
@@ -121,7 +122,7 @@ def _end_orphans() -> int:
             argv = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
             levels = fields["NSpid"].split()  # its pid in each PID namespace, ours first
             if fields["State"].split()[0] in "ZX" or len(levels) < 2 or levels[-1] != "1" or not any(
-                    tuple(argv[i:i + 2]) == SANDBOX_MARK for i in range(len(argv))):
+                    tuple(argv[i:i + 2]) == mark for i in range(len(argv))):
                 continue
             parent = fields["PPid"].strip()
             with contextlib.suppress(OSError):  # a parent out of sight is not its bwrap either
