@@ -18,6 +18,7 @@ from maxpool_grader.glue.collecttime import (
     aside_of,
     last_change,
     put_back,
+    recover_interrupted_collects,
     regular_copy,
     submitted_at,
 )
@@ -102,4 +103,21 @@ def test_a_replaced_submission_is_set_aside_and_put_back_after_a_killed_collect(
     assert Path(aside_of(str(dest)), "max_pool_backward.ipynb").read_text() == "collected"
     put_back(str(dest))
     assert (dest / "max_pool_backward.ipynb").read_text() == "collected"
+
+
+def test_grading_puts_back_what_a_killed_collect_left_aside_and_names_what_it_cannot(tmp_path):
+    submitted = tmp_path / "submitted"
+    for student in ("ana", "ben"):
+        dest = submitted / student / "max_pool_backward"
+        dest.mkdir(parents=True)
+        (dest / "max_pool_backward.ipynb").write_text(f"{student}'s collected")
+        SetAside.rmtree(str(dest))  # both collects killed here...
+    (submitted / "ben" / "max_pool_backward").mkdir()  # ...ben's in the middle of the newer copy
+    said = recover_interrupted_collects(submitted, "max_pool_backward")
+    assert (submitted / "ana" / "max_pool_backward" / "max_pool_backward.ipynb").read_text() == "ana's collected"
+    assert not (submitted / "ana" / ".replaced-max_pool_backward").exists()
+    assert (submitted / "ben" / ".replaced-max_pool_backward" / "max_pool_backward.ipynb").is_file()
+    assert len(said) == 2 and "is put back" in said[0] and "may be incomplete" in said[1]
+    assert "nbgrader collect --update max_pool_backward" in said[1]
+    assert recover_interrupted_collects(submitted, "max_pool_backward") == said[1:]
 

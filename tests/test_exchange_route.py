@@ -12,9 +12,11 @@ from datetime import datetime, timedelta
 
 import nbformat
 import pytest
-from helpers import ROOT, copy_course, digests, nbgrader
+from helpers import ROOT, copy_course, digests, grade_command, nbgrader
 from nbgrader.api import Gradebook
 from nbgrader.utils import parse_utc
+
+from maxpool_grader.glue.collecttime import SetAside
 
 sys.path.insert(0, str(ROOT / "scripts"))
 from make_sample_class import VECTORIZED_CORRECT, fill  # noqa: E402
@@ -167,6 +169,14 @@ def test_a_newer_submission_too_large_to_collect_never_costs_the_one_collected(t
     assert digests(submitted) == kept, updated.stdout  # the collected submission, as it was
     assert not [path for path in submitted.parent.iterdir() if path.name != "max_pool_backward"]
     nbgrader(course, "autograde", "max_pool_backward", "--create")
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+        assert gradebook.find_submission("max_pool_backward", getpass.getuser()).code_score == 15
+
+    SetAside.rmtree(str(submitted))  # a collect --update killed right after it set the submission aside
+    graded = grade_command(course, "--force")
+    assert graded.returncode == 0, graded.stdout[-2000:] + graded.stderr[-2000:]
+    assert f"{submitted}: a collect was stopped while it replaced this submission" in graded.stderr
+    assert digests(submitted) == kept
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
         assert gradebook.find_submission("max_pool_backward", getpass.getuser()).code_score == 15
 

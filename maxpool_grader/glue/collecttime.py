@@ -22,6 +22,7 @@ import shutil
 import stat
 import tempfile
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 
 from .submission import read_timestamp, timestamp_text
 
@@ -229,3 +230,21 @@ def _stamp(collector, src: str, dest: str) -> None:
         collector.log.warning("%s: its timestamp.txt says %s, but its files were last changed at %s UTC; that "
                               "time counts (the student's own files cannot set it back)", src,
                               (text or "nothing")[:40], when)
+
+
+def recover_interrupted_collects(submitted: Path, assignment: str) -> list[str]:
+    """What a collect killed while it replaced a submission left set aside in ``submitted``
+    (``<student>/.replaced-<assignment>``), in sentences for the instructor: where the
+    student's folder is gone, the set-aside submission is put back in its place (and the next
+    ``collect --update`` brings the newer one again); where a copy is there, both are left."""
+    said = []
+    for aside in sorted(submitted.glob(f"*/.replaced-{assignment}")):
+        dest = aside.with_name(assignment)
+        if os.path.lexists(dest):
+            said.append(f"{aside}: a collect was stopped while it replaced this submission; {dest} may be "
+                        f"incomplete: run 'nbgrader collect --update {assignment}' again")
+        else:
+            os.rename(aside, dest)
+            said.append(f"{dest}: a collect was stopped while it replaced this submission; the one it had "
+                        f"collected before is put back (run 'nbgrader collect --update {assignment}' for the newer)")
+    return said

@@ -6,5 +6,5 @@
 * ``report`` (with ``templates/report.html.j2``) and ``similarity``: the class report
   (HTML, PNG, JSON) and pairs of near-identical student code; ``table``: the score table.
 
-May import: ``names``, ``exercise``, ``sandbox``, ``verdict``, ``course``, ``backend``, ``cluster``.
+May import: ``names``, ``exercise``, ``sandbox``, ``verdict``, ``glue``, ``course``, ``backend``, ``cluster``.
 """

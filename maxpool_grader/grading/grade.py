@@ -20,6 +20,7 @@ from ..cluster import coordinator
 from ..course.directory import configured_db_url, course_path, export_grades, nbgrader_api, notebook_path, say
 from ..course.jobs import JobResult, error_summary
 from ..course.roster import RosterError, import_roster
+from ..glue.collecttime import recover_interrupted_collects
 from ..names import ASSIGNMENT
 from ..sandbox import box, cgroups, zygote
 from . import interrupt, report, similarity, state
@@ -105,6 +106,9 @@ class GradingRun:
         box.sweep_private_root()  # what killed workers of earlier runs left behind
         zygote.end_orphaned_sandboxes()
         cgroups.sweep_all()
+        submitted = course_path(self.course, "submitted").parent  # (student ".": submitted/<assignment>)
+        for sentence in recover_interrupted_collects(submitted, self.assignment):
+            print(sentence, file=sys.stderr)
         if not box.bwrap_works():
             print(f"\n!!! {box.without_sandbox_warning()} !!!\n", file=sys.stderr)
         elif not cgroups.available():
