@@ -9,6 +9,7 @@ import os
 import shutil
 import sys
 from datetime import datetime, timedelta
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -24,7 +25,9 @@ from make_sample_class import VECTORIZED_CORRECT, fill  # noqa: E402
 pytestmark = pytest.mark.integration  # real kernels, sandboxes, nbgrader or servers
 
 
-def test_student_round_trip_through_a_local_exchange(tmp_path):
+def submitted_through_an_exchange(tmp_path: Path) -> tuple[Path, Path, Path, list[str]]:
+    """A course released through a local exchange, and one student's correct notebook fetched
+    and submitted into it: (course, exchange, the student's home, the exchange options)."""
     course = copy_course(tmp_path / "course", with_submissions=False)
     exchange = tmp_path / "exchange"
     exchange.mkdir(mode=0o777)
@@ -32,15 +35,17 @@ def test_student_round_trip_through_a_local_exchange(tmp_path):
     student_home = tmp_path / "student"
     student_home.mkdir()
     shared = [f"--Exchange.root={exchange}", "--CourseDirectory.course_id=max_pool_backward"]
-
     nbgrader(course, "generate_assignment", "max_pool_backward", "--force")
     nbgrader(course, "release_assignment", "max_pool_backward", *shared)
-
     nbgrader(student_home, "fetch_assignment", "max_pool_backward", *shared)
     fetched = student_home / "max_pool_backward" / "max_pool_backward.ipynb"
     nbformat.write(fill(nbformat.read(fetched, as_version=4), VECTORIZED_CORRECT), fetched)
     nbgrader(student_home, "submit", "max_pool_backward", *shared)
+    return course, exchange, student_home, shared
 
+
+def test_student_round_trip_through_a_local_exchange(tmp_path):
+    course, _, student_home, shared = submitted_through_an_exchange(tmp_path)
     nbgrader(course, "collect", "max_pool_backward", *shared)
     student = getpass.getuser()
     assert (course / "submitted" / student / "max_pool_backward" / "max_pool_backward.ipynb").is_file()
@@ -65,21 +70,9 @@ def test_collect_counts_the_time_a_student_cannot_set_back(tmp_path):
     collect counts the time of the folder's last change (late, with the course's penalty), never
     follows the link, skips the FIFO; a classmate's folder whose name holds no time does not
     stop the collect. A folder left alone keeps the time it states."""
-    course = copy_course(tmp_path / "course", with_submissions=False)
-    exchange = tmp_path / "exchange"
-    exchange.mkdir(mode=0o777)
-    exchange.chmod(0o777)
-    student_home = tmp_path / "student"
-    student_home.mkdir()
-    shared = [f"--Exchange.root={exchange}", "--CourseDirectory.course_id=max_pool_backward"]
-    nbgrader(course, "generate_assignment", "max_pool_backward", "--force")
-    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+    course, exchange, student_home, shared = submitted_through_an_exchange(tmp_path)
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:  # due three days ago
         gradebook.update_or_create_assignment("max_pool_backward", duedate=datetime.utcnow() - timedelta(days=3))
-    nbgrader(course, "release_assignment", "max_pool_backward", *shared)
-    nbgrader(student_home, "fetch_assignment", "max_pool_backward", *shared)
-    fetched = student_home / "max_pool_backward" / "max_pool_backward.ipynb"
-    nbformat.write(fill(nbformat.read(fetched, as_version=4), VECTORIZED_CORRECT), fetched)
-    nbgrader(student_home, "submit", "max_pool_backward", *shared)
     inbound = exchange / "max_pool_backward" / "inbound"
     [honest] = list(inbound.iterdir())
     stated = parse_utc((honest / "timestamp.txt").read_text())
@@ -140,20 +133,8 @@ def test_a_newer_submission_too_large_to_collect_never_costs_the_one_collected(t
     """nbgrader's ``collect --update`` deleted a student's collected submission before copying
     their newer one; when the newer folder is too large to collect, the collected one stays as
     it was, the error names the folder, and collect exits non-zero (the rest is collected)."""
-    course = copy_course(tmp_path / "course", with_submissions=False)
-    exchange = tmp_path / "exchange"
-    exchange.mkdir(mode=0o777)
-    exchange.chmod(0o777)
-    student_home = tmp_path / "student"
-    student_home.mkdir()
-    shared = [f"--Exchange.root={exchange}", "--CourseDirectory.course_id=max_pool_backward"]
+    course, exchange, student_home, shared = submitted_through_an_exchange(tmp_path)
     limit = "--CourseDirectory.max_dir_size=300"  # the instructor's, at collect
-    nbgrader(course, "generate_assignment", "max_pool_backward", "--force")
-    nbgrader(course, "release_assignment", "max_pool_backward", *shared)
-    nbgrader(student_home, "fetch_assignment", "max_pool_backward", *shared)
-    fetched = student_home / "max_pool_backward" / "max_pool_backward.ipynb"
-    nbformat.write(fill(nbformat.read(fetched, as_version=4), VECTORIZED_CORRECT), fetched)
-    nbgrader(student_home, "submit", "max_pool_backward", *shared)
     nbgrader(course, "collect", "max_pool_backward", limit, *shared)
     submitted = course / "submitted" / getpass.getuser() / "max_pool_backward"
     kept = digests(submitted)

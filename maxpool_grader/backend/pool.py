@@ -111,12 +111,12 @@ class LocalPool(GradingBackend):
             return
         problem = inner.exception()
         if isinstance(problem, BrokenProcessPool):
-            if self.executor is executor:  # the next submission makes a new pool
+            first = self.executor is executor  # the first of its futures to fail
+            if first:  # the next submission makes a new pool
                 self.executor = None
-                _kill(executor)  # what is left of the broken one
+            _kill(executor)  # what is left of the broken one
+            if first:
                 end_orphaned_sandboxes(0.5)  # and the sandboxes its dead worker was starting
-            else:
-                _kill(executor)
             outer.set_exception(WorkerDied("a grading worker died"))
         elif problem is not None:
             outer.set_exception(problem)

@@ -123,17 +123,17 @@ def stamp_collected_submissions() -> None:
     copy, copy_files = ExchangeCollect.do_copy, ExchangeCollect.copy_files
 
     def do_copy(self, src, dest):
+        collected = False
         try:
             collected = _copy_without_links(self, src, dest, copy)
-        except BaseException:
-            put_back(dest)
-            raise
+        finally:  # not collected (too large, or the copy failed): the one collected before, back
+            if not collected:
+                put_back(dest)
         if collected:
             shutil.rmtree(aside_of(dest), ignore_errors=True)
             _stamp(self, src, dest)
         else:
-            put_back(dest)
-            self.not_collected = [*getattr(self, "not_collected", []), src]
+            self.not_collected.append(src)
 
     def copy_files_then_say(self):
         self.not_collected = []
@@ -244,7 +244,7 @@ def recover_interrupted_collects(submitted: Path, assignment: str) -> list[str]:
             said.append(f"{aside}: a collect was stopped while it replaced this submission; {dest} may be "
                         f"incomplete: run 'nbgrader collect --update {assignment}' again")
         else:
-            os.rename(aside, dest)
+            put_back(str(dest))
             said.append(f"{dest}: a collect was stopped while it replaced this submission; the one it had "
                         f"collected before is put back (run 'nbgrader collect --update {assignment}' for the newer)")
     return said

@@ -72,6 +72,12 @@ class GradingRun:
             self.timings[f"{label}_jobs_cpu_seconds"] = [item.cpu_seconds for item in batch.finished
                                                          if item.cpu_seconds is not None]
 
+    def recover_collects(self) -> None:
+        """What a killed ``nbgrader collect`` set aside, back in ``submitted/`` (said), before
+        anything counts the submissions there."""
+        for sentence in recover_interrupted_collects(self.course / "submitted", self.assignment):
+            print(sentence, file=sys.stderr)
+
     def start_zygotes(self) -> None:
         """The workers' zygotes, started first: they import on the core the command leaves idle
         while it releases and warms up (warm.start_zygotes), shared by the workers (as many as
@@ -106,9 +112,6 @@ class GradingRun:
         box.sweep_private_root()  # what killed workers of earlier runs left behind
         zygote.end_orphaned_sandboxes()
         cgroups.sweep_all()
-        submitted = course_path(self.course, "submitted").parent  # (student ".": submitted/<assignment>)
-        for sentence in recover_interrupted_collects(submitted, self.assignment):
-            print(sentence, file=sys.stderr)
         if not box.bwrap_works():
             print(f"\n!!! {box.without_sandbox_warning()} !!!\n", file=sys.stderr)
         elif not cgroups.available():
@@ -253,6 +256,7 @@ def _grade(course: Path, workers, force, db_url, assignment, similarity_threshol
     started = time.monotonic()
     try:
         with run.step("release"):
+            run.recover_collects()
             run.start_zygotes()
             run.release()
         with run.step("prepare"):

@@ -231,6 +231,7 @@ def run(course: Path, db_url: str, workers: int, *, address: str, port: int, bas
     ``start_web`` (web.start_web, or None: no web page) starts the web layer, which
     depends on this core and is given to it, never imported by it."""
     grading = GradingRun(course=course, db_url=db_url, workers=workers)
+    grading.recover_collects()
     try:
         grading.release()
     except Broke as broke:
