@@ -30,6 +30,10 @@ and what crosses its wall (docs/security.md#threat-model):
   ``inside_garbage_reply``: a correct function whose process sends malformed replies (an
   index out of range, 200 kB of ``[``, 3 x 256 MiB of arrays, fields of the wrong types).
 - ``inside_huge_dx``: an honest function returning 4 MiB of zeros.
+- ``inside_poses_as_orphan``: a correct function whose cell leaves a daemon shaped like what
+  the grader's sweep of orphaned sandboxes kills (named ``bwrap``, the grading sandbox's
+  ``--chdir``, first of a PID namespace it makes if it may), and lists what it sees of the
+  machine's processes.
 
 Each prints ``HOSTILE-REPORT <json>`` (tests/hostile.py's ``report_of`` reads it back from
 the kernel's run) and never raises at top level.
@@ -504,6 +508,37 @@ def _hostile_attack(P):
     _hostile_report({"harness": True, "how": how})
 '''
 
+POSES_AS_ORPHAN = r'''
+def _hostile_attack(P):
+    import os
+    import subprocess
+    import sys
+
+    # a daemon that looks like a sandbox's init whose bwrap died (what the grader's sweep kills):
+    # named bwrap, the grading sandbox's bwrap options, first of a PID namespace of its own
+    code = (
+        "import ctypes, os, time\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "libc.prctl(15, b'bwrap', 0, 0, 0)\n"  # PR_SET_NAME
+        "failed = libc.unshare(0x10000000 | 0x20000000)\n"  # CLONE_NEWUSER | CLONE_NEWPID
+        "made = 'errno %d' % ctypes.get_errno() if failed else 'a PID namespace'\n"
+        "if os.fork() == 0:\n"
+        "    time.sleep(900)\n"
+        "    os._exit(0)\n"
+        "print(made, flush=True)\n"
+        "time.sleep(900)\n")
+    child = subprocess.Popen([sys.executable, "-c", code, "--chdir", "/scratch/submission"], start_new_session=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    made = child.stdout.readline().strip()
+    seen = {}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            seen[pid] = open("/proc/%s/comm" % pid).read().strip()
+        except OSError:
+            pass
+    _hostile_report({"made": made, "processes_seen": seen, "uid": os.getuid(), "cwd": os.getcwd()})
+'''
+
 HUGE_DX = "def max_pool_backward(d_output, x, pool_size, stride=None):\n    return np.zeros(4 << 20, np.int8)\n"
 
 
@@ -556,6 +591,8 @@ def build_inside_attacks(seconds: float, zero: float, full: float, passed: str) 
         Submission("inside_modifies_inputs", "changes x in place (the forgery's true merit)",
                    _built(MODIFIES_INPUTS), full - 1, "Inputs left unmodified"),
         Submission("inside_huge_dx", "returns 4 MiB of zeros", _built(HUGE_DX), zero, "shape"),
+        Submission("inside_poses_as_orphan", "leaves a daemon that looks like a sandbox init whose bwrap died",
+                   _built(inside_cell(POSES_AS_ORPHAN, common, LOOP_CORRECT)), full, passed),
     ]
     for how in ("bad running index", "deep header", "huge reply", "garbage reply"):
         attacks.append(Submission(f"inside_{how.replace(' ', '_')}", f"a correct function; its process sends a {how}",

@@ -554,6 +554,21 @@ def test_what_comes_back_from_the_box_is_bounded(batch):
     assert graded.stat().st_size < 1 << 20 and page.stat().st_size < 2 << 20
 
 
+def test_a_daemon_shaped_like_an_orphaned_sandbox_ends_with_its_box(batch):
+    """The box sees no process of the grader's (none is a bwrap of a sandbox's outside), and a
+    daemon it leaves that looks like a sandbox whose bwrap died (what grade's sweep kills) is
+    its own: it ends with the box (``test_nothing_is_left_running_or_on_disk``), the
+    submission keeps its full marks, and its classmates theirs."""
+    seen = batch.report("inside_poses_as_orphan")
+    assert seen.get("made"), seen
+    who = "root" if batch.as_root else "user"
+    print(f"inside_poses_as_orphan ({who}): made {seen['made']}, saw {seen['processes_seen']}")
+    others = [name for name in seen["processes_seen"].values() if name not in ("bwrap", "sh", "setpriv", "prlimit")
+              and not name.startswith("python")]
+    assert others == [] and len(seen["processes_seen"]) < 10, seen  # its own sandbox's, nothing of the grader's
+    assert batch.scores()["inside_poses_as_orphan"] == (FULL, False)
+
+
 def test_nothing_is_left_running_or_on_disk(batch):
     assert batch.survivors == []
     assert [path for path in batch.left_in_tmpdir if not Path(path).name.startswith("maxpool-grader-")] == []
