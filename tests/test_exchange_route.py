@@ -161,3 +161,17 @@ def test_a_newer_submission_too_large_to_collect_never_costs_the_one_collected(t
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
         assert gradebook.find_submission("max_pool_backward", getpass.getuser()).code_score == 15
 
+
+
+def test_a_folder_name_in_the_exchange_cannot_write_escapes_to_the_instructor_s_terminal(tmp_path):
+    """A student names an inbound folder with ANSI and OSC escapes (clear the screen, set the
+    terminal's title) and a line break that forges a log line: collect prints it escaped."""
+    course, exchange, _, shared = submitted_through_an_exchange(tmp_path)
+    inbound = exchange / "max_pool_backward" / "inbound"
+    [honest] = list(inbound.iterdir())
+    forged = inbound / "mallory\x1b[2J\x1b]0;pwned\x07\n[CollectApp | INFO] all fine+max_pool_backward+not a time+x9"
+    shutil.copytree(honest, forged)
+    collected = nbgrader(course, "collect", "max_pool_backward", *shared)
+    assert "\x1b" not in collected.stdout and "\x07" not in collected.stdout, collected.stdout
+    assert "\n[CollectApp | INFO] all fine" not in collected.stdout
+    assert "mallory\\x1b[2J" in collected.stdout

@@ -69,12 +69,6 @@ def read_roster(path: Path) -> list[dict[str, str | None]]:
     return students
 
 
-def shown(text: str) -> str:
-    """A name as it is safe to print: control and invisible characters (a newline, an ANSI
-    escape, a right-to-left override) written as escapes, so a name cannot forge a line."""
-    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode() for ch in text)
-
-
 def clean_name(text: str) -> str:
     """A name that came from elsewhere (the LMS's member list) as the roster keeps it: every
     control and invisible character (C0 and C1 controls, bidirectional overrides) a space,

@@ -17,6 +17,7 @@ exchange with the instructor's collected copies instead (docs/security.md#collec
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import stat
@@ -24,6 +25,7 @@ import tempfile
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+from .safecsvexport import shown
 from .submission import read_timestamp, timestamp_text
 
 SLACK = timedelta(seconds=120)  # submit's stamp to its last copied file, for a large submission
@@ -120,7 +122,12 @@ def stamp_collected_submissions() -> None:
     ExchangeCollect = collect.ExchangeCollect
     if getattr(ExchangeCollect._path_to_record, "_stamps", False):
         return
-    copy, copy_files = ExchangeCollect.do_copy, ExchangeCollect.copy_files
+    copy, copy_files, start = ExchangeCollect.do_copy, ExchangeCollect.copy_files, ExchangeCollect.start
+
+    def start_printing_safely(self):
+        if not any(isinstance(each, _Printable) for each in self.log.filters):
+            self.log.addFilter(_Printable())
+        return start(self)
 
     def do_copy(self, src, dest):
         collected = False
@@ -146,7 +153,18 @@ def stamp_collected_submissions() -> None:
     ExchangeCollect._path_to_record = _path_to_record
     ExchangeCollect.do_copy = do_copy
     ExchangeCollect.copy_files = copy_files_then_say
+    ExchangeCollect.start = start_printing_safely
     collect.shutil = SetAside()  # its only use: the collected submission, removed before the copy
+
+
+class _Printable(logging.Filter):
+    """Every line collect logs, printable: it names the exchange's folders, whose names the
+    students chose (an escape there would drive the instructor's terminal, a newline forge a
+    line of the log)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg, record.args = shown(record.getMessage()), ()
+        return True
 
 
 class SetAside:

@@ -132,7 +132,8 @@ PATCHES: tuple[Patch, ...] = (
           "whose time does not parse no longer stops the collect; with ExchangeCollect.do_copy, links, FIFOs and "
           "devices in an inbound folder are left out (copytree followed links into the instructor's files); a "
           "folder too large is left with an error, collect exits 1, and the student's submission collected "
-          "before it is kept (copy_files deleted it first)",
+          "before it is kept (copy_files deleted it first); every line it logs is printable (folder names are "
+          "the students')",
           (NBGRADER,), "jupyter/nbgrader#1104 (open: timestamps can be altered); links: none filed, found here",
           _stamp_collected_submissions),
     Patch("quiet_known_nbgrader_warnings", "nbgrader.api.Gradebook.update_or_create_submission",

@@ -10,7 +10,10 @@ gets a leading ``'``. Numbers are written as nbgrader writes them and stay numbe
 ``maxpool-grader export-lms`` uses the same rule. A last column, ``part_a``, says whether Part A
 has a grade: "graded", "not graded yet" (it waits for a person: the score counts it as 0 until
 then) or "not answered yet" (before the deadline, an answer left as released); empty for a
-student who submitted nothing."""
+student who submitted nothing.
+
+``shown`` is the same care for a terminal: text a student chose, printed so that it cannot
+forge a line or send the terminal an escape."""
 
 from __future__ import annotations
 
@@ -28,6 +31,13 @@ FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\n", "\0")
 
 EXPORT_COLUMNS = ("assignment", "duedate", "timestamp", "student_id", "last_name", "first_name", "email",
                   "raw_score", "late_submission_penalty", "score", "max_score", "part_a")
+
+
+def shown(text: str) -> str:
+    """Text as it is safe to print (a name, a student's folder): control and invisible
+    characters (a newline, an ANSI escape, a right-to-left override) written as escapes, so
+    it cannot forge a line or drive the instructor's terminal."""
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode() for ch in text)
 
 
 def safe_text(value) -> str:

@@ -57,7 +57,8 @@ from nbgrader.api import Gradebook
 
 from ..course.directory import course_path
 from ..course.files import replace_file
-from ..course.roster import read_roster, shown
+from ..course.roster import read_roster
+from ..glue.safecsvexport import shown
 from ..names import ASSIGNMENT
 from .export import LMS_STATE, export  # noqa: F401  (the other half of "from the LMS and back")
 from .match import match, records_of

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from nbgrader.utils import parse_utc
 
-from ..course.roster import shown
+from ..glue.safecsvexport import shown
 from ..glue.submission import timestamp_text
 from .tree import remove_files, remove_tree
 from .zip_upload import BLOCK, Budget, checkpoint, safe_parts

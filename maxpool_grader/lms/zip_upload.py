@@ -38,7 +38,7 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from ..course.roster import shown
+from ..glue.safecsvexport import shown
 
 LAYOUTS = ("canvas", "moodle-folders", "moodle-flat")
 # Canvas keeps only letters and digits of the sortable name: no "_" in <lastfirst>

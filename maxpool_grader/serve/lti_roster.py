@@ -28,8 +28,8 @@ from pylti1p3.names_roles import NamesRolesProvisioningService
 from pylti1p3.roles import StudentRole
 
 from ..course.files import replace_file
-from ..course.roster import clean_name, import_roster, read_roster, shown
-from ..glue.safecsvexport import csv_cell
+from ..course.roster import clean_name, import_roster, read_roster
+from ..glue.safecsvexport import csv_cell, shown
 from .lti import LtiSetupError, load_lti, missing, registration_text
 from .lti_store import LaunchStore, records, write_records
 from .passback import connector
