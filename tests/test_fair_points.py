@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import re
+import zlib
 from dataclasses import dataclass
 from typing import Callable
 
@@ -25,9 +26,11 @@ from helpers import FAIR_POINTS, ROOT, hidden_messages, keep_summary_table
 from maxpool_grader import max_pool_backward
 from maxpool_grader.exercise.catalogue import BUGS, CONTROLS
 from maxpool_grader.exercise.checks import HIDDEN_CHECKS
+from maxpool_grader.exercise.contract import RULES, case_of
+from maxpool_grader.exercise.kinds import draw
 from maxpool_grader.exercise.part_a import PART_A_POINTS, RUBRIC
 from maxpool_grader.exercise.reproducer import ProbeConfig, all_configs, upstream, values
-from maxpool_grader.exercise.rules import Case, valid_subgradient
+from maxpool_grader.exercise.rules import JUDGES, JUDGES_OF_THE_RESULT_ALONE, Case, Given, valid_subgradient
 from maxpool_grader.exercise.student_call import quiet_student_code
 
 MOST_FOR_ONE_PROPERTY = 2  # the issue's bound: one mistake, at most 2 of the 15 points
@@ -133,18 +136,35 @@ PROPERTIES: dict[str, Property] = {
 
 
 def _is_right(function, case: Case, right) -> bool:
-    x, d_output = case.x.copy(), case.d_output.copy()
+    given = case.given()
     try:
-        dx = np.asarray(function(d_output, x, case.pool_size, case.stride))
+        dx = np.asarray(function(given.d_output, given.x, case.pool_size, case.stride))
     except Exception:  # noqa: BLE001  a bug may crash on an input
-        return False
-    return bool(right(case, dx, x, d_output))
+        return case.judged in JUDGES_OF_THE_RESULT_ALONE and right(case, None, given.x, given.d_output)
+    return bool(right(case, dx, given.x, given.d_output))
+
+
+def _judged(case: Case, dx, x_after, d_after) -> bool:
+    """A case drawn from the kinds of input (exercise/contract.py), judged on its rule alone."""
+    return JUDGES[case.judged](case, dx, Given(d_after, x_after)) is None
+
+
+@functools.lru_cache(maxsize=None)
+def drawn_of_our_own(property_name: str) -> tuple[Case, ...]:
+    """Inputs of every kind the contract's rules of this property cover, drawn with seeds of our
+    own (never the hidden tests' cases), three times as many."""
+    tests = [grade_id for grade_id, check in HIDDEN_CHECKS.items() if check.property == property_name]
+    return tuple(case_of(kind, zlib.crc32(f"fair:{rule.name}:{number}".encode()), rule.judge)
+                 for rule in RULES if rule.test in tests
+                 for number, kind in enumerate(draw(rule.over, 3 * rule.count, zlib.crc32(f"fair:{rule.name}".encode()),
+                                                    rule.where, rule.base)))
 
 
 def broken(function) -> list[str]:
     with quiet_student_code():  # once for all the calls: a context per call was most of the time
         return [name for name, prop in PROPERTIES.items()
-                if not all(_is_right(function, case, prop.right) for case in prop.cases)]
+                if not all(_is_right(function, case, prop.right) for case in prop.cases)
+                or not all(_is_right(function, case, _judged) for case in drawn_of_our_own(name))]
 
 
 @pytest.fixture(scope="module")
@@ -197,7 +217,7 @@ def test_a_bug_loses_only_the_points_of_the_properties_it_breaks(outcomes, name)
     unrelated = [grade_id for grade_id in failed if HIDDEN_CHECKS[grade_id].property not in properties]
     assert not unrelated, (f"{name} breaks {properties} but fails {unrelated}, which are about "
                            f"{[HIDDEN_CHECKS[g].property for g in unrelated]}")
-    if len(properties) == 1:
+    if len(properties) == 1 or properties == ["integer_input", "dtype"]:  # an integer dx is one dtype mistake
         assert lost(failed) <= MOST_FOR_ONE_PROPERTY, (name, properties, failed)
 
 
@@ -206,11 +226,13 @@ def test_a_correct_control_loses_nothing(outcomes, name):
     assert outcomes[name] == ([], [])
 
 
-def test_the_dtype_slip_from_the_issue_costs_one_point(outcomes):
-    """``dx = np.zeros_like(x)`` in an otherwise correct solution: only the integer-input
-    test fails (it cost 5 points when the tie tests had integer x)."""
+def test_the_dtype_slip_from_the_issue_costs_the_dtype_rule_and_the_fractions(outcomes):
+    """``dx = np.zeros_like(x)`` in an otherwise correct solution: an integer dx for integer x
+    breaks the dtype rule and loses d_output's fractions, so the dtype test and the
+    integer-input test fail, 2 points (it cost 5 when the tie tests had integer x)."""
     properties, failed = outcomes["integer_truncation"]
-    assert properties == ["integer_input"] and failed == ["hidden_forum_integer_input"]
+    assert properties == ["integer_input", "dtype"]
+    assert failed == ["hidden_forum_integer_input", "hidden_dtype_of_x"] and lost(failed) == 2
 
 
 def test_a_float32_accumulator_costs_the_dtype_test_s_point_alone(outcomes):
@@ -224,7 +246,7 @@ def test_a_float32_dx_for_integer_x_costs_the_dtype_test_s_point_alone(outcomes)
     loses the dtype test's point, and no other (one dtype mistake, at most 1 point)."""
     properties, failed = outcomes["float32_for_integer_input"]
     assert properties == ["dtype"] and failed == ["hidden_dtype_of_x"] and lost(failed) == 1
-    dtype_mistakes = ["integer_truncation", "float32_accumulator", "dx_always_float64", "float32_for_integer_input"]
+    dtype_mistakes = ["float32_accumulator", "dx_always_float64", "float32_for_integer_input"]
     assert all(lost(outcomes[name][1]) == 1 for name in dtype_mistakes)
 
 

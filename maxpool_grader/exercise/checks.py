@@ -12,14 +12,17 @@ process (and against the visible cells by ``maxpool-grader check``)."""
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 import numpy as np
 
+from .contract import drawn_cases
 from .geometry import forward_geometry
 from .reproducer import ProbeConfig, all_configs, upstream, values
 from .rules import (
+    JUDGES,
+    JUDGES_OF_THE_RESULT_ALONE,
     Case,
     Given,
     finite_differences,
@@ -223,7 +226,8 @@ HIDDEN_CHECKS: dict[str, GradedCheck] = {check.grade_id: check for check in [
                 rectangular_and_leading_axes_cases, same_as_reference,
                 _probes(lambda c: c.rectangular_or_leading and _default_floor(c)), property="shapes"),
     GradedCheck("hidden_overlapping_windows", "Overlapping windows (stride smaller than the pool)", 2,
-                "dx for windows that overlap (stride < pool_size): one element can be the maximum of two.",
+                "dx for strides other than the pool size: windows that overlap (stride < pool_size), where one "
+                "element can be the maximum of two, and windows with gaps between them (stride > pool_size).",
                 overlapping_cases, same_as_reference,
                 _probes(lambda c: c.overlapping and not c.ceil), property="overlap",
                 rule="With stride < pool_size, an element that is the maximum of several windows must "
@@ -262,6 +266,29 @@ HIDDEN_CHECKS: dict[str, GradedCheck] = {check.grade_id: check for check in [
                                                                  (np.int64, "whole"))),
                 property="dtype"),
 ]}
+
+
+def _with_drawn(check: GradedCheck) -> GradedCheck:
+    """The check with the cases drawn for its rules (exercise/contract.py) after its fixed ones,
+    each drawn case judged on its rule alone."""
+    fixed, verdict = check.cases, check.verdict
+
+    @functools.lru_cache(maxsize=1)
+    def cases() -> tuple[Case, ...]:
+        return (*fixed(), *drawn_cases(check.grade_id))
+
+    def judge(case: Case, dx: np.ndarray, given: Given | None = None) -> str | None:
+        return JUDGES[case.judged](case, dx, given) if case.judged else verdict(case, dx, given)
+    return replace(check, cases=lambda: list(cases()), verdict=judge)
+
+
+def judged_despite_error(case: Case) -> bool:
+    """Whether a call that raised on ``case`` is judged on what it did (its rule is about the
+    result alone: x's dtype, the inputs left unchanged) rather than failed for raising."""
+    return case.judged in JUDGES_OF_THE_RESULT_ALONE
+
+
+HIDDEN_CHECKS = {grade_id: _with_drawn(check) for grade_id, check in HIDDEN_CHECKS.items()}
 
 
 def warm_up_checks() -> None:

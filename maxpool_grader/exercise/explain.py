@@ -17,7 +17,9 @@ import textwrap
 import numpy as np
 
 from .catalogue import BUGS, Bug
-from .checks import GradedCheck
+from .checks import GradedCheck, visible_2x2_cases
+from .evidence import Page
+from .kinds import layout_code
 from .reference import max_pool_backward
 from .reproducer import call_text, cut_note, is_cut, literal
 from .rules import SMALL, indented
@@ -33,7 +35,8 @@ def _reproducer(student: Outcome, accepts: str) -> list[str]:
     """The smallest input as code to paste, the expected dx (or an accepted one), theirs, and
     the positions where theirs differs."""
     case = student.case
-    code = "\n".join([f"x = {literal(case.x, 4)}", f"d_output = {literal(case.d_output, 11)}",
+    code = "\n".join([f"x = {layout_code(case.x, case.x_layout, literal, 4)}",
+                      f"d_output = {layout_code(case.d_output, case.d_layout, literal, 11)}",
                       call_text(case.pool_size, case.stride)])
     expected = max_pool_backward(case.d_output, case.x, case.pool_size, case.stride)
     label = f"Accepted dx: {MANY_ACCEPTED}; for example:" if accepts else "Expected dx:"
@@ -68,29 +71,52 @@ def differing_positions(expected: np.ndarray, dx: np.ndarray) -> list[str]:
 
 def describe_failure(student: Outcome, graded: Outcome, witnesses: list[Outcome],
                      named: list[str] | None = None, source: str = "", accepts: str = "",
-                     check: GradedCheck | None = None) -> str:
+                     check: GradedCheck | None = None, outcomes: list[Outcome] | None = None,
+                     page: Page | None = None) -> str:
     """The reproducer, expected and actual dx, and the likely mistake, for the student.
 
     ``student`` is the smallest attempt that went wrong, ``graded`` the graded one,
     ``witnesses`` further small inputs that went wrong the same way, ``source`` the
     student's code (it tells apart mistakes that give the same dx), ``accepts`` which dx
     the check accepts when it is not one (``GradedCheck.accepts``), ``check`` the check
-    (a mistake that fails a graded input the student's function passed is not theirs).
+    (a mistake that fails a graded input the student's function passed is not theirs),
+    ``outcomes`` the student's function on every graded input of the check (when known), and
+    ``page`` what the rest of the page shows (exercise/evidence.py): a mistake is named only
+    where all of it agrees, and the same input and dx get the same diagnosis everywhere on it.
     """
     case = student.case
     if case.x.size <= SMALL:
         parts = _reproducer(student, accepts)
     else:
         parts = [f"Input: {case.describe()}", student.problem or ""]
-    passed = passed_cases(check, graded) if check is not None else []
-    bugs, certain = likely_mistakes(student, graded, witnesses, check, passed)
-    if bugs:
-        parts += mistakes_text(bugs, certain, source, named)
-    elif student.error is None:
-        parts.append(f"None of the {len(BUGS)} mistakes in our catalogue gives your result on "
-                     "this input, so this one is new to us: compare your dx with the expected one "
-                     "entry by entry, and check which window each entry comes from.")
-    return "\n".join(parts)
+    page = page or Page()
+    key = (_identity(student), student.problem)
+    if key not in page.diagnoses:
+        if outcomes is None:
+            passed, failing = (passed_cases(check, graded) if check is not None else []), []
+        else:
+            passed = [outcome.case for outcome in outcomes if outcome.problem is None]
+            failing = [outcome for outcome in outcomes if outcome.problem is not None]
+        bugs, certain = likely_mistakes(student, graded, witnesses, check, passed, failing, page.agrees)
+        lines = mistakes_text(bugs, certain, source, named) if bugs and certain else []
+        if not lines and student.error is None:
+            lines = [f"None of the {len(BUGS)} mistakes in our catalogue gives your result on every input "
+                     "where this test found your dx wrong and agrees with what your function gets right, so "
+                     "this one is new to us: compare your dx with the expected one entry by entry, and "
+                     "check which window each entry comes from."]
+        page.diagnoses[key] = lines
+    elif named is not None:
+        named += [name for name, bug in BUGS.items() if any(f"mistake: {bug.title}." in line
+                                                             for line in page.diagnoses[key])]
+    return "\n".join(parts + page.diagnoses[key])
+
+
+def _identity(outcome: Outcome) -> tuple:
+    """An input and the student's dx on it, as bytes: the same cause wherever it shows."""
+    case, dx = outcome.case, outcome.dx
+    arrays = [case.x, case.d_output] + ([dx] if dx is not None else [])
+    return (tuple((a.dtype.str, a.shape, a.tobytes()) for a in arrays), repr(case.pool_size), repr(case.stride),
+            case.x_layout, case.d_layout)
 
 
 def mistakes_text(bugs: list[Bug], certain: bool, source: str = "",
@@ -178,7 +204,15 @@ def not_implemented(check: GradedCheck, function, failed: Outcome) -> str | None
     returns None, or it returns one value everywhere, the same for another input too, and
     leaves its inputs alone (a function that changes x does something: that is reported)."""
     if isinstance(failed.error, StudentError) and isinstance(failed.error.exception, NotImplementedError):
-        return "it raises NotImplementedError"
+        # Not implemented only when it raises it on every call: the plain input of the first
+        # visible test, and another input of this test, too (a NotImplementedError for one
+        # unsupported kind of input is reported as what it is, with that input)
+        others = [visible_2x2_cases()[0], *(case for case in check.probes()[:1] if function is not None)]
+        if function is None:
+            return "it raises NotImplementedError" if not str(failed.error.exception).strip() else None
+        if all(_raises_not_implemented(attempt(check, function, case, [])) for case in others):
+            return "it raises NotImplementedError"
+        return None
     if failed.error is not None and failed.problem == not_an_array_message("NoneType"):
         return "it returns None"
     dx = failed.dx
@@ -194,8 +228,12 @@ def not_implemented(check: GradedCheck, function, failed: Outcome) -> str | None
     return f"it returns {value!r} at every position of dx, whatever the input"
 
 
+def _raises_not_implemented(outcome: Outcome) -> bool:
+    return isinstance(outcome.error, StudentError) and isinstance(outcome.error.exception, NotImplementedError)
+
+
 def explain(check: GradedCheck, function, failed: Outcome, named: list[str] | None = None,
-            after: str = "", source: str = "") -> str:
+            after: str = "", source: str = "", page: Page | None = None) -> str:
     """The report for a failed graded attempt: reproducer, expected and actual dx, likely
     mistake (whose catalogue names are added to ``named``), then ``after``. ``function``
     None: no search for a smaller input (the graded one is shown). ``source``: the
@@ -205,10 +243,12 @@ def explain(check: GradedCheck, function, failed: Outcome, named: list[str] | No
     if missing:
         return not_implemented_report(check, missing) + after
     if function is None:
-        return report(check, describe_failure(failed, failed, [], named, source, check.accepts, check) + after)
+        return report(check, describe_failure(failed, failed, [], named, source, check.accepts, check, page=page)
+                      + after)
+    outcomes = [attempt(check, function, case, []) for case in check.cases()]
     reproducer, witnesses = smallest_failure(check, function, failed)
-    return report(check, describe_failure(reproducer, failed, witnesses, named, source, check.accepts, check)
-                  + after)
+    return report(check, describe_failure(reproducer, failed, witnesses, named, source, check.accepts, check,
+                                          outcomes, page) + after)
 
 
 def passed_message(check: GradedCheck) -> str:

@@ -9,14 +9,34 @@ from typing import Callable
 from ..names import FUNCTION
 from .checks import GRADED_CHECKS, HIDDEN_CHECKS
 from .diagnosis import why_missing
+from .evidence import Page, self_check_results
 from .explain import explain, passed_message, report
 from .search import graded_failure
-from .student_call import CheckFailed, show_captured
+from .student_call import CheckFailed, quiet_student_code, show_captured
 
 
-def evaluate(grade_id: str, student_function, source: str | Callable[[], str] = "") -> str | None:
+def page_of(function, tools: str = "") -> Page:
+    """What a page shows of ``function`` besides one failure: the graded tests it passes (and,
+    given the tools cell's code, the self-check's rules it passes). Computed once per function."""
+    for known, page in _PAGES:
+        if known is function and page.tools == tools:
+            return page
+    with quiet_student_code():
+        passed = frozenset(grade_id for grade_id, check in GRADED_CHECKS.items()
+                           if graded_failure(check, function, []) is None)
+        page = Page(passed, self_check_results(tools, function) if tools else None, tools)
+    _PAGES[:] = [*_PAGES[-7:], (function, page)]
+    return page
+
+
+_PAGES: list = []  # (function, its Page): the last few functions evaluated
+
+
+def evaluate(grade_id: str, student_function, source: str | Callable[[], str] = "",
+             page: Page | None = None) -> str | None:
     """Run one check; return None when it passes, else the message for the student
-    (``source``: the student's code, see ``explain``, or what gives it when a test fails)."""
+    (``source``: the student's code, see ``explain``, or what gives it when a test fails;
+    ``page``: what the rest of the page shows, by default computed here)."""
     check = GRADED_CHECKS[grade_id]
     if not callable(student_function):
         return report(check, f"max_pool_backward is not a function (it is "
@@ -30,7 +50,8 @@ def evaluate(grade_id: str, student_function, source: str | Callable[[], str] = 
         return None
     if isinstance(failed, str):
         return report(check, failed)
-    return explain(check, student_function, failed, source=source() if callable(source) else source)
+    return explain(check, student_function, failed, source=source() if callable(source) else source,
+                   page=page or page_of(student_function))
 
 
 def run_check(grade_id: str, namespace) -> None:

@@ -12,21 +12,37 @@ from dataclasses import dataclass
 import numpy as np
 
 from .geometry import forward_geometry, gradient_dtype
+from .kinds import arranged
 from .reference import max_pool_backward, max_pool_forward
+
+LAYOUT_WORDS = {"F": "in Fortran order", "transposed": "a transposed view", "stepped": "a view of every second column",
+                "reversed": "a view with negative strides"}
 
 
 @dataclass(frozen=True)
 class Case:
-    """One input to the student's function."""
+    """One input to the student's function: the arrays' values (C order, the grader's own), the
+    memory layouts the function is given them in (exercise/kinds.py), and, for a case drawn from
+    the kinds of input, the one rule it is judged on (``JUDGES``; empty: the check's verdict)."""
 
     d_output: np.ndarray
     x: np.ndarray
     pool_size: object
     stride: object = None
+    judged: str = ""
+    x_layout: str = "C"
+    d_layout: str = "C"
+
+    def given(self) -> "Given":
+        """Fresh copies of the inputs, laid out as the student's function is given them."""
+        return Given(arranged(self.d_output, self.d_layout), arranged(self.x, self.x_layout))
 
     def describe(self) -> str:
+        layouts = "".join(f", {name} {LAYOUT_WORDS[layout]}" for name, layout in
+                          (("x", self.x_layout), ("d_output", self.d_layout)) if layout != "C")
         lines = [f"pool_size={self.pool_size!r}, stride={self.stride!r}, "
-                 f"x of shape {self.x.shape} ({self.x.dtype}), d_output of shape {self.d_output.shape}"]
+                 f"x of shape {self.x.shape} ({self.x.dtype}), d_output of shape {self.d_output.shape} "
+                 f"({self.d_output.dtype}){layouts}"]
         if self.x.size <= SMALL:
             lines += [f"x =\n{_show(self.x)}", f"d_output =\n{_show(self.d_output)}"]
         return "\n".join(lines)
@@ -178,3 +194,97 @@ def has_x_dtype(case: Case, dx: np.ndarray, given: Given | None = None) -> str |
     if case.x.dtype.kind != "f" and dx.dtype.kind == "f" and dx.dtype != gradient_dtype(case.x.dtype):
         return f"dx has dtype {dx.dtype} for integer x ({case.x.dtype})."
     return same_as_reference(case, dx)
+
+
+# --- one rule each, for the cases drawn from every kind of input (exercise/contract.py) -----------
+# A drawn case is judged on its rule alone: a dtype test never fails a wrong value, and a value
+# test reads dx as x's shape (when it has x's size) and as exact as dx's own dtype can hold the
+# expected gradient, so that one mistake fails the test of its own rule only.
+
+def _as_x_shape(case: Case, dx: np.ndarray) -> np.ndarray | str:
+    if dx.size != case.x.size:
+        return f"dx has shape {dx.shape} ({dx.size} values), but it must have x's shape {case.x.shape}."
+    return dx.reshape(case.x.shape)
+
+
+def values_as_held(case: Case, dx: np.ndarray, given: Given | None = None) -> str | None:
+    """dx's values are the expected gradient's, as exactly as dx's dtype holds them."""
+    shaped = _as_x_shape(case, dx)
+    if isinstance(shaped, str):
+        return shaped
+    expected = max_pool_backward(case.d_output, case.x, case.pool_size, case.stride)
+    with np.errstate(all="ignore"):
+        held = expected.astype(shaped.dtype).astype(np.float64)
+        rtol = max(1e-9, 8 * float(np.finfo(shaped.dtype).eps)) if shaped.dtype.kind == "f" else 0.0
+        if np.allclose(shaped.astype(np.float64), held, rtol=rtol, atol=1e-12, equal_nan=True):
+            return None
+    return same_as_reference(case, shaped.astype(np.float64)) or "dx differs from the expected gradient."
+
+
+def single_window_values(case: Case, dx: np.ndarray, given: Given | None = None) -> str | None:
+    """dx's values where at most one window puts its gradient (where several add up is the
+    overlapping windows' test), as exactly as dx's dtype holds them."""
+    shaped = _as_x_shape(case, dx)
+    if isinstance(shaped, str):
+        return shaped
+    chosen = max_pool_backward(np.ones(case.d_output.shape), case.x, case.pool_size, case.stride)
+    keep = chosen <= 1
+    expected = max_pool_backward(case.d_output, case.x, case.pool_size, case.stride)
+    with np.errstate(all="ignore"):
+        held = expected.astype(shaped.dtype).astype(np.float64)
+        if np.allclose(shaped.astype(np.float64)[keep], held[keep], rtol=1e-6, atol=1e-12, equal_nan=True):
+            return None
+    return values_as_held(case, dx) or "dx differs from the expected gradient."
+
+
+def accepted(case: Case, dx: np.ndarray, given: Given | None = None) -> str | None:
+    """The input is accepted: the call returns a dx of x's shape (its values are judged where
+    the other rules of the input are: overlapping windows, the plain border windows)."""
+    if dx.shape != case.x.shape:
+        return f"dx has shape {dx.shape}, but it must have x's shape {case.x.shape}."
+    return None
+
+
+def shape_and_values(case: Case, dx: np.ndarray, given: Given | None = None) -> str | None:
+    """dx has x's shape exactly, and the expected values (as exactly as its dtype holds them)."""
+    if dx.shape != case.x.shape:
+        return f"dx has shape {dx.shape}, but it must have x's shape {case.x.shape}."
+    return values_as_held(case, dx)
+
+
+def floating_values(case: Case, dx: np.ndarray, given: Given | None = None) -> str | None:
+    """Integer x: a floating dx, with the expected values (the fractions of d_output kept)."""
+    if dx.dtype.kind != "f":
+        return f"dx has dtype {dx.dtype} for integer x ({case.x.dtype}): the fractions of d_output are cut off."
+    return values_as_held(case, dx)
+
+
+def subgradient_as_held(case: Case, dx: np.ndarray, given: Given | None = None) -> str | None:
+    shaped = _as_x_shape(case, dx)
+    return shaped if isinstance(shaped, str) else valid_subgradient(case, shaped.astype(np.float64))
+
+
+def dtype_alone(case: Case, dx: np.ndarray, given: Given | None = None) -> str | None:
+    """dx's dtype: x's when x is floating, float64 for integer x, whatever d_output's is (a call
+    that raised or returned no array has no dtype to judge: another rule's test fails it)."""
+    wanted = gradient_dtype(case.x.dtype)
+    if dx is None or dx.dtype == wanted:
+        return None
+    return (f"dx has dtype {dx.dtype}; for x of dtype {case.x.dtype} and d_output of dtype "
+            f"{case.d_output.dtype} it must be {wanted}.")
+
+
+def unchanged_alone(case: Case, dx: np.ndarray | None, given: Given) -> str | None:
+    """x and d_output as they were before the call (whatever the call returned or raised)."""
+    if not np.array_equal(given.x, case.x, equal_nan=True):
+        return "Your function changed its input x. Work on a new array (dx, or a copy of x) instead."
+    if not np.array_equal(given.d_output, case.d_output, equal_nan=True):
+        return "Your function changed its input d_output. Leave the inputs as they are."
+    return None
+
+
+JUDGES = {"shape_and_values": shape_and_values, "values": values_as_held, "values_single": single_window_values,
+          "accepted": accepted, "floating_values": floating_values,
+          "subgradient": subgradient_as_held, "dtype": dtype_alone, "unchanged": unchanged_alone}
+# Judges that see past an error: a call that raised does not break their rule (another test's does)
+JUDGES_OF_THE_RESULT_ALONE = ("dtype", "unchanged")

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .catalogue import BUGS, Bug
-from .checks import GradedCheck
+from .checks import GradedCheck, judged_despite_error
 from .diagnosis import accepts_stride, missing_stride_message
 from .rules import SMALL, Case, Given
 from .student_call import CheckFailed, StudentError, call_student, quiet_student_code
@@ -38,10 +38,12 @@ def _changed(given: Given, case: Case) -> tuple[bool, bool]:
 
 
 def attempt(check: GradedCheck, function, case: Case, output: list[str]) -> Outcome:
-    given = Given(case.d_output.copy(), case.x.copy())  # the student may modify these
+    given = case.given()  # copies in the case's memory layout: the student may modify these
     try:
         dx = call_student(function, given.d_output, given.x, case.pool_size, case.stride, output=output)
     except CheckFailed as failure:
+        if judged_despite_error(case):
+            return Outcome(case, given, None, failure, check.verdict(case, None, given))
         return Outcome(case, given, None, failure, str(failure))
     return Outcome(case, given, dx, None, check.verdict(case, dx, given))
 
@@ -133,7 +135,7 @@ def _close(dx: np.ndarray, theirs: np.ndarray) -> bool:
 
 def _run(bug: Bug, case: Case):
     """The bug on a copy of ``case``: (dx, the exception it raised, the arrays it was given)."""
-    given = Given(case.d_output.copy(), case.x.copy())
+    given = case.given()
     dx, error = None, None
     with quiet_student_code():
         try:
@@ -153,7 +155,7 @@ def passes(bug: Bug, check: GradedCheck, case: Case) -> bool:
     """Whether ``bug`` passes ``check`` on ``case`` (as the student's function did)."""
     dx, error, given = _run(bug, case)
     if error is not None or not isinstance(dx, np.ndarray) or dx.dtype.kind not in "biuf":
-        return False
+        return judged_despite_error(case) and check.verdict(case, None, given) is None
     with np.errstate(all="ignore"):
         return check.verdict(case, np.array(dx), given) is None
 
@@ -171,22 +173,32 @@ def passed_cases(check: GradedCheck, failed: Outcome) -> list[Case]:
 
 
 def likely_mistakes(student: Outcome, graded: Outcome, witnesses: list[Outcome],
-                    check: GradedCheck | None = None, passed: list[Case] = ()) -> tuple[list[Bug], bool]:
+                    check: GradedCheck | None = None, passed: list[Case] = (), failing: list[Outcome] = (),
+                    agrees=lambda bug: True) -> tuple[list[Bug], bool]:
     """The catalogue's bugs that explain the student's outcomes.
 
-    Returns (bugs, certain). Certain: the bugs that give the student's outcome on the
-    reproducer and on the graded input that cost the points. Otherwise (the student's code
-    has a mistake the catalogue lacks, or two at once) the bugs that match the reproducer
-    and as many of the other small failing inputs as any bug does. A bug that fails
-    ``check`` on an input the student's function ``passed`` is not theirs.
+    Returns (bugs, certain). A bug explains them when it gives the student's outcome on the
+    reproducer, on the graded input that cost the points, on every other failing input of the
+    test (``failing``) and on the further small failing inputs (``witnesses``), passes every
+    input of ``check`` the student's function ``passed``, and ``agrees`` with the rest of the
+    page (exercise/evidence.py). Those are certain. When none does, the bugs that match the
+    reproducer and as many of the other failing inputs as any bug does are returned, not
+    certain: the student's mistake is not in the catalogue (or two at once), and the report
+    says so.
     """
-    first = [bug for bug in BUGS.values() if matches(bug, student)
+    first = [bug for bug in BUGS.values() if matches(bug, student) and agrees(bug)
              and (check is None or all(passes(bug, check, case) for case in passed))]
-    if graded is student:
-        return first, True
-    every = [bug for bug in first if matches(bug, graded)]
+    others = [other for other in (graded, *witnesses, *failing) if other is not student]
+
+    def reproduces(bug: Bug, other: Outcome) -> bool:
+        """The student's dx where they returned one; where their code raised, the bug fails too
+        (which error another implementation of the same mistake raises is its own)."""
+        if other.error is not None and check is not None:
+            return not passes(bug, check, other.case)
+        return matches(bug, other)
+    every = [bug for bug in first if all(reproduces(bug, other) for other in others)]
     if every or not first:
         return every, True
-    agreement = {bug.name: sum(matches(bug, other) for other in witnesses) for bug in first}
+    agreement = {bug.name: sum(reproduces(bug, other) for other in others) for bug in first}
     best = max(agreement.values())
     return [bug for bug in first if agreement[bug.name] == best], False

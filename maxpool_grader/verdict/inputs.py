@@ -17,6 +17,15 @@ from .untrusted import inputs_over
 INPUT_BYTES = 4 << 20  # the graded inputs need a few kilobytes
 
 
+def _extent(array: np.ndarray) -> tuple[int, int]:
+    """(lowest byte relative to the first element, bytes spanned) of ``array``'s elements."""
+    if array.size == 0:
+        return 0, 0
+    low = sum(stride * (n - 1) for stride, n in zip(array.strides, array.shape) if stride < 0)
+    high = sum(stride * (n - 1) for stride, n in zip(array.strides, array.shape) if stride > 0)
+    return low, high - low + array.itemsize
+
+
 class SharedInputs:
     """A memory file of ``size`` bytes that no one can shrink or grow (its seals: the box
     maps it too, and a file cut short under the grader's own mapping would crash the grader
@@ -30,15 +39,19 @@ class SharedInputs:
         self.memory = mmap.mmap(self.fd, size)
 
     def write(self, arrays: tuple[np.ndarray, ...]) -> list:
-        """Put a call's inputs in the memory; their layout ([offset, shape, dtype] each)."""
+        """Put a call's inputs in the memory, each in its own memory layout (a view, Fortran
+        order: the student's function is given arrays laid out as the case says); their layout
+        ([offset, shape, dtype, strides] each, offset that of the first element)."""
         layout, offset = [], 0
         for array in arrays:
-            array = np.ascontiguousarray(array)
-            if offset + array.nbytes > self.size:
-                raise ValueError(f"inputs of {offset + array.nbytes} bytes do not fit the {self.size} shared")
-            np.ndarray(array.shape, array.dtype, buffer=self.memory, offset=offset)[...] = array
-            layout.append([offset, list(array.shape), array.dtype.str])
-            offset += -(-max(array.nbytes, 1) // 64) * 64
+            array = np.asarray(array)
+            low, span = _extent(array)
+            if offset + span > self.size:
+                raise ValueError(f"inputs of {offset + span} bytes do not fit the {self.size} shared")
+            start = offset - low  # where the first element goes, so that the lowest byte lands at offset
+            np.ndarray(array.shape, array.dtype, buffer=self.memory, offset=start, strides=array.strides)[...] = array
+            layout.append([start, list(array.shape), array.dtype.str, list(array.strides)])
+            offset += -(-max(span, 1) // 64) * 64
         return layout
 
     def read(self, layout: list) -> tuple[np.ndarray, ...]:

@@ -200,9 +200,9 @@ def _load(request: dict, running) -> tuple[dict, object]:
 
 
 def inputs_over(memory, layout: list) -> tuple:
-    """The arrays ``layout`` describes ([offset, shape, dtype] each), over ``memory``."""
-    return tuple(np.ndarray(tuple(shape), dtype=np.dtype(dtype), buffer=memory, offset=offset)
-                 for offset, shape, dtype in layout)
+    """The arrays ``layout`` describes ([offset, shape, dtype, strides] each), over ``memory``."""
+    return tuple(np.ndarray(tuple(shape), dtype=np.dtype(dtype), buffer=memory, offset=offset, strides=tuple(strides))
+                 for offset, shape, dtype, strides in layout)
 
 
 def _call(function, request: dict, memory) -> tuple[dict, tuple]:

@@ -25,6 +25,7 @@ from IPython.core.inputtransformer2 import TransformerManager
 
 from ..exercise.checks import GRADED_CHECKS, GradedCheck
 from ..exercise.diagnosis import compile_problems, explain_missing
+from ..exercise.evidence import Page
 from ..exercise.explain import explain, passed_message, report
 from ..exercise.search import graded_failure
 from ..exercise.student_call import StudentError
@@ -167,8 +168,19 @@ def _stopped(check: GradedCheck, limits: Limits, what: str, failure: BaseExcepti
     return report(check, body + " The test gives no points when it cannot finish.")
 
 
-def verdict_of(check: GradedCheck, session: _Session) -> Verdict:
-    """Run one check against the remote function, within its time limits."""
+@dataclass(frozen=True)
+class _Failed:
+    """A check whose graded input went wrong, to be explained once every check has run (what the
+    rest of the page shows decides which mistake may be named: exercise/evidence.py)."""
+
+    check: GradedCheck
+    failed: object  # the search's Outcome
+    after: str
+
+
+def verdict_of(check: GradedCheck, session: _Session, page: Page | None = None) -> Verdict | _Failed:
+    """Run one check against the remote function, within its time limits (a wrong dx is
+    returned as ``_Failed`` when ``page`` is None: ``explained`` makes its report)."""
     limits = session.limits
     if session.budget_left() <= 0:
         return Verdict(check.grade_id, False, report(check, (
@@ -195,18 +207,28 @@ def verdict_of(check: GradedCheck, session: _Session) -> Verdict:
         return Verdict(check.grade_id, True, passed_message(check))
     if isinstance(failed, str):
         return Verdict(check.grade_id, False, report(check, failed), VerdictKind.WRONG.value)
-    process.deadline = time.monotonic() + min(limits.search_seconds, max(session.budget_left(), 0))
-    named: list[str] = []
     # what went wrong running the cells matters when a name is missing (the cell that should
     # have defined it may have stopped early); else the notebook's own outputs show it
     missing_name = isinstance(failed.error, StudentError) and type(failed.error.exception) is NameError
-    after = session._with_notes("") if missing_name else ""
+    pending = _Failed(check, failed, session._with_notes("") if missing_name else "")
+    return pending if page is None else explained(pending, session, page)
+
+
+def explained(pending: _Failed, session: _Session, page: Page) -> Verdict:
+    """The report of a check whose graded input went wrong: the search for the smallest input
+    and the named mistake, within the search's time (else the graded input is shown)."""
+    check, failed, after = pending.check, pending.failed, pending.after
+    named: list[str] = []
+    function = session.function
+    if function is not None:
+        session.process.deadline = time.monotonic() + min(session.limits.search_seconds,
+                                                          max(session.budget_left(), 0))
     try:
-        message = explain(check, function, failed, named, after=after, source=session.source())
+        message = explain(check, function, failed, named, after=after, source=session.source(), page=page)
     except (Timeout, ProcessEnded, replies.Malformed):  # the search for a smaller input ran out: the graded one
         session.close()
         named.clear()
-        message = explain(check, None, failed, named, after=after, source=session.source())
+        message = explain(check, None, failed, named, after=after, source=session.source(), page=page)
     return Verdict(check.grade_id, False, message, VerdictKind.WRONG.value, tuple(named))
 
 
@@ -244,16 +266,25 @@ def verdicts(solution: str | list[Cell], helpers: str = "", grade_ids=None, limi
         problem = session.load()
         if problem:
             return everywhere(problem, session.load_failure)
-        return {check.grade_id: _guarded(check, session) for check in checks}
+        first = {check.grade_id: _guarded(check, session) for check in checks}
+        page = Page(frozenset(grade_id for grade_id, verdict in first.items()
+                              if isinstance(verdict, Verdict) and verdict.passed))
+        return {grade_id: _guarded(verdict, session, page) if isinstance(verdict, _Failed) else verdict
+                for grade_id, verdict in first.items()}
     finally:
         session.close()
 
 
-def _guarded(check: GradedCheck, session: _Session) -> Verdict:
-    """verdict_of, except that a failure of the grader's own code on strange output fails
-    the test with a message (and a loud log line) instead of losing the submission. A fault
-    of the grader (a process that cannot start) is never a grade: it propagates."""
+def _guarded(check: GradedCheck | _Failed, session: _Session, page: Page | None = None) -> Verdict | _Failed:
+    """verdict_of (or, for a ``_Failed`` check, its report), except that a failure of the
+    grader's own code on strange output fails the test with a message (and a loud log line)
+    instead of losing the submission. A fault of the grader (a process that cannot start) is
+    never a grade: it propagates."""
+    if isinstance(check, _Failed):
+        pending, check = check, check.check
     try:
+        if page is not None:
+            return explained(pending, session, page)
         return verdict_of(check, session)
     except GraderFault:
         raise

@@ -1,0 +1,195 @@
+"""The contract (exercise/contract.py) against corpora nobody here wrote for the grader.
+
+* tests/corpora/blind/: 30 solutions (6 correct, 24 with one realistic mistake each) written by a
+  session that read only the release notebook, never the grader, and checked against PyTorch's
+  max_pool2d (its MANIFEST.json says which is which; ``_verify.py`` is its own check). They are
+  kept as written: nobody edits them to fit the grader.
+* tests/corpora/contract_mutants.py: a correct solution and 48 mutants, each with exactly one rule
+  of the contract broken on one kind of input, written the same way (``contract_mutants_verify.py``
+  is the author's PyTorch check).
+
+Each correct solution keeps full marks; each buggy solution and each mutant loses points, in the
+hidden test of the rule it breaks, and every failed test names a mistake or says honestly that it
+is not in the catalogue. No page names a mistake that another result on the same page
+contradicts, and every rule the notebook's self-check fails, the hidden test of that rule fails.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import io
+import json
+import re
+import sys
+
+import nbformat
+import pytest
+from helpers import ROOT
+
+from maxpool_grader.exercise.catalogue import BUGS
+from maxpool_grader.exercise.checks import HIDDEN_CHECKS
+from maxpool_grader.exercise.contract import RULES, RULES_BY_NAME, self_checked
+from maxpool_grader.exercise.evidence import bug_passes, self_check_of, self_check_problems, self_check_results
+from maxpool_grader.exercise.grading import evaluate
+from maxpool_grader.exercise.student_call import quiet_student_code
+
+pytestmark = pytest.mark.unit
+CORPORA = ROOT / "tests" / "corpora"
+sys.path.insert(0, str(CORPORA))
+import contract_mutants  # noqa: E402
+
+MANIFEST = json.loads((CORPORA / "blind" / "MANIFEST.json").read_text())
+MOST = 2  # one mistake, at most 2 of the 15 points
+# Mutants whose one mistake shows on inputs of more than one rule (their author says so:
+# tests/corpora/contract_mutants.py), with the rules it also breaks. They may lose more.
+SEVERAL_RULES = {
+    "unchanged_shift_x_in_place": "x -= x.min() also turns -inf into NaN: the negative-values rule",
+    "unchanged_d_output_consumed": "zeroing d_output also zeroes dx wherever windows are read again",
+    "stride_none_or_1": "`stride or 1` is wrong on every plain input (stride None): every test",
+    "forms_pair_stride_only": "an int stride raises: every test that passes an int stride",
+    "windows_start_k_times_pool": "the stride is ignored: overlapping windows, and ceil grids that overlap",
+    "ties_all_maxima": "every tied maximum gets it: the subgradient rule (Part A) and the tie convention",
+}
+
+
+@functools.lru_cache(maxsize=1)
+def _cells() -> dict[str, str]:
+    notebook = nbformat.read(ROOT / "release" / "max_pool_backward" / "max_pool_backward.ipynb", as_version=4)
+    return {cell.metadata.get("nbgrader", {}).get("grade_id", ""): cell.source for cell in notebook.cells}
+
+
+def _tools() -> str:
+    """The notebook's provided code: the forward pass and the tools cell (check_rules)."""
+    return _cells()["provided_helpers"] + "\n" + _cells()["provided_tools"]
+
+
+def _blind(file: str):
+    namespace: dict = {}
+    exec(_cells()["provided_helpers"], namespace)  # noqa: S102  what the notebook runs before the solution
+    exec((CORPORA / "blind" / file).read_text(), namespace)  # noqa: S102
+    return namespace["max_pool_backward"]
+
+
+@functools.lru_cache(maxsize=None)
+def page(name: str) -> dict[str, str | None]:
+    """Every hidden test's report for one corpus function (None: passed)."""
+    function = _function(name)
+    with contextlib.redirect_stdout(io.StringIO()):
+        return {grade_id: evaluate(grade_id, function) for grade_id in HIDDEN_CHECKS}
+
+
+def _function(name: str):
+    if name.endswith(".py"):
+        return _blind(name)
+    if name == "correct":
+        return contract_mutants.correct
+    return next(mutant["function"] for mutant in contract_mutants.MUTANTS if mutant["name"] == name)
+
+
+def lost(found: dict[str, str | None]) -> int:
+    return sum(HIDDEN_CHECKS[grade_id].points for grade_id, message in found.items() if message)
+
+
+def _honest(message: str) -> bool:
+    """A failed test's report names a mistake, says it is not in the catalogue, or says what the
+    function raised or returned (no mistake to name)."""
+    return bool(re.search(r"(Likely|Possible) mistake: |None of the \d+ mistakes in our catalogue|"
+                          r"Your function: |max_pool_backward raised|must return a NumPy array|is not implemented",
+                          message))
+
+
+@pytest.mark.parametrize("entry", MANIFEST, ids=[entry["file"] for entry in MANIFEST])
+def test_the_blind_corpus_keeps_correct_code_whole_and_fails_every_mistake(entry):
+    found = page(entry["file"])
+    if entry["correct"]:
+        assert lost(found) == 0, {g: m for g, m in found.items() if m}
+        return
+    assert lost(found) > 0, f"{entry['file']} ({entry['mistake']}) gets full marks"
+    for grade_id, message in found.items():
+        assert message is None or _honest(message), (grade_id, message)
+
+
+MUTANTS = [mutant["name"] for mutant in contract_mutants.MUTANTS]
+
+
+def test_the_mutants_author_s_correct_solution_keeps_full_marks():
+    assert lost(page("correct")) == 0
+
+
+@pytest.mark.parametrize("name", MUTANTS)
+def test_every_contract_mutant_loses_points_in_its_rule_s_test(name):
+    mutant = next(m for m in contract_mutants.MUTANTS if m["name"] == name)
+    found = page(name)
+    failed = [grade_id for grade_id, message in found.items() if message]
+    assert failed, f"{name} ({mutant['kind']}) loses nothing"
+    # The test that fails is the one whose kinds of input show the mistake: the author's rule, or
+    # (for a mistake that shows only where two rules meet, a ceil grid of integer x) the other's.
+    rule = RULES_BY_NAME.get(mutant["rule"])
+    tests = {r.test for r in RULES if rule is not None and r.name.split("_")[0] == rule.name.split("_")[0]}
+    assert rule is None or tests & set(failed) or len(failed) == 1, (name, failed)
+    if name not in SEVERAL_RULES and mutant["rule"] != "state":
+        assert lost(found) <= MOST, (name, failed)
+    for message in found.values():
+        assert message is None or _honest(message), message
+
+
+def test_every_rule_of_the_contract_has_its_mutants():
+    broken = {mutant["rule"] for mutant in contract_mutants.MUTANTS}
+    assert {rule.name for rule in RULES} - broken <= {"subgradient", "clipped_overlap", "integer_range"}
+
+
+CORPUS = [entry["file"] for entry in MANIFEST] + MUTANTS + ["correct"]
+
+
+# What the self-check says when a rule fails, and the hidden test that then must fail: a rule's
+# line in check_rules also fails when the function raises on that rule's input (a pair, a third
+# axis), which is another rule's mistake; what the reason says is the rule that broke.
+REASONS = {"was changed by the call": "hidden_inputs_unmodified_float_result",
+           "d_output was changed": "hidden_inputs_unmodified_float_result",
+           "dx has dtype": "hidden_dtype_of_x", "not x's": "hidden_dtype_of_x",
+           "gives another dx than the same x with each window's first maximum": "hidden_ties_first_maximum"}
+
+
+@pytest.mark.parametrize("name", CORPUS)
+def test_a_rule_the_self_check_fails_fails_a_hidden_test(name):
+    """check_rules in the notebook and the hidden tests come from one declaration: a function
+    whose self-check prints FAIL loses points, and where the reason names the rule that broke
+    (inputs changed, dx's dtype, the tie convention), the hidden test of that rule fails."""
+    with quiet_student_code():
+        problems = self_check_problems(_tools(), _function(name))
+    found = page(name)
+    failing = {rule: problem for rule, problem in problems.items() if problem}
+    assert not failing or lost(found) > 0, (name, failing)
+    for problem in failing.values():
+        for words, grade_id in REASONS.items():
+            if words in problem and "raised" not in problem:
+                assert found[grade_id], f"{name}: check_rules says {problem!r} but {grade_id} passes"
+
+
+@pytest.mark.parametrize("name", CORPUS + [f"bug:{bug}" for bug in BUGS])
+def test_no_named_mistake_is_contradicted_by_another_result_on_the_page(name):
+    """A "Likely" or "Possible" mistake passes every hidden test the student's function passed and
+    every rule of the self-check it passed: else the page would contradict itself."""
+    function = BUGS[name[4:]].function if name.startswith("bug:") else _function(name)
+    with contextlib.redirect_stdout(io.StringIO()):
+        found = {grade_id: evaluate(grade_id, function) for grade_id in HIDDEN_CHECKS}
+        ok = self_check_results(_tools(), function)
+    titles = {f"mistake: {bug.title}.": bug for bug in BUGS.values()}
+    passed = [grade_id for grade_id, message in found.items() if message is None]
+    for message in filter(None, found.values()):
+        for line in message.split("\n"):
+            bug = next((bug for title, bug in titles.items() if title in line), None)
+            if bug is None or not re.search(r"(Likely|Possible) mistake: ", line):
+                continue
+            assert all(bug_passes(bug.name, grade_id) for grade_id in passed), (name, bug.name)
+            assert ok <= self_check_of(bug.name, _tools()), (name, bug.name)
+
+
+def test_the_notebook_states_every_rule_and_its_self_check_checks_exactly_the_contract_s():
+    text = " ".join(" ".join(_cells()[cell].split()) for cell in ("part_a_question", "part_b_explanation"))
+    for rule in RULES:
+        assert " ".join(rule.stated.split()) in text, rule.name
+    namespace: dict = {}
+    exec(_cells()["provided_helpers"] + "\n" + _cells()["provided_tools"], namespace)  # noqa: S102
+    assert list(namespace["_RULES"]) == self_checked()
