@@ -193,3 +193,20 @@ def test_the_notebook_states_every_rule_and_its_self_check_checks_exactly_the_co
     namespace: dict = {}
     exec(_cells()["provided_helpers"] + "\n" + _cells()["provided_tools"], namespace)  # noqa: S102
     assert list(namespace["_RULES"]) == self_checked()
+
+
+def test_check_fails_when_the_notebook_and_the_contract_disagree():
+    """``maxpool-grader check`` names a rule the notebook's text no longer states, and a tools cell
+    whose check_rules checks other rules than the contract's (as a new wording would)."""
+    from maxpool_grader.authoring.answer import contract_findings
+    notebook = nbformat.read(ROOT / "source" / "max_pool_backward" / "max_pool_backward.ipynb", as_version=4)
+    assert contract_findings(notebook) == []
+    for cell in notebook.cells:
+        cell_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if cell_id == "part_b_explanation":
+            cell.source = cell.source.replace("`x` may be negative", "x can be below zero")
+        if cell_id == "provided_tools":
+            cell.source = cell.source.replace('    "x may be negative": _rule_negative,\n', "")
+    said = [str(finding) for finding in contract_findings(notebook)]
+    assert len(said) == 2 and "'negative'" in said[0] and "`x` may be negative" in said[0]
+    assert "checks other rules than the contract's" in said[1] and "x may be negative" in said[1]

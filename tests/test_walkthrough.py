@@ -2,7 +2,8 @@
 
 The steps are the edits made by hand, reading only the feedback, when this was tried
 through the real pipeline (`maxpool-grader grade`), then 2/15 -> 3/15 -> 15/15; since each
-hidden test isolates one property it is 10/15 -> 11/15 -> 15/15. Each step's
+hidden test isolates one property and draws its rule's cases from every kind of input
+(exercise/contract.py) it is 7/15 -> 12/15 -> 15/15. Each step's
 feedback must name what the next step fixes. Since dx must have x's dtype for floating x,
 step 1 creates dx as the integer-input feedback says to (it said `np.zeros(x.shape)`, which
 is float64 for float32 x too). The feedback is the one a student reads before the deadline:
@@ -40,9 +41,10 @@ def test_forum_answer_fixed_by_following_the_feedback():
     assert flat("it has no stride parameter") in flat(text) and flat("add `stride=None`") in flat(text)
     assert flat("Likely mistake: dx has x's integer dtype") in flat(text)
     both = 'np.zeros(x.shape, dtype=x.dtype if x.dtype.kind == "f" else np.float64)'
-    assert flat(both) in flat(text) and "hidden_dtype_of_x" not in start  # zeros_like keeps float32
+    assert flat(both) in flat(text) and "hidden_dtype_of_x" in start  # an integer dx breaks the dtype rule too
     assert both.replace("x.", "input.") in (STEPS / "forum_step1_stride_pairs_floats.py").read_text()
-    assert flat("Likely mistake: pool_size given as a pair (ph, pw) is not supported") in flat(text)
+    # two mistakes in one test (pairs, and 2-D only): the smallest input's is named, as possible
+    assert flat("Possible mistake: pool_size given as a pair (ph, pw) is not supported") in flat(text)
 
     step1 = feedback((STEPS / "forum_step1_stride_pairs_floats.py").read_text())
     text = "\n".join(step1.values())

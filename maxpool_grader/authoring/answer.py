@@ -11,6 +11,7 @@ import re
 import warnings
 
 from ..exercise.checks import GRADED_CHECKS, VISIBLE_CHECKS
+from ..exercise.contract import RULES, self_checked
 from ..exercise.grading import evaluate
 from ..exercise.part_a import (
     EXPLANATION,
@@ -165,6 +166,29 @@ def prose_findings(notebook) -> list[Finding]:
             if not re.search(rf"\b{points}\b", text):
                 found.append(Finding(cell_name(notebook, intro), f"does not say that {what} are worth {points} points",
                                      "state the points of Part B, its visible and its hidden tests"))
+    return found
+
+
+def contract_findings(notebook) -> list[Finding]:
+    """The notebook states every rule of the contract (exercise/contract.py), and its tools cell's
+    ``check_rules`` checks exactly the contract's self-checked rules, in its words and order."""
+    found = []
+    flat = lambda text: " ".join(text.split())  # noqa: E731  line breaks are the author's
+    cells = {cell_id: cell_index(notebook, cell_id) for cell_id in (PART_A_QUESTION, PART_B_EXPLANATION)}
+    text = " ".join(flat(notebook.cells[index].source) for index in cells.values() if index is not None)
+    where = cell_name(notebook, cells[PART_B_EXPLANATION]) if cells[PART_B_EXPLANATION] is not None else "Part B"
+    for rule in RULES:
+        if flat(rule.stated) not in text:
+            found.append(Finding(where, f"no longer states the rule {rule.name!r} as the grader's contract does",
+                                 f"state it in these words: {flat(rule.stated)!r}, or change RULES in "
+                                 "maxpool_grader/exercise/contract.py to the new wording"))
+    tools = cell_index(notebook, PROVIDED_TOOLS_CELL)
+    if tools is not None:
+        source = notebook.cells[tools].source
+        listed = re.findall(r'^    "([^"]+)": _rule_\w+,$', source, flags=re.M)
+        if listed != self_checked():
+            found.append(Finding(cell_name(notebook, tools), "checks other rules than the contract's self-checked ones",
+                                 f"list in _RULES, in this order: {self_checked()}"))
     return found
 
 

@@ -7,6 +7,8 @@ package and how to fix it:
 * every hidden test cell is the two-line call of its check in ``HIDDEN_CHECKS`` (id, title,
   points), and every check has its cell;
 * every visible test cell has the id, points, title and inputs of ``VISIBLE_CHECKS``;
+* the notebook's text states every rule of the contract (exercise/contract.py), and its tools
+  cell's ``check_rules`` checks exactly the contract's self-checked rules;
 * the solution cell passes every graded check (run here, in this process: it is the
   instructor's own code), and the visible test cells pass with it;
 * the Part A cell holds part_a.py's model answer and rubric in a solution region, and Figure 1
@@ -36,7 +38,7 @@ import nbformat
 
 from ..course.directory import configured_db_url, notebook_path
 from ..grading.grade import Broke, GradingRun, grade
-from .answer import leak_findings, part_a_findings, prose_findings, solution_findings
+from .answer import contract_findings, leak_findings, part_a_findings, prose_findings, solution_findings
 from .cells import Finding, format_findings, graded_cell_findings, hidden_cell_findings, layout, visible_cell_findings
 
 __all__ = ["Finding", "check", "notebook_findings", "fix", "layout", "refresh_class"]
@@ -46,7 +48,7 @@ def notebook_findings(notebook: nbformat.NotebookNode, text: str | None = None) 
     """Every problem of the instructor notebook (``text``: its file's text, for the layout)."""
     return (format_findings(notebook, text) + graded_cell_findings(notebook) + hidden_cell_findings(notebook)
             + visible_cell_findings(notebook) + part_a_findings(notebook) + prose_findings(notebook)
-            + leak_findings(notebook) + solution_findings(notebook))
+            + leak_findings(notebook) + solution_findings(notebook) + contract_findings(notebook))
 
 
 def fix(notebook: nbformat.NotebookNode) -> list[Finding]:

@@ -1,8 +1,9 @@
 """The graded checks: each graded test cell of the notebook is one check.
 
-A check is a named, pointed set of fixed inputs (no randomness at grading time: the
-same notebook always gets the same grade), a rule for the student's dx on each
-(rules.py), and small probe inputs of the same kind for explaining a failure.
+A check is a named, pointed set of fixed inputs, then the inputs drawn with a seed from the
+kinds its rules cover (contract.py: no randomness at grading time, the same notebook always
+gets the same grade), a rule for the student's dx on each (rules.py), and small probe
+inputs of the same kind for explaining a failure.
 ``HIDDEN_CHECKS`` is the single source of truth for grade ids, titles and points; the
 notebook's hidden cells and their nbgrader metadata are checked against it by
 ``maxpool-grader check`` (authoring/check.py), whose ``--fix`` writes them from it.
@@ -11,18 +12,16 @@ process (and against the visible cells by ``maxpool-grader check``)."""
 
 from __future__ import annotations
 
-import functools
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 
-from .contract import drawn_cases
+from .contract import with_drawn
 from .geometry import forward_geometry
-from .reproducer import ProbeConfig, all_configs, upstream, values
+from .reproducer import ProbeConfig
+from .reproducer import probes_where as _probes
 from .rules import (
-    JUDGES,
-    JUDGES_OF_THE_RESULT_ALONE,
     Case,
     Given,
     finite_differences,
@@ -185,35 +184,6 @@ def dtype_cases() -> list[Case]:
     ]
 
 
-def _probes(where: Callable[[ProbeConfig], bool], patterns=("distinct", "negative"), dtype=np.float64,
-            d_output="whole", limit: int = 300, dtypes: tuple = ()) -> Callable[[], list[Case]]:
-    """Probe inputs from the small configurations ``where`` accepts, smallest first
-    (``dtypes``: for each configuration, x and d_output in each of these (dtype, d_output
-    kind) pairs, instead of ``dtype`` and ``d_output``)."""
-    @functools.lru_cache(maxsize=1)
-    def build() -> tuple[Case, ...]:
-        cases: list[Case] = []
-        for config in all_configs():
-            if len(cases) >= limit:
-                break
-            if where(config):
-                for kind, upstream_kind in dtypes or ((None, d_output),):
-                    cases += [Case(_frozen(_as(upstream(config, upstream_kind), kind)),
-                                   _frozen(values(config, pattern, kind or dtype)),
-                                   config.pool_size, config.stride_argument) for pattern in patterns]
-        return tuple(cases)
-    return build
-
-
-def _as(array: np.ndarray, dtype) -> np.ndarray:
-    return array if dtype is None else array.astype(dtype)
-
-
-def _frozen(array: np.ndarray) -> np.ndarray:
-    array.flags.writeable = False  # shared between calls: students only ever get copies
-    return array
-
-
 def _default_floor(config: ProbeConfig) -> bool:
     return config.stride is None and not config.ceil
 
@@ -268,27 +238,7 @@ HIDDEN_CHECKS: dict[str, GradedCheck] = {check.grade_id: check for check in [
 ]}
 
 
-def _with_drawn(check: GradedCheck) -> GradedCheck:
-    """The check with the cases drawn for its rules (exercise/contract.py) after its fixed ones,
-    each drawn case judged on its rule alone."""
-    fixed, verdict = check.cases, check.verdict
-
-    @functools.lru_cache(maxsize=1)
-    def cases() -> tuple[Case, ...]:
-        return (*fixed(), *drawn_cases(check.grade_id))
-
-    def judge(case: Case, dx: np.ndarray, given: Given | None = None) -> str | None:
-        return JUDGES[case.judged](case, dx, given) if case.judged else verdict(case, dx, given)
-    return replace(check, cases=lambda: list(cases()), verdict=judge)
-
-
-def judged_despite_error(case: Case) -> bool:
-    """Whether a call that raised on ``case`` is judged on what it did (its rule is about the
-    result alone: x's dtype, the inputs left unchanged) rather than failed for raising."""
-    return case.judged in JUDGES_OF_THE_RESULT_ALONE
-
-
-HIDDEN_CHECKS = {grade_id: _with_drawn(check) for grade_id, check in HIDDEN_CHECKS.items()}
+HIDDEN_CHECKS = {grade_id: with_drawn(check) for grade_id, check in HIDDEN_CHECKS.items()}
 
 
 def warm_up_checks() -> None:
@@ -308,11 +258,10 @@ def visible_forum_cases() -> list[Case]:
     return [_case(x, 2, d_output=np.array([[1, -2], [3, 4]], dtype=np.int64))]
 
 
-# The visible test cells assert on their own inputs in the student's kernel, where a
-# patched assert could pass them; these are the same tests for the out-of-process verdict
-# (tests/test_self_check.py checks that the cells' inputs are these). Their cells compare
-# with finite differences, never with a written-out dx: a literal dx would show where each
-# window's gradient lands, which Part A asks for.
+# The visible test cells assert on their own inputs in the student's kernel, where a patched assert
+# could pass them; these are the same tests for the out-of-process verdict (tests/test_self_check.py
+# checks the cells' inputs are these). Their cells compare with finite differences, never with a
+# written-out dx: a literal dx would show where each window's gradient lands, which Part A asks for.
 VISIBLE_CHECKS: dict[str, GradedCheck] = {check.grade_id: check for check in [
     GradedCheck("visible_2x2_stride_2", "2x2 windows, stride 2", 1,
                 "dx for the visible test's 4x4 input, pool 2, stride 2.",

@@ -22,12 +22,13 @@ that rules judged on the result alone (dtype, inputs unchanged) draw over every 
 
 from __future__ import annotations
 
+import functools
 import zlib
 from dataclasses import dataclass, replace
 from typing import Callable
 
 from .kinds import DIMENSIONS, FLOATS, INTEGERS, Kind, arranged, draw, inputs_of
-from .rules import Case
+from .rules import JUDGES, Case
 
 EVERYTHING = tuple(DIMENSIONS)  # x_dtype first: a rule's draw is spread over its first dimension
 
@@ -155,9 +156,23 @@ def drawn_cases(grade_id: str) -> list[Case]:
             for rule in RULES if rule.test == grade_id for number, kind in enumerate(drawn_kinds(rule))]
 
 
+def with_drawn(check):
+    """A graded check (exercise/checks.py) with the cases drawn for its rules after its fixed ones,
+    each drawn case judged on its rule alone (``rules.JUDGES``), the fixed ones by its verdict."""
+    fixed, verdict = check.cases, check.verdict
+
+    @functools.lru_cache(maxsize=1)
+    def cases() -> tuple[Case, ...]:
+        return (*fixed(), *drawn_cases(check.grade_id))
+
+    def judge(case: Case, dx, given=None):
+        return JUDGES[case.judged](case, dx, given) if case.judged else verdict(case, dx, given)
+    return replace(check, cases=lambda: list(cases()), verdict=judge)
+
+
 def self_checked() -> list[str]:
     """The lines of the notebook's check_rules, in the contract's words."""
     return [rule.statement for rule in RULES if rule.self_check]
 
 
-__all__ = ["RULES", "RULES_BY_NAME", "Rule", "arranged", "case_of", "drawn_cases", "drawn_kinds", "replace"]
+__all__ = ["RULES", "RULES_BY_NAME", "Rule", "arranged", "case_of", "drawn_cases", "drawn_kinds", "with_drawn"]

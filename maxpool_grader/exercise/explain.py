@@ -18,6 +18,7 @@ import numpy as np
 
 from .catalogue import BUGS, Bug
 from .checks import GradedCheck, visible_2x2_cases
+from .diagnosis import accepts_stride
 from .evidence import Page
 from .kinds import layout_code
 from .reference import max_pool_backward
@@ -25,6 +26,7 @@ from .reproducer import call_text, cut_note, is_cut, literal
 from .rules import SMALL, indented
 from .search import Outcome, attempt, likely_mistakes, passed_cases, smallest_failure
 from .source_marks import line_of
+from .state import kept_between_calls
 from .student_call import StudentError, not_an_array_message
 
 MANY_ACCEPTED = "this test accepts more than one dx"  # what a report says of ``GradedCheck.accepts``
@@ -98,7 +100,7 @@ def describe_failure(student: Outcome, graded: Outcome, witnesses: list[Outcome]
             passed = [outcome.case for outcome in outcomes if outcome.problem is None]
             failing = [outcome for outcome in outcomes if outcome.problem is not None]
         bugs, certain = likely_mistakes(student, graded, witnesses, check, passed, failing, page.agrees)
-        lines = mistakes_text(bugs, certain, source, named) if bugs and certain else []
+        lines = mistakes_text(bugs, certain, source, named) if bugs else []
         if not lines and student.error is None:
             lines = [f"None of the {len(BUGS)} mistakes in our catalogue gives your result on every input "
                      "where this test found your dx wrong and agrees with what your function gets right, so "
@@ -138,9 +140,10 @@ def mistakes_text(bugs: list[Bug], certain: bool, source: str = "",
     likely = decided if decided else fitting if len(fitting) == 1 else []
     lines = []
     if not certain:
-        lines.append("Your dx on this small input is what the following mistake"
-                     f"{'s give' if len(likely or fitting or unlike) > 1 else ' gives'}, though on the "
-                     "graded input your dx differs from it too:")
+        lines.append("No mistake in our catalogue gives your result on every input where this test found "
+                     "your dx wrong (your code may make two mistakes, or one we do not know). On this small "
+                     "input your result is what the following mistake"
+                     f"{'s give' if len(likely or fitting or unlike) > 1 else ' gives'}:")
     elif not likely and len(fitting) > 1:
         lines.append(f"{len(fitting)} known mistakes give exactly this dx, and your code does not show "
                      "which one you made:")
@@ -233,19 +236,29 @@ def _raises_not_implemented(outcome: Outcome) -> bool:
 
 
 def explain(check: GradedCheck, function, failed: Outcome, named: list[str] | None = None,
-            after: str = "", source: str = "", page: Page | None = None) -> str:
+            after: str = "", source: str = "", page: Page | None = None, fresh=None) -> str:
     """The report for a failed graded attempt: reproducer, expected and actual dx, likely
     mistake (whose catalogue names are added to ``named``), then ``after``. ``function``
     None: no search for a smaller input (the graded one is shown). ``source``: the
-    student's code, which tells apart mistakes that give the same dx."""
+    student's code, which tells apart mistakes that give the same dx. ``fresh``: gives the
+    function as a fresh kernel defines it (exercise/state.py: state kept between calls)."""
     after = f"\n\n{after}" if after else ""
     missing = not_implemented(check, function, failed)
     if missing:
         return not_implemented_report(check, missing) + after
+    page = page or Page()
+    if function is not None:
+        # a fresh start (a new process) is tried once a page: state between calls is one cause
+        tried = page.diagnoses.setdefault("fresh tried", [])
+        kept = kept_between_calls(check, function, failed, None if tried else fresh)
+        tried.append(True)
+        if kept:
+            return report(check, f"Input: {failed.case.describe()}\n{kept}" + after)
     if function is None:
         return report(check, describe_failure(failed, failed, [], named, source, check.accepts, check, page=page)
                       + after)
-    outcomes = [attempt(check, function, case, []) for case in check.cases()]
+    with_stride = accepts_stride(function)  # a function without stride is told so, and judged without it
+    outcomes = [attempt(check, function, case, []) for case in check.cases() if case.stride is None or with_stride]
     reproducer, witnesses = smallest_failure(check, function, failed)
     return report(check, describe_failure(reproducer, failed, witnesses, named, source, check.accepts, check,
                                           outcomes, page) + after)

@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
 from .geometry import ceil_output_size, floor_output_size
+from .rules import Case
 
 MAX_SIDE = 4
 STRIDES = (None,) + tuple((sh, sw) for sh in (1, 2, 3) for sw in (1, 2, 3))
@@ -129,6 +131,35 @@ def upstream(config: ProbeConfig, kind: str = "whole") -> np.ndarray:
         return array / 10
     if kind == "int64":
         return array.astype(np.int64)
+    return array
+
+
+def probes_where(where: Callable[[ProbeConfig], bool], patterns=("distinct", "negative"), dtype=np.float64,
+            d_output="whole", limit: int = 300, dtypes: tuple = ()) -> Callable[[], list[Case]]:
+    """Probe inputs from the small configurations ``where`` accepts, smallest first
+    (``dtypes``: for each configuration, x and d_output in each of these (dtype, d_output
+    kind) pairs, instead of ``dtype`` and ``d_output``)."""
+    @functools.lru_cache(maxsize=1)
+    def build() -> tuple[Case, ...]:
+        cases: list[Case] = []
+        for config in all_configs():
+            if len(cases) >= limit:
+                break
+            if where(config):
+                for kind, upstream_kind in dtypes or ((None, d_output),):
+                    cases += [Case(_frozen(_as(upstream(config, upstream_kind), kind)),
+                                   _frozen(values(config, pattern, kind or dtype)),
+                                   config.pool_size, config.stride_argument) for pattern in patterns]
+        return tuple(cases)
+    return build
+
+
+def _as(array: np.ndarray, dtype) -> np.ndarray:
+    return array if dtype is None else array.astype(dtype)
+
+
+def _frozen(array: np.ndarray) -> np.ndarray:
+    array.flags.writeable = False  # shared between calls: students only ever get copies
     return array
 
 

@@ -288,3 +288,9 @@ JUDGES = {"shape_and_values": shape_and_values, "values": values_as_held, "value
           "subgradient": subgradient_as_held, "dtype": dtype_alone, "unchanged": unchanged_alone}
 # Judges that see past an error: a call that raised does not break their rule (another test's does)
 JUDGES_OF_THE_RESULT_ALONE = ("dtype", "unchanged")
+
+
+def judged_despite_error(case: Case) -> bool:
+    """Whether a call that raised on ``case`` is judged on what it did (its rule is about the
+    result alone: x's dtype, the inputs left unchanged) rather than failed for raising."""
+    return case.judged in JUDGES_OF_THE_RESULT_ALONE

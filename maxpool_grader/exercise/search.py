@@ -11,9 +11,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from .catalogue import BUGS, Bug
-from .checks import GradedCheck, judged_despite_error
+from .checks import GradedCheck
 from .diagnosis import accepts_stride, missing_stride_message
-from .rules import SMALL, Case, Given
+from .rules import SMALL, Case, Given, judged_despite_error
 from .student_call import CheckFailed, StudentError, call_student, quiet_student_code
 
 

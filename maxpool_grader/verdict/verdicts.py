@@ -32,6 +32,7 @@ from ..exercise.student_call import StudentError
 from ..names import FUNCTION
 from ..sandbox.box import GraderFault
 from . import replies
+from .fresh import FreshStarts
 from .process import Limits, ProcessEnded, SolutionProcess, Timeout
 from .remote import Cell, RemoteFunction, cell_error, notebook_cells
 from .shortcuts import find_shortcuts, shortcut_message
@@ -170,9 +171,7 @@ def _stopped(check: GradedCheck, limits: Limits, what: str, failure: BaseExcepti
 
 @dataclass(frozen=True)
 class _Failed:
-    """A check whose graded input went wrong, to be explained once every check has run (what the
-    rest of the page shows decides which mistake may be named: exercise/evidence.py)."""
-
+    """A check whose graded input went wrong, explained once every check has run (exercise/evidence.py)."""
     check: GradedCheck
     failed: object  # the search's Outcome
     after: str
@@ -215,20 +214,24 @@ def verdict_of(check: GradedCheck, session: _Session, page: Page | None = None) 
 
 
 def explained(pending: _Failed, session: _Session, page: Page) -> Verdict:
-    """The report of a check whose graded input went wrong: the search for the smallest input
-    and the named mistake, within the search's time (else the graded input is shown)."""
+    """The report of a failed check: the smallest input and the named mistake, within the search's time."""
     check, failed, after = pending.check, pending.failed, pending.after
     named: list[str] = []
     function = session.function
     if function is not None:
         session.process.deadline = time.monotonic() + min(session.limits.search_seconds,
                                                           max(session.budget_left(), 0))
+    fresh = FreshStarts(lambda: _Session(session.cells, session.limits, session.wrap, skipped=dict(session.skipped)),
+                        session.budget_left, session.limits.search_seconds)
     try:
-        message = explain(check, function, failed, named, after=after, source=session.source(), page=page)
+        message = explain(check, function, failed, named, after=after, source=session.source(), page=page,
+                          fresh=fresh)
     except (Timeout, ProcessEnded, replies.Malformed):  # the search for a smaller input ran out: the graded one
         session.close()
         named.clear()
         message = explain(check, None, failed, named, after=after, source=session.source(), page=page)
+    finally:
+        fresh.close()
     return Verdict(check.grade_id, False, message, VerdictKind.WRONG.value, tuple(named))
 
 
