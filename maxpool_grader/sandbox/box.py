@@ -42,6 +42,7 @@ from .filesystem import (
     TMPDIR,
     WORKDIR,
     identity_file,
+    masked_proc,
     read_only_trees,
     regular_files,
     system_binds,
@@ -188,6 +189,7 @@ class Box:
         launch = Launch(self.cgroup.enter_argv() if self.cgroup else [])
         argv = launch.argv
         argv += _bwrap_base() + system_binds()
+        argv += masked_proc(private)  # what every box would share (seccomp.py): empty
         if self.seccomp is not None:
             launch.fds.append(seccomp.program_fd(self.seccomp))
             argv += ["--seccomp", str(launch.fds[-1])]
