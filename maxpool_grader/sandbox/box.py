@@ -69,6 +69,7 @@ class Caps:
     scratch_bytes: int = 256 << 20  # /scratch of each sandbox
     shm_bytes: int = 16 << 20  # /dev/shm of each sandbox
     output_bytes: int = 1 << 20  # what one cell of the notebook may print
+    notebook_output_bytes: int = 8 << 20  # what all the cells of the notebook together may print
 
 
 def private_directory(prefix: str) -> Path:
