@@ -133,8 +133,9 @@ def _patches() -> Guarantee:
 def _seccomp() -> Guarantee:
     if seccomp.filter_program() is None:
         return Guarantee("keyring", False, seccomp.why_unavailable(), "apt-get install libseccomp2; pip install -e .")
-    return Guarantee("keyring", True, "a seccomp filter refuses the keyring calls in every sandbox: no submission "
-                                    "can leave anything for another")
+    return Guarantee("keyring", True, "a seccomp filter refuses the keyring, file lock and file watch calls in "
+                                    "every sandbox: no submission can leave anything there for another "
+                                    "(docs/security.md#shared)")
 
 
 def _control(course: Path, db_url: str | None) -> Guarantee:

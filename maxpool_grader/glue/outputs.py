@@ -11,6 +11,7 @@ from nbformat.v4 import new_output
 from ..verdict.verdicts import Verdict
 
 OUTPUT_CUT = "\n[... output cut: this cell printed too much ...]\n"
+NOTEBOOK_CUT = "\n[... output cut: the notebook printed too much in all ...]\n"
 
 
 ERROR_BYTES = 64 << 10  # the first error of a cell is kept, shortened to this

@@ -7,6 +7,7 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 from ..names import grade_id
 from .deduplicatecells import COPY_KEY
 from .notes import add_note
+from .sealedbox import SealedBox
 from .submission import release_notebook
 
 
@@ -32,8 +33,23 @@ class RestoreCellOrder(NbGraderPreprocessor):
             nb.cells = [cell for _, cells in ordered for cell in cells]
             add_note(nb, "Some of the assignment's cells were missing or moved; they were put back "
                          "in the assignment's order (tests after the solution) before grading.")
+        _keep_added(nb, release, SealedBox(parent=self).added_cells)
         _note_added_and_missing(nb, release)
         return nb, resources
+
+
+def _keep_added(nb, release, most: int) -> None:
+    """Leave out the cells the student added (not the assignment's) past the first ``most``:
+    a notebook of hundreds of cells each printing its fill made a graded notebook and a page
+    of 400 MB, and held a grading worker for as long."""
+    released = {cell.source for cell in release.cells}
+    added = [index for index, cell in enumerate(nb.cells) if not grade_id(cell) and cell.source not in released]
+    if len(added) > most:
+        left_out = set(added[most:])
+        nb.cells = [cell for index, cell in enumerate(nb.cells) if index not in left_out]
+        add_note(nb, f"Your notebook adds {len(added)} cells of your own; a notebook may add {most}: the first "
+                     f"{most} ran in their place, the other {len(left_out)} were left out (not run, not shown). "
+                     "Your grade is what the tests decided.")
 
 
 def _note_added_and_missing(nb, release) -> None:

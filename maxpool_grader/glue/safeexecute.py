@@ -36,7 +36,7 @@ from ..sandbox.kernels import kernel_manager
 from ..verdict.verdicts import Verdict
 from .notes import add_note, show_notes
 from .outofprocessverdicts import decided_in_the_grader, error_output
-from .outputs import ERROR_BYTES, OUTPUT_CUT, coalesced, not_run_output, output_size, shortened_error
+from .outputs import ERROR_BYTES, NOTEBOOK_CUT, OUTPUT_CUT, coalesced, not_run_output, output_size, shortened_error
 from .recording import forget_new_submission
 from .sealedbox import SealedBox, box_for
 
@@ -76,6 +76,7 @@ class SafeExecute(Execute):
         box = box_for(self, resources if resources is not None else {})
         self._caps = box.caps if box else settings.caps()
         self._output_left, self._output_cut = {}, False
+        self._notebook_left, self._notebook_cut = self._caps.notebook_output_bytes, False
         self.kernel_manager_class = kernel_manager(settings.sandbox, settings.kernel_memory_mib << 20, self.log, box,
                                                    settings.warm_start, self.kernel_cpu_seconds())
         try:
@@ -96,6 +97,9 @@ class SafeExecute(Execute):
         if self._output_cut:
             add_note(nb, f"A cell of your notebook printed more than {self._caps.output_bytes >> 10} KiB; "
                          "the rest of its output was cut.")
+        if self._notebook_cut:
+            add_note(nb, f"Your notebook printed more than {self._caps.notebook_output_bytes >> 20} MiB in all; the "
+                         "output of the cells after that was cut. Your grade is what the tests decided.")
         for cell in nb.cells:
             verdict = found.get(grade_id(cell))
             if verdict is None:
@@ -143,27 +147,32 @@ class SafeExecute(Execute):
                           "(maxpool-grader doctor)")
 
     def output(self, outs, msg, display_id, cell_index):
-        """nbclient's output handler, with a cap on what one cell may print: a flood of
-        output is cut here, before it fills the grader's memory. The first error of a
-        cell always passes, shortened (a test cell's failure must be seen)."""
+        """nbclient's output handler, with caps on what one cell and the whole notebook may
+        print: a flood of output is cut here, before it fills the grader's memory. The first
+        error of a cell always passes, shortened (a test cell's failure must be seen)."""
         content = msg.get("content", {})
         kind = msg.get("msg_type")
-        left = self._output_left.get(cell_index, self._caps.output_bytes)
+        cell_left = self._output_left.get(cell_index, self._caps.output_bytes)
+        left = min(cell_left, self._notebook_left)
         size = output_size(kind, content)
         if kind == "error" and not any(out.get("output_type") == "error" for out in outs):
-            self._output_left[cell_index] = left - min(size, ERROR_BYTES)
+            self._output_left[cell_index] = cell_left - min(size, ERROR_BYTES)
+            self._notebook_left -= min(size, ERROR_BYTES)
             if size > ERROR_BYTES:
                 self._output_cut = True
                 msg = dict(msg, content=shortened_error(content))
             return super().output(outs, msg, display_id, cell_index)
-        self._output_left[cell_index] = left - size
+        self._output_left[cell_index], self._notebook_left = cell_left - size, self._notebook_left - size
+        by_cell = left == cell_left  # which cap this message meets, if it meets one
+        if size > left:
+            self._output_cut, self._notebook_cut = self._output_cut or by_cell, self._notebook_cut or not by_cell
         if left <= 0:
             return None
         if size > left:
-            self._output_cut = True
             if kind != "stream":
                 return None
-            msg = dict(msg, content=dict(content, text=str(content.get("text", ""))[:left] + OUTPUT_CUT))
+            cut = OUTPUT_CUT if by_cell else NOTEBOOK_CUT
+            msg = dict(msg, content=dict(content, text=str(content.get("text", ""))[:left] + cut))
         return super().output(outs, msg, display_id, cell_index)
 
     def handle_comm_msg(self, outs, msg, cell_index):

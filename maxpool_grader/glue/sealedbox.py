@@ -43,6 +43,13 @@ class SealedBox(Configurable):
     output_kib = Integer(_CAPS.output_bytes >> 10, help=(
         "What one cell of the notebook may print; the rest is cut before it reaches the "
         "grader's memory, and the feedback says so.")).tag(config=True, unit="KiB")
+    notebook_output_mib = Integer(_CAPS.notebook_output_bytes >> 20, help=(
+        "What all the cells of the notebook together may print; the output of the cells after it "
+        "is cut (the first error of a cell is kept, shortened), and the feedback says so. The "
+        "graded notebook and the feedback page stay about this size.")).tag(config=True, unit="MiB")
+    added_cells = Integer(100, help=(
+        "Cells a student may add to the assignment's (about 20); those past it are left out: not "
+        "run, not shown, and the feedback says so. The tests grade the rest as usual.")).tag(config=True, unit="cells")
     verdict_memory_mib = Integer(Limits.memory_bytes >> 20, help=(
         "Address-space limit of a verdict process: MemoryError in the student's code."
     )).tag(config=True, unit="MiB")
@@ -51,7 +58,8 @@ class SealedBox(Configurable):
 
     def caps(self) -> Caps:
         return Caps(memory_bytes=self.memory_mib << 20, processes=self.processes,
-                    scratch_bytes=self.scratch_mib << 20, output_bytes=self.output_kib << 10)
+                    scratch_bytes=self.scratch_mib << 20, output_bytes=self.output_kib << 10,
+                    notebook_output_bytes=self.notebook_output_mib << 20)
 
 
 def box_for(preprocessor, resources: dict) -> Box | None:

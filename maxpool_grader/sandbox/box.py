@@ -42,6 +42,7 @@ from .filesystem import (
     TMPDIR,
     WORKDIR,
     identity_file,
+    masked_proc,
     read_only_trees,
     regular_files,
     system_binds,
@@ -68,6 +69,7 @@ class Caps:
     scratch_bytes: int = 256 << 20  # /scratch of each sandbox
     shm_bytes: int = 16 << 20  # /dev/shm of each sandbox
     output_bytes: int = 1 << 20  # what one cell of the notebook may print
+    notebook_output_bytes: int = 8 << 20  # what all the cells of the notebook together may print
 
 
 def private_directory(prefix: str) -> Path:
@@ -188,6 +190,7 @@ class Box:
         launch = Launch(self.cgroup.enter_argv() if self.cgroup else [])
         argv = launch.argv
         argv += _bwrap_base() + system_binds()
+        argv += masked_proc(private)  # what every box would share (seccomp.py): empty
         if self.seccomp is not None:
             launch.fds.append(seccomp.program_fd(self.seccomp))
             argv += ["--seccomp", str(launch.fds[-1])]

@@ -71,6 +71,21 @@ def identity_file(private: Path, name: str) -> Path:
     return path
 
 
+# What the kernel shows every box of the whole machine that a box could write to: the lock
+# table (who holds which range of which file). An empty file is put in its place.
+MASKED_PROC = ("/proc/locks",)
+
+
+def masked_proc(private: Path) -> list[str]:
+    """bwrap's options that bind an empty, read-only file (in ``private``) over each of
+    ``MASKED_PROC``."""
+    empty = private / "empty"
+    if not empty.exists():
+        empty.write_bytes(b"")
+        empty.chmod(0o444)
+    return [option for path in MASKED_PROC for option in ("--ro-bind", str(empty), path)]
+
+
 def _private_places() -> set[str]:
     """The home directory and the directory grading runs in (the course): a tree that holds
     either is never the sandbox's to see."""

@@ -85,6 +85,8 @@ class SandboxedKernelManager(QuickShutdown, AsyncKernelManager):
         command = [f"{KERNEL_DIR}/kernel.json" if arg == self.connection_file else arg for arg in command]
         if command and os.path.realpath(command[0]) == os.path.realpath(PYTHON):
             command[0] = PYTHON
+        if _warm_kernel_command(command) and MEMORY_HISTORY not in command:  # a restart's command has it
+            command.append(MEMORY_HISTORY)
         # ipykernel exits when its parent's pid is gone, and the sandbox's pid namespace does
         # not show it; 1 means "no parent to watch" (the sandbox ends the kernel anyway)
         kw["env"] = environment(JPY_PARENT_PID="1")
@@ -184,6 +186,11 @@ def _start_cold(launch: Launch, command: list[str], env: dict) -> subprocess.Pop
 # standard library) once the kernel is up, so the student's own modules import, as in Jupyter.
 COLD_START = ("import sys; del sys.path[0]; import numpy, numpy.random; import runpy; "
               "runpy.run_module('ipykernel_launcher', run_name='__main__', alter_sys=True)")
+
+
+# The box refuses every file lock (seccomp.py): IPython's history database, SQLite on disk,
+# would wait out SQLite's busy timeout twice before IPython fell back to memory by itself.
+MEMORY_HISTORY = "--HistoryManager.hist_file=:memory:"
 
 
 def _safe_path(argv: list[str]) -> list[str]:
