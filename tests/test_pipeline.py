@@ -40,9 +40,10 @@ EXPECTED = {
     # SyntaxError/IndentationError: the function is never defined
     "forum_verbatim": ZERO,
     # 2-D only and pool_size an int (shapes), no stride argument (overlap), np.zeros_like
-    # truncates (integer input): each mistake costs its own test, and no other
+    # (an integer dx for integer x: the dtype rule, and the fractions it truncates): each
+    # mistake costs its own tests, and no other
     "forum_compiles": FULL | {"hidden_rectangular_leading_axes": 0, "hidden_overlapping_windows": 0,
-                              "hidden_forum_integer_input": 0},
+                              "hidden_forum_integer_input": 0, "hidden_dtype_of_x": 0},
     "ties_all_maxima": FULL | {"hidden_ties_valid_subgradient": 0, "hidden_ties_first_maximum": 0},
     "ties_split": FULL | {"hidden_ties_first_maximum": 0},
     # the release notebook handed in untouched

@@ -3,7 +3,7 @@
 The steps are the edits made by hand, reading only the feedback, when this was tried
 through the real pipeline (`maxpool-grader grade`), then 2/15 -> 3/15 -> 15/15; since each
 hidden test isolates one property and draws its rule's cases from every kind of input
-(exercise/contract.py) it is 7/15 -> 12/15 -> 15/15. Each step's
+(exercise/contract.py) it is 9/15 -> 11/15 -> 15/15. Each step's
 feedback must name what the next step fixes. Since dx must have x's dtype for floating x,
 step 1 creates dx as the integer-input feedback says to (it said `np.zeros(x.shape)`, which
 is float64 for float32 x too). The feedback is the one a student reads before the deadline:

@@ -2,14 +2,20 @@
 
 * ``geometry`` (the output-grid rule and input validation) and ``reference`` (forward
   and backward, identical to PyTorch's ``max_pool2d``) say what is right.
-* ``rules`` (what a right dx satisfies) and ``checks`` (the graded checks: ``HIDDEN_CHECKS``,
-  ``VISIBLE_CHECKS``, with inputs, titles and points) say what is tested; the notebook's hidden
-  cells are checked against ``checks`` (and written from it) by ``maxpool-grader check``.
+* ``contract`` (every rule the notebook states, where it states it, the hidden test that grades
+  it and the kinds of input it covers) and ``kinds`` (the kinds of valid input, declared once,
+  and their seeded generator) say what a right answer is and on what; ``rules`` (what a right dx
+  satisfies, and each rule judged alone) and ``checks`` (the graded checks: ``HIDDEN_CHECKS``,
+  ``VISIBLE_CHECKS``, with inputs, titles and points: fixed cases, then those drawn from the
+  contract) say what is tested; the notebook's hidden cells are checked against ``checks`` (and
+  written from it) by ``maxpool-grader check``, its text and self-check against ``contract``.
 * ``bugs``, ``controls`` and ``catalogue``: realistic wrong and right implementations;
   ``source_marks`` tells look-alike mistakes apart by the student's code.
 * ``reproducer`` (probe inputs, paste-able literals, arrays too large cut), ``search`` (the
   smallest failing input, the matching mistakes) and ``explain`` (the message a student
-  reads); ``repeats`` (each explanation once per feedback page) and ``reveal`` (what a report
+  reads); ``evidence`` (a mistake is named only where the whole page agrees), ``state`` (a
+  mistake that shows only after another call); ``repeats`` (each explanation once per feedback
+  page) and ``reveal`` (what a report
   may say before the release, guarded by the rubric's own phrases, and what comes back after).
 * ``grading.run_check`` runs a check in the student's kernel; ``student_call`` calls the
   student's function so that only its results can cost points; ``diagnosis`` says why a

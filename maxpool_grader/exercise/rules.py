@@ -186,12 +186,12 @@ def returns_float_for_integer_input(case: Case, dx: np.ndarray, given: Given | N
 
 
 def has_x_dtype(case: Case, dx: np.ndarray, given: Given | None = None) -> str | None:
-    """Floating x: dx in x's dtype, as PyTorch returns the gradient; integer x: a floating dx
-    is float64 (an integer dx is the integer-input test's, which its fractions fail: one dtype
-    mistake, one point). The named mistake states the rule and its fix."""
+    """dx in x's dtype when x is floating, float64 for integer x, as PyTorch returns the gradient
+    (an integer dx for integer x breaks it too: the integer-input test also sees its lost
+    fractions). The named mistake states the rule and its fix."""
     if case.x.dtype.kind == "f" and dx.dtype != case.x.dtype:
         return f"dx has dtype {dx.dtype}; x has dtype {case.x.dtype}."
-    if case.x.dtype.kind != "f" and dx.dtype.kind == "f" and dx.dtype != gradient_dtype(case.x.dtype):
+    if case.x.dtype.kind != "f" and dx.dtype != gradient_dtype(case.x.dtype):
         return f"dx has dtype {dx.dtype} for integer x ({case.x.dtype})."
     return same_as_reference(case, dx)
 
