@@ -95,8 +95,9 @@ def _honest(message: str) -> bool:
     """A failed test's report names a mistake, says it is not in the catalogue, or says what the
     function raised or returned (no mistake to name)."""
     return bool(re.search(r"(Likely|Possible) mistake: |None of the \d+ mistakes in our catalogue|"
-                          r"Your function: |max_pool_backward raised|must return a NumPy array|is not implemented",
-                          message))
+                          r"Your function: |max_pool_backward raised|must return a NumPy array|is not implemented|"
+                          r"it keeps something from one call to the next",
+                          " ".join(message.split())))
 
 
 @pytest.mark.parametrize("entry", MANIFEST, ids=[entry["file"] for entry in MANIFEST])
@@ -110,7 +111,11 @@ def test_the_blind_corpus_keeps_correct_code_whole_and_fails_every_mistake(entry
         assert message is None or _honest(message), (grade_id, message)
 
 
-MUTANTS = [mutant["name"] for mutant in contract_mutants.MUTANTS]
+# Mutants the contract does not count as mistakes, and why (the corpus stays as its author wrote it)
+NOT_MISTAKES = {"integer_float64_cast": "its kind, integer x above 2**53, is no valid input of the contract: "
+                "float64 cannot tell such integers apart, so which one is a window's first maximum is not defined "
+                "by the notebook's float64 dx (kinds.py draws integers up to 2**53)"}
+MUTANTS = [mutant["name"] for mutant in contract_mutants.MUTANTS if mutant["name"] not in NOT_MISTAKES]
 
 
 def test_the_mutants_author_s_correct_solution_keeps_full_marks():
@@ -132,6 +137,10 @@ def test_every_contract_mutant_loses_points_in_its_rule_s_test(name):
         assert lost(found) <= MOST, (name, failed)
     for message in found.values():
         assert message is None or _honest(message), message
+
+
+def test_a_mutant_the_contract_does_not_count_passes_for_its_stated_reason():
+    assert lost(page("integer_float64_cast")) == 0
 
 
 def test_every_rule_of_the_contract_has_its_mutants():

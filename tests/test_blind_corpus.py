@@ -1,0 +1,88 @@
+"""The blind corpus (tests/corpora/blind/: 30 solutions written from the release notebook alone,
+never from the grader) graded as a class through the real pipeline: ``maxpool-grader grade``,
+its sandboxed kernels and out-of-process verdicts, the gradebook and the feedback pages.
+
+Correct code keeps full marks, every mistake loses points, the out-of-process verdict gives
+each notebook the score the in-process checks give its function (tests/test_contract.py), and
+the solution that keeps state between calls reads that it does, with the calls that show it.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import shutil
+
+import nbformat
+import pytest
+from corpus import notebook_with
+from helpers import ASSIGNMENT, RELEASE_NOTEBOOK, ROOT, copy_course, flat, grade_command, nbgrader
+from nbgrader.api import Gradebook
+
+from maxpool_grader.exercise.grading import evaluate
+from maxpool_grader.sandbox import box as sealed_box
+
+pytestmark = pytest.mark.integration
+BLIND = ROOT / "tests" / "corpora" / "blind"
+MANIFEST = {entry["file"][:-3]: entry for entry in json.loads((BLIND / "MANIFEST.json").read_text())}
+
+
+def _student(name: str) -> str:
+    return "blind_" + name.split("_", 1)[0]
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    assert sealed_box.bwrap_works(), "these tests need the sandbox: apt-get install bubblewrap"
+    course = copy_course(tmp_path_factory.mktemp("blind") / "course", with_submissions=False)
+    nbgrader(course, "generate_assignment", ASSIGNMENT)
+    release = nbformat.read(RELEASE_NOTEBOOK, as_version=4)
+    for name in MANIFEST:
+        folder = course / "submitted" / _student(name) / ASSIGNMENT
+        folder.mkdir(parents=True)
+        nbformat.write(notebook_with(release, (BLIND / f"{name}.py").read_text()), folder / f"{ASSIGNMENT}.ipynb")
+    shutil.rmtree(course / "autograded", ignore_errors=True)
+    run = grade_command(course, "--workers", "2")
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+        scores = {student.id: gradebook.find_submission(ASSIGNMENT, student.id).code_score
+                  for student in gradebook.students}
+    return course, run, scores
+
+
+def _page(course, name: str) -> str:
+    page = course / "feedback" / _student(name) / ASSIGNMENT / f"{ASSIGNMENT}.html"
+    return flat(html.unescape(re.sub(r"<[^>]+>", " ", page.read_text())))
+
+
+@pytest.mark.parametrize("name", MANIFEST)
+def test_each_blind_solution_gets_its_merit_through_the_pipeline(graded, name):
+    course, run, scores = graded
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    score = scores[_student(name)]
+    if MANIFEST[name]["correct"]:
+        assert score == 15, (name, score)
+    else:
+        assert score < 15, (name, MANIFEST[name]["mistake"], score)
+
+
+def test_the_out_of_process_verdict_agrees_with_the_in_process_checks(graded):
+    """The box hands the function its inputs in their memory layouts (views, Fortran order) and
+    judges what comes back: the same points as the checks called in this process."""
+    from test_contract import _function, lost, page
+
+    from maxpool_grader.exercise.checks import VISIBLE_CHECKS
+    from maxpool_grader.exercise.student_call import quiet_student_code
+    course, run, scores = graded
+    for name in MANIFEST:
+        with quiet_student_code():
+            visible = sum(check.points for grade_id, check in VISIBLE_CHECKS.items()
+                          if evaluate(grade_id, _function(f"{name}.py")) is None)
+        assert scores[_student(name)] == visible + 13 - lost(page(f"{name}.py")), name
+
+
+def test_state_kept_between_calls_is_told_with_the_calls_that_show_it(graded):
+    course, run, scores = graded
+    text = _page(course, "s19_cached_routes")
+    assert flat("it keeps something from one call to the next") in text
+    assert "dx_1 = max_pool_backward(d_output_1, x_1" in text
