@@ -6,8 +6,10 @@ Such a function may get an input right as the first call of a fresh kernel and w
 another call, so a reproducer pasted into a new cell would show nothing. It is told as what it
 is, with the calls that show it: the same input twice when a second call gives another dx, or
 an earlier call and then the failing one when only a fresh start (``fresh``: a function that
-returns the student's function as the notebook's cells define it, before any call) gets the
-input right.
+returns the student's function as the provided cells and the solution cell define it, before
+any call: a cell of the student's own may call it, as the notebook's "try it" cell does)
+gets the input right, or in words alone when a fresh start gives another dx (the notebook's
+own cells may have called it already).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from .kinds import layout_code
 from .reproducer import call_text, literal
 from .rules import Case, indented
 from .search import Outcome, attempt
+from .student_call import StudentError
 
 CANDIDATES = 3  # earlier calls tried, each in a fresh start, to find the one that spoils the input
 
@@ -46,8 +49,8 @@ def _earlier(check: GradedCheck, case: Case) -> list[Case]:
     """Calls the grader made before ``case`` that could have left something behind: the inputs
     of the same shapes first (a cache keyed by shape), then the check's case just before it."""
     cases = [other for graded in GRADED_CHECKS.values() for other in graded.cases()]
-    same = [other for other in cases if other is not case and other.x.shape == case.x.shape
-            and other.d_output.shape == case.d_output.shape]
+    same = [other for other in cases if other.x.shape == case.x.shape and other.d_output.shape == case.d_output.shape
+            and not np.array_equal(other.x, case.x)]
     own = check.cases()
     where = next((number for number, other in enumerate(own) if other is case), 0)
     before = [own[where - 1]] if where > 0 else []
@@ -66,8 +69,18 @@ def kept_between_calls(check: GradedCheck, function, failed: Outcome, fresh=None
     if fresh is None:
         return None
     first = fresh()
-    if first is None or attempt(check, first, failed.case, []).problem is not None:
-        return None  # wrong on a first call too: an ordinary mistake
+    if first is None:
+        return None
+    alone = attempt(check, first, failed.case, [])
+    if isinstance(alone.error, StudentError) and isinstance(alone.error.exception, NameError):
+        return None  # the solution needs a cell of the student's that a fresh start leaves out
+    if alone.problem is not None:
+        if _same(alone, failed):
+            return None  # the same wrong dx in a fresh kernel: an ordinary mistake
+        return ("Your function gives another dx for this input in a fresh kernel (one that ran only your "
+                "notebook's cells) than after the grader's other calls: it keeps something from one call "
+                "to the next (a global, a cache keyed by the shapes or by id(x), a buffer it reuses, a "
+                "default argument it changes). Each call must depend on its own inputs alone.")
     for earlier in _earlier(check, failed.case):
         spoiled = fresh()
         if spoiled is None:
@@ -80,5 +93,7 @@ def kept_between_calls(check: GradedCheck, function, failed: Outcome, fresh=None
                     "changes). Each call must depend on its own inputs alone. These two calls, in a new "
                     "kernel (Kernel → Restart), show it:\n" + indented(_code([earlier, failed.case])))
     return ("Your function gets this input right when it is the first call in a fresh kernel, but not "
-            "when the grader calls it after its other tests: it keeps something from one call to the "
-            "next (a global, a cache, a buffer it reuses). Each call must depend on its own inputs alone.")
+            "after the calls made before it (your notebook's own cells call it too, such as the one that "
+            "runs check_rules, and so do the tests): it keeps something from one call to the next (a "
+            "global, a cache keyed by the shapes or by id(x), a buffer it reuses). Each call must depend "
+            "on its own inputs alone.")

@@ -1,6 +1,7 @@
-"""The student's function as a fresh kernel defines it: the notebook's cells run again in a new
-verdict process, before any call, for the report of a mistake that shows only after earlier
-calls (exercise/state.py: state kept between calls)."""
+"""The student's function as a fresh kernel defines it: the provided cells and the solution cell
+run again in a new verdict process, before any call (a cell of the student's may call it), for
+the report of a mistake that shows only after earlier calls (exercise/state.py: state kept
+between calls)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ class FreshStarts:
     def __call__(self):
         if self.budget_left() <= 0 or len(self.sessions) >= MOST_STARTS:
             return None
+        self.close()  # one fresh process at a time: the box caps its processes
         fresh = self.make()
         self.sessions.append(fresh)
         if fresh.load():

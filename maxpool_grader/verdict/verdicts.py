@@ -221,8 +221,9 @@ def explained(pending: _Failed, session: _Session, page: Page) -> Verdict:
     if function is not None:
         session.process.deadline = time.monotonic() + min(session.limits.search_seconds,
                                                           max(session.budget_left(), 0))
-    fresh = FreshStarts(lambda: _Session(session.cells, session.limits, session.wrap, skipped=dict(session.skipped)),
-                        session.budget_left, session.limits.search_seconds)
+    own = [cell for cell in session.cells if cell.kind != "student"]  # no cell of trial calls of the function
+    fresh = FreshStarts(lambda: _Session(own, session.limits, session.wrap), session.budget_left,
+                        session.limits.search_seconds)
     try:
         message = explain(check, function, failed, named, after=after, source=session.source(), page=page,
                           fresh=fresh)
