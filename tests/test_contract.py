@@ -219,3 +219,26 @@ def test_check_fails_when_the_notebook_and_the_contract_disagree():
     said = [str(finding) for finding in contract_findings(notebook)]
     assert len(said) == 2 and "'negative'" in said[0] and "`x` may be negative" in said[0]
     assert "checks other rules than the contract's" in said[1] and "x may be negative" in said[1]
+
+
+def test_not_implemented_for_one_kind_of_input_is_told_as_what_it_is():
+    """An adapter that raises NotImplementedError for inputs it does not support (here: more than
+    one leading axis) is shown that input and what it raised, never "not implemented yet"; the
+    stub is still told it is not implemented."""
+    from maxpool_grader import max_pool_backward
+
+    def partial(d_output, x, pool_size, stride=None):
+        if x.ndim > 3:
+            raise NotImplementedError("only one leading axis is supported")
+        return max_pool_backward(d_output, x, pool_size, stride)
+
+    def stub(d_output, x, pool_size, stride=None):
+        raise NotImplementedError()
+
+    message = evaluate("hidden_rectangular_leading_axes", partial)
+    flat_message = " ".join(message.split())
+    assert "not implemented yet" not in flat_message
+    assert "raised NotImplementedError: only one leading axis is supported" in flat_message
+    assert "x = np.array([[[[" in message or "x of shape (" in flat_message  # the input it raised on
+    assert "is not implemented yet (it raises NotImplementedError)" in " ".join(
+        evaluate("hidden_rectangular_leading_axes", stub).split())
