@@ -250,7 +250,7 @@ def explain(check: GradedCheck, function, failed: Outcome, named: list[str] | No
     if function is not None:
         # a fresh start (a new process) is tried once a page: state between calls is one cause
         tried = page.diagnoses.setdefault("fresh tried", [])
-        kept = kept_between_calls(check, function, failed, None if tried else fresh)
+        kept = kept_between_calls(check, function, failed, None if tried else fresh, source)
         tried.append(True)
         if kept:
             return report(check, f"Input: {failed.case.describe()}\n{kept}" + after)

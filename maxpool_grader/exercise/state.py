@@ -14,6 +14,8 @@ own cells may have called it already).
 
 from __future__ import annotations
 
+import ast
+
 import numpy as np
 
 from .checks import GRADED_CHECKS, GradedCheck
@@ -57,8 +59,37 @@ def _earlier(check: GradedCheck, case: Case) -> list[Case]:
     return (same[:CANDIDATES - 1] + before)[:CANDIDATES]
 
 
-def kept_between_calls(check: GradedCheck, function, failed: Outcome, fresh=None) -> str | None:
-    """The report's text when ``failed`` shows only because of an earlier call, else None."""
+def may_keep_state(source: str) -> bool:
+    """Whether the student's code has a place to keep something between calls: a ``global`` or
+    ``nonlocal``, a cache decorator, a mutable default argument, an attribute set on an object
+    other than a local one, or a name bound at the top level to a container (code that cannot
+    be parsed, or none given: it may)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return True
+    if not source.strip():
+        return True
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Global, ast.Nonlocal)):
+            return True
+        if isinstance(node, (ast.FunctionDef, ast.Lambda)):
+            defaults = node.args.defaults + [d for d in node.args.kw_defaults if d is not None]
+            if any(isinstance(d, (ast.Dict, ast.List, ast.Set, ast.Call)) for d in defaults):
+                return True
+            decorators = getattr(node, "decorator_list", [])
+            if any("cache" in ast.unparse(d) for d in decorators):
+                return True
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            return True
+    return any(isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, (ast.Dict, ast.List, ast.Set,
+                                                                                         ast.Call))
+               for node in tree.body)
+
+
+def kept_between_calls(check: GradedCheck, function, failed: Outcome, fresh=None, source: str = "") -> str | None:
+    """The report's text when ``failed`` shows only because of an earlier call, else None (a
+    fresh start is tried only for code that has a place to keep something: ``may_keep_state``)."""
     again = attempt(check, function, failed.case, [])
     if not _same(again, failed):
         return ("Your function gives another dx when it is called again on the same input: it keeps "
@@ -66,7 +97,7 @@ def kept_between_calls(check: GradedCheck, function, failed: Outcome, fresh=None
                 "argument it changes). Each call must depend on its own inputs alone. These two calls, one "
                 "after the other in a new cell, show it (compare dx_1 and dx):\n"
                 + indented(_code([failed.case, failed.case])))
-    if fresh is None:
+    if fresh is None or not may_keep_state(source):
         return None
     first = fresh()
     if first is None:
