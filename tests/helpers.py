@@ -26,6 +26,9 @@ ROOT = Path(__file__).resolve().parent.parent
 SOURCE_NOTEBOOK = ROOT / "source" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
 RELEASE_NOTEBOOK = ROOT / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
 BIN = Path(sys.executable).parent
+# the exercise's notebook as nbgrader names it (resources["nbgrader"]) when a test's working
+# directory is the repository, whose source/ holds it: what the glue's plugins act on
+EXERCISE = {"assignment": ASSIGNMENT, "notebook": ASSIGNMENT}
 
 
 def nbgrader(cwd: Path, *args: str, check: bool = True, env: dict | None = None) -> subprocess.CompletedProcess:

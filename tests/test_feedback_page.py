@@ -16,7 +16,16 @@ import shutil
 
 import jinja2
 import pytest
-from helpers import ASSIGNMENT, copy_course, flat, formulas_without_their_latex, nbgrader, part_a_answer_in, sqlite
+from helpers import (
+    ASSIGNMENT,
+    EXERCISE,
+    copy_course,
+    flat,
+    formulas_without_their_latex,
+    nbgrader,
+    part_a_answer_in,
+    sqlite,
+)
 from nbconvert.filters.highlight import Highlight2HTML
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 from nbgrader.api import Gradebook
@@ -183,7 +192,7 @@ def test_the_summary_escapes_what_it_takes_from_the_notebook():
     nb = new_notebook(cells=[new_markdown_cell("hi", metadata={"tags": [SUMMARY_TAG]})]
                       + [_test_cell(check.grade_id, report(check, hostile)) for check in checks[:2]]
                       + [_test_cell(checks[2].grade_id, None)])
-    nb, resources = FeedbackSummary().preprocess(nb, {"nbgrader": {"score": 2, "max_score": 20}})
+    nb, resources = FeedbackSummary().preprocess(nb, {"nbgrader": {"score": 2, "max_score": 20, **EXERCISE}})
     summaries = [cell for cell in nb.cells if SUMMARY_TAG in cell.metadata.get("tags", [])]
     assert len(summaries) == 1 and summaries[0] is nb.cells[0], "one summary, ours, first"
     source = summaries[0].source

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from bs4 import BeautifulSoup
-from helpers import BIN, ROOT, flat, hidden_messages, part_a_answer_in, user_account
+from helpers import BIN, EXERCISE, ROOT, flat, hidden_messages, part_a_answer_in, user_account
 from nbgrader.utils import notebook_hash
 from test_serve import (
     Running,
@@ -460,7 +460,7 @@ def _student_page(name: str, messages: dict[str, str | None], final: bool) -> tu
             cell.metadata["nbgrader"]["score"] = 0 if message else check.points
             cell.outputs = [new_output("error", ename="CheckFailed", evalue=message,
                                        traceback=message.split("\n"))] if message else []
-    resources = {RESOURCES_KEY: {"final": final}, "nbgrader": {"score": 0, "max_score": 20}}
+    resources = {RESOURCES_KEY: {"final": final}, "nbgrader": {"score": 0, "max_score": 20, **EXERCISE}}
     for step in (FeedbackExplanations, FeedbackSummary):
         nb, resources = step().preprocess(nb, resources)
     text = " ".join(_text(cell.source) if cell.cell_type == "markdown" else " ".join(

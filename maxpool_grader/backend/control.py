@@ -88,7 +88,7 @@ def run_control(course: Path, config, log: logging.Logger | None = None,
         return ControlResult((f"The source or release notebook could not be read ({problem}).",))
     for label, nb in notebooks.items():
         try:
-            scores = _graded(nb, config, log)
+            scores = _graded(nb, config, log, assignment)
         except GraderFault as fault:
             problems.append(f"Grading {label}: {fault}.")
             seen = probe_sandbox(SealedBox(config=config).sandbox, log)
@@ -132,10 +132,12 @@ def probe_sandbox(mode: str, log: logging.Logger) -> str:
     return "" if done.returncode == 0 else (lines[-1] if lines else f"exit status {done.returncode}")[:500]
 
 
-def _graded(nb: nbformat.NotebookNode, config, log: logging.Logger) -> dict[str, tuple[float | None, str]]:
+def _graded(nb: nbformat.NotebookNode, config, log: logging.Logger,
+            assignment: str = ASSIGNMENT) -> dict[str, tuple[float | None, str]]:
     """Each test cell's score and what it shows, as autograde would score it (no gradebook:
-    the box has no submission folder, and nothing is written)."""
-    resources: dict = {}
+    the box has no submission folder, and nothing is written); the exercise's notebook, as
+    nbgrader names it (its notebook is named as its assignment)."""
+    resources: dict = {"nbgrader": {"assignment": assignment, "notebook": assignment}}
     nb, resources = OutOfProcessVerdicts(config=config, log=log).preprocess(nb, resources)
     nb, resources = SafeExecute(config=config, log=log).preprocess(nb, resources)
     scores = {}

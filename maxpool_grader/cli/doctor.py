@@ -18,7 +18,7 @@ from pathlib import Path
 from sqlalchemy import create_engine, text
 
 from ..backend.control import run_control
-from ..course.directory import configured_db_url, course_config, notebook_path
+from ..course.directory import configured_db_url, course_config, exercise_in, notebook_path
 from ..glue.patches import mismatches
 from ..names import ASSIGNMENT
 from ..sandbox import box, cgroups, seccomp
@@ -140,10 +140,16 @@ def _seccomp() -> Guarantee:
 
 def _control(course: Path, db_url: str | None) -> Guarantee:
     """The control submission every grading backend runs first (backend/control.py)."""
-    if not (course / "nbgrader_config.py").is_file() or not notebook_path(course, "release", ".", ASSIGNMENT).exists():
+    assignment = ASSIGNMENT
+    if (course / "nbgrader_config.py").is_file():
+        try:  # the exercise under the course's name for it (c.ThisExercise, or what source/ holds)
+            assignment = exercise_in(course.resolve())[0]
+        except ValueError:
+            pass
+    if not (course / "nbgrader_config.py").is_file() or not notebook_path(course, "release", ".", assignment).exists():
         return Guarantee("control", True, f"not checked: {course} has no released notebook (pass --course-dir, or "
                                         "release it: maxpool-grader grade does)", needed=False)
-    found = run_control(course, course_config(course, db_url or configured_db_url(course)))
+    found = run_control(course, course_config(course, db_url or configured_db_url(course)), assignment=assignment)
     if found.passed:
         return Guarantee("control", True, f"the reference solution gets every point and the blank release none, "
                                         f"graded in the sandbox ({found.seconds:.1f} s)")

@@ -54,6 +54,7 @@ def _parser() -> argparse.ArgumentParser:
     grading.add_argument("--workers", type=int, default=None, help="grading processes (default: one per core, and one)")
     grading.add_argument("--force", action="store_true", help="regrade every submission, not only new or changed ones")
     _cluster_options(grading)
+    _assignment_option(grading)
     grading.add_argument("--similarity-threshold", type=float, default=THRESHOLD, metavar="SHARE",
                          help="list pairs of submissions in the report when at least this share (0-1) of one side's "
                               f"own code is also in the other (default {THRESHOLD})")
@@ -82,6 +83,7 @@ def _parser() -> argparse.ArgumentParser:
     export.add_argument("--out-dir", type=Path, default=None, help="where to write them (default: the course)")
     export.add_argument("--canvas-column", default=None,
                         help="the Canvas assignment column, as Canvas exports it: 'Name (assignment id)'")
+    _assignment_option(export, "the assignment whose grades to write, any of the course's (without part_a columns)")
     certs = commands.add_parser("cluster-certs", help="write a Dask cluster's TLS certificates: ca.pem, and "
                                                       "<role>.pem + <role>-key.pem for scheduler, worker, client")
     certs.add_argument("dir", type=Path, help="the folder to write them to (a new one)")
@@ -114,6 +116,19 @@ def _roster_parsers(commands: _Commands) -> tuple[argparse.ArgumentParser, argpa
     lti.add_argument("--base-url", required=True, help="the service's public address, e.g. "
                                                        "https://grader.example.edu/")
     return roster, lti
+
+
+def _assignment_option(command: argparse.ArgumentParser, what: str = "the exercise's assignment") -> None:
+    command.add_argument("--assignment", metavar="ID", default=None, help=f"{what} (default: the exercise's, "
+                         "c.ThisExercise.assignment, else the one whose source notebook is this exercise's)")
+
+
+def _assignment(args, parser: argparse.ArgumentParser) -> str:
+    """The assignment a command works on: --assignment, else the course's exercise."""
+    try:
+        return directory.exercise_in(args.course_dir.resolve(), args.assignment)[0]
+    except ValueError as problem:
+        parser.error(str(problem))
 
 
 def _course_options(command: argparse.ArgumentParser) -> None:
@@ -237,12 +252,15 @@ def main(argv: list[str] | None = None) -> int:
         if not 0 < args.similarity_threshold <= 1:
             parser.error("--similarity-threshold must be a share between 0 and 1, e.g. 0.8")
         return grade(args.course_dir, workers=args.workers, force=args.force, db_url=args.db,
-                     similarity_threshold=args.similarity_threshold, cluster=args.cluster,
+                     assignment=_assignment(args, parser), similarity_threshold=args.similarity_threshold,
+                     cluster=args.cluster,
                      security=_cluster_security(args, parser))
     use_nbgrader_environment()  # a new gradebook runs alembic; the feedback needs nbconvert's templates
     db_url = args.db or configured_db_url(args.course_dir)
     if args.command == "serve":
         return serve_cli.serve_command(args, parser, db_url, _cluster_security(args, parser))
+    if args.command == "export-lms" and args.assignment is None:
+        args.assignment = _assignment(args, parser)
     command = {"roster": roster_command, "collect-lms": collect_lms, "export-lms": export_lms,
                "tokens": serve_cli.tokens_command}[args.command]
     try:

@@ -19,11 +19,13 @@ from pathlib import Path
 from traitlets import TraitType
 from traitlets.config import Configurable
 
+from ..glue.everyassignment import EveryAssignment
 from ..glue.latepolicy import LatePolicy
 from ..glue.modelanswer import ModelAnswer
 from ..glue.outofprocessverdicts import OutOfProcessVerdicts
 from ..glue.safeexecute import KERNEL_CPU_MARGIN_SECONDS, SafeExecute
 from ..glue.sealedbox import SealedBox
+from ..glue.thisexercise import ThisExercise
 from ..lms.zip_upload import ZipLimits
 from ..sandbox.box import Caps
 from ..sandbox.kernel_client import MAX_MESSAGE_BYTES, QUEUED_MESSAGES
@@ -32,6 +34,13 @@ from ..serve.policy import Serve
 from ..verdict.process import CPU_MARGIN_SECONDS, Limits
 
 SETTINGS: list[tuple[type[Configurable], str]] = [
+    (ThisExercise, "Which assignment of the course, and which of its notebooks, is this exercise. The "
+                   "exercise's plugins act on that notebook alone; every other assignment goes through "
+                   "nbgrader's own steps, with nbgrader's own output (see docs/instructor.md#differences)."),
+    (EveryAssignment, "What protects every assignment of the course, not only this exercise. Formulas as "
+                      "MathML with no MathJax from a CDN (c.HTMLExporter.filters and extra_template_basedirs) "
+                      "and the patches of nbgrader's bugs (maxpool_grader.glue.install()) are lines of "
+                      "nbgrader_config.py, and apply to every assignment while they are there."),
     (SealedBox, "The sealed box of each submission: its kernel, its verdict processes and "
                 "everything they start share these caps; each process has its own address-space "
                 "limit too."),

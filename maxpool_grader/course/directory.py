@@ -18,6 +18,7 @@ from nbgrader.coursedir import CourseDirectory
 from nbgrader.utils import capture_log
 from traitlets.config.loader import PyFileConfigLoader
 
+from ..glue.thisexercise import exercise_notebooks, the_exercise
 from ..names import ASSIGNMENT
 
 
@@ -105,6 +106,27 @@ def course_config(course: Path, db_url: str):
     config.CourseDirectory.root = str(course)
     config.CourseDirectory.db_url = db_url
     return config
+
+
+def exercise_in(course: Path, assignment: str | None = None) -> tuple[str, str]:
+    """The exercise of the course as (assignment, notebook): ``assignment`` when given (a
+    command's ``--assignment``), with its notebook as the course's ``c.ThisExercise`` or its
+    ``source/`` says, else the course's one exercise (glue/thisexercise.py); ValueError
+    when the course does not say which."""
+    config = read_course_config(course)
+    config.CourseDirectory.root = str(course)
+    if assignment:
+        config.ThisExercise.assignment = assignment
+        found = exercise_notebooks(config)
+        return found[0] if len(found) == 1 else (assignment, assignment)
+    return the_exercise(config)
+
+
+def exercise_assignments(course: Path) -> dict[str, str]:
+    """Every assignment of the course that is this exercise, with its notebook (glue/thisexercise.py)."""
+    config = read_course_config(course)
+    config.CourseDirectory.root = str(course)
+    return dict(exercise_notebooks(config))
 
 
 def nbgrader_api(course: Path, db_url: str, warm_start: bool = False):

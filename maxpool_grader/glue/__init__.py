@@ -25,6 +25,11 @@ named after its class as nbgrader's own ``preprocessors/`` are.
   (student content shown inert), ``deadline`` (read once for every page that depends on it);
 * ``safecsvexport`` (``SafeCsvExport``): ``grades.csv`` that no spreadsheet runs, and
   ``csv_cell``, the cell every CSV of ours is written with;
+* ``thisexercise`` (``ThisExercise``, ``c.ThisExercise``): which assignment and notebook of
+  the course is this exercise; every plugin acts on that notebook alone, every other one
+  goes through nbgrader's own steps (what protects every assignment excepted);
+  ``everyassignment`` (``EveryAssignment``, ``c.EveryAssignment``): what protects every
+  assignment (the sealed box, inert notebooks, formula-safe CSV), each a setting;
 * ``nbgrader_costs``: costs nbgrader pays again for every submission, paid once;
   ``patches``: every run-time change of nbgrader's code, each checked against the
   installed versions, applied by ``install()`` (``nbgrader_config.py`` calls it).

@@ -10,6 +10,7 @@ from nbgrader.utils import is_grade, is_locked, is_solution
 from ..names import grade_id
 from .notes import add_note
 from .submission import release_notebook
+from .thisexercise import is_exercise
 
 COPY_KEY = "maxpool_grader_copy_of"  # a demoted copy's metadata: the cell it copied
 
@@ -24,9 +25,12 @@ class DeduplicateCells(DeduplicateIds):
     nbgrader's own step keeps the *last* copy and leaves the others an empty ``nbgrader``
     entry, on which ``OverwriteCells.add_missing_task_cells`` then fails with
     ``KeyError: 'grade_id'``: the submission got no grade at all (jupyter/nbgrader#1083,
-    open; a fix proposed in #1753, not merged)."""
+    open; a fix proposed in #1753, not merged). Another assignment's notebook goes through
+    nbgrader's own step."""
 
     def preprocess(self, nb, resources):
+        if not is_exercise(self, resources):
+            return super().preprocess(nb, resources)
         release = release_notebook(resources["nbgrader"]["notebook"], resources["nbgrader"]["assignment"])
         released_ids = {grade_id(cell): cell.get("id") for cell in release.cells} if release else {}
         copies: dict[str, list[int]] = {}

@@ -18,6 +18,7 @@ from ..exercise.checks import GRADED_CHECKS
 from ..exercise.reveal import after_release, guarded
 from ..names import grade_id
 from .modelanswer import is_final
+from .thisexercise import is_exercise
 
 
 class FeedbackExplanations(Preprocessor):
@@ -26,6 +27,8 @@ class FeedbackExplanations(Preprocessor):
     enabled = Bool(True)  # nbgrader registers it by name, which leaves nbconvert's default off
 
     def preprocess(self, nb, resources):
+        if not is_exercise(self, resources):
+            return nb, resources
         final = is_final(self.config, resources)
         for cell in nb.cells:
             check = GRADED_CHECKS.get(grade_id(cell)) if cell.cell_type == "code" else None

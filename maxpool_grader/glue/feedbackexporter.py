@@ -31,6 +31,8 @@ from nbconvert.exporters import HTMLExporter
 from nbconvert.filters.highlight import Highlight2HTML
 from traitlets import default
 
+from .thisexercise import is_exercise
+
 NBGRADER_TEMPLATES = Path(nbgrader.__file__).resolve().parent / "server_extensions" / "formgrader" / "templates"
 
 
@@ -66,7 +68,13 @@ class FeedbackExporter(HTMLExporter):
         kept as it is). In this template a code cell is the whole content of its
         ``input_area``, and nbconvert's pass changes nothing inside a block (images and cell
         wrappers only): so the page is the same, byte for byte. A placeholder not found
-        exactly once (a template that moved one) makes the page again the plain way."""
+        exactly once (a template that moved one) makes the page again the plain way.
+        Another assignment's page is nbgrader's own (its ``feedback`` template)."""
+        configured = self.__dict__.setdefault("_configured_template", self.template_name)
+        wanted = configured if configured != TEMPLATE or is_exercise(self, resources) else STOCK_TEMPLATE
+        if self.template_name != wanted:
+            self.template_name = wanted
+            self.template_paths = self._template_paths()  # the template's folders (a default, read once)
         if self.template_name != TEMPLATE:  # only this template's code cells are known to stand alone
             return super().from_notebook_node(nb, resources, **kw)
         spare = copy.deepcopy(resources)  # the preprocessors write into it
@@ -143,6 +151,7 @@ _PLACEHOLDER = re.compile(f"<!--{_NONCE}n([0-9]+)x-->")
 
 
 TEMPLATE = "maxpool_feedback"
+STOCK_TEMPLATE = "feedback"  # nbgrader's feedback page, for every other assignment
 
 
 _HIGHLIGHTS_KEPT = 2000  # a class's shared cells many times over; a long-running serve stays small

@@ -26,6 +26,7 @@ from ..exercise.repeats import reason_of, shorten_repeats, split_report
 from ..names import PART_A_CELL, RESOURCES_KEY, SUMMARY_TAG, grade_id
 from .inert import html_block
 from .modelanswer import part_a_pending, unanswered
+from .thisexercise import is_exercise
 
 PART_A_TITLE = "Part A: your derivation (graded by hand)"
 
@@ -44,6 +45,8 @@ class FeedbackSummary(Preprocessor):
     enabled = Bool(True)  # nbgrader registers it by name, which leaves nbconvert's default off
 
     def preprocess(self, nb, resources):
+        if not is_exercise(self, resources):  # another assignment's page: nbgrader's own
+            return nb, resources
         for cell in nb.cells:  # only the grader's own summary may carry its tag
             tags = cell.get("metadata", {}).get("tags")
             if isinstance(tags, list) and SUMMARY_TAG in tags:

@@ -16,6 +16,7 @@ from nbgrader.preprocessors import NbGraderPreprocessor, SaveAutoGrades
 from ..sandbox.box import GraderFault
 from .notes import add_note
 from .recording import forget_new_submission, wait_to_record
+from .thisexercise import is_exercise
 
 
 class KeepHandGrades(SaveAutoGrades):
@@ -30,7 +31,10 @@ class KeepHandGrades(SaveAutoGrades):
     course directory. When the answer changed, it goes back to "needs manual grade" and
     a note says why (the class report lists it). The notebook's grades are committed
     once, together (nbgrader committed each cell's: a dozen fsyncs of the gradebook).
+    Another assignment's grades are saved by nbgrader's own SaveAutoGrades, unchanged.
     """
+
+    _stock = False  # another assignment's notebook: nbgrader's own rule for every cell
 
     def preprocess(self, nb, resources):
         try:
@@ -38,6 +42,9 @@ class KeepHandGrades(SaveAutoGrades):
         except GraderFault:
             forget_new_submission(resources)
             raise
+        self._stock = not is_exercise(self, resources)
+        if self._stock:
+            return SaveAutoGrades.preprocess(self, nb, resources)
         found = resources["nbgrader"]
         root = Path(CourseDirectory(parent=self).root)
         self._answers = root / ".maxpool-grader" / "answers" / found["assignment"] / f"{found['student']}.json"
@@ -63,6 +70,8 @@ class KeepHandGrades(SaveAutoGrades):
     def _add_score(self, cell, resources):
         """nbgrader's SaveAutoGrades._add_score (its rule, without its commit), then a hand grade
         of an unchanged answer kept."""
+        if self._stock:
+            return SaveAutoGrades._add_score(self, cell, resources)
         cell_id = cell.metadata["nbgrader"]["grade_id"]
         grade = self.gradebook.find_grade(cell_id, self.notebook_id, self.assignment_id, self.student_id)
         grade.auto_score, _ = utils.determine_grade(cell, self.log)
@@ -78,6 +87,8 @@ class KeepHandGrades(SaveAutoGrades):
 
     def _add_comment(self, cell, resources):
         """nbgrader's SaveAutoGrades._add_comment, without its commit."""
+        if self._stock:
+            return SaveAutoGrades._add_comment(self, cell, resources)
         comment = self.gradebook.find_comment(cell.metadata["nbgrader"]["grade_id"], self.notebook_id,
                                               self.assignment_id, self.student_id)
         unchanged = cell.metadata.nbgrader.get("checksum", None) == utils.compute_checksum(cell)

@@ -23,6 +23,7 @@ from traitlets import Bool, Enum
 from ..exercise.part_a import EXPLANATION, MODEL_ANSWER, PART_A_POINTS, RUBRIC, figure_png
 from ..names import MODEL_ANSWER_TAG, PART_A_CELL, RESOURCES_KEY, RUBRIC_TAG, grade_id
 from .deadline import deadline
+from .thisexercise import is_exercise
 
 RUBRIC_HEADING = "**How your Part A answer is graded**"
 
@@ -74,6 +75,8 @@ class ModelAnswer(Preprocessor):
         "'never': they are read while Part A can still change.")).tag(config=True, unit="")
 
     def preprocess(self, nb, resources):
+        if not is_exercise(self, resources):  # another assignment's page: nbgrader's own
+            return nb, resources
         final = is_final(self.config, resources)
         for cell in nb.cells:  # the rubric ShowRubric wrote for the grader: the student's, or a note
             if cell.cell_type == "markdown" and RUBRIC_TAG in cell.get("metadata", {}).get("tags", []):

@@ -18,6 +18,7 @@ from ..verdict.process import Limits, untrusted_process_wrapper
 from ..verdict.remote import Cell
 from ..verdict.verdicts import Verdict, verdicts
 from .sealedbox import SealedBox, box_for
+from .thisexercise import is_exercise
 
 
 def error_output(message: str) -> NotebookNode:
@@ -26,7 +27,8 @@ def error_output(message: str) -> NotebookNode:
 
 
 class OutOfProcessVerdicts(NbGraderPreprocessor):
-    """Decide every graded test of the notebook in a separate process (verdict/verdicts.py)."""
+    """Decide every graded test of the exercise's notebook in a separate process
+    (verdict/verdicts.py); another assignment's tests run in its sandboxed kernel alone."""
 
     # The defaults are Limits's (verdict/process.py); docs/settings.md is made from these traits.
     check_seconds = Float(Limits.check_seconds, help=(
@@ -47,6 +49,8 @@ class OutOfProcessVerdicts(NbGraderPreprocessor):
                       self.total_seconds, SealedBox(parent=self).verdict_memory_mib << 20)
 
     def preprocess(self, nb, resources):
+        if not is_exercise(self, resources) or not executing(self.config):
+            return nb, resources
         cells = code_before_tests(nb)
         graded = [cell_id for cell in nb.cells if (cell_id := grade_id(cell)) in GRADED_CHECKS
                   and cell.metadata.nbgrader.get("grade")]
@@ -69,6 +73,13 @@ class OutOfProcessVerdicts(NbGraderPreprocessor):
         pending = _VERDICT_THREADS.submit(decide)
         resources.setdefault(RESOURCES_KEY, {}).update(verdicts=pending, graded=set(graded))
         return nb, resources
+
+
+def executing(config) -> bool:
+    """Whether the course runs notebooks at all (``--no-execute`` turns nbgrader's Execute, and
+    so SafeExecute, off): without it no student code runs, out of process neither."""
+    return all(config[name].get("enabled", True) is not False for name in ("Execute", "SafeExecute")
+               if name in config)
 
 
 def decided_in_the_grader(cell, verdict: Verdict | None) -> list[NotebookNode] | None:

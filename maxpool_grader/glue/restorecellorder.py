@@ -9,13 +9,17 @@ from .deduplicatecells import COPY_KEY
 from .notes import add_note
 from .sealedbox import SealedBox
 from .submission import release_notebook
+from .thisexercise import is_exercise
 
 
 class RestoreCellOrder(NbGraderPreprocessor):
     """Put the assignment's own cells back in the released order; a cell the student added
-    stays right after the assignment cell it followed."""
+    stays right after the assignment cell it followed. Another assignment's notebook is left
+    as it is."""
 
     def preprocess(self, nb, resources):
+        if not is_exercise(self, resources):
+            return nb, resources
         release = release_notebook(resources["nbgrader"]["notebook"], resources["nbgrader"]["assignment"])
         if release is None:
             return nb, resources

@@ -10,7 +10,9 @@ gets a leading ``'``. Numbers are written as nbgrader writes them and stay numbe
 ``maxpool-grader export-lms`` uses the same rule. A last column, ``part_a``, says whether Part A
 has a grade: "graded", "not graded yet" (it waits for a person: the score counts it as 0 until
 then) or "not answered yet" (before the deadline, an answer left as released); empty for a
-student who submitted nothing.
+student who submitted nothing, and on every other assignment's rows (whose manual grades
+are in their scores, as nbgrader writes them). A course without this exercise
+(thisexercise.py) gets nbgrader's columns alone.
 
 ``shown`` is the same care for a terminal: text a student chose, printed so that it cannot
 forge a line or send the terminal an escape."""
@@ -25,6 +27,8 @@ from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.plugins.export import CsvExportPlugin
 
 from .deadline import deadline_passed, part_a_state
+from .everyassignment import protects
+from .thisexercise import exercise_notebooks
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\n", "\0")
 
@@ -65,9 +69,10 @@ class SafeCsvExport(CsvExportPlugin):
         destination = self.to or "grades.csv"
         students, assignments = {str(s) for s in self.student}, {str(a) for a in self.assignment}
         self.log.info("Exporting grades to %s", destination)
+        exercise = dict(exercise_notebooks(self.config))  # assignment -> its notebook
         with open(destination, "w", newline="") as handle:
             rows = csv.writer(handle)  # RFC 4180: CRLF, so a CR or LF inside a name is quoted too
-            rows.writerow(EXPORT_COLUMNS)
+            rows.writerow(EXPORT_COLUMNS if exercise else EXPORT_COLUMNS[:-1])
             configured = self.config.Serve.get("deadline", "") if "Serve" in self.config else ""
             for assignment in gradebook.assignments:
                 if assignments and assignment.name not in assignments:
@@ -75,7 +80,9 @@ class SafeCsvExport(CsvExportPlugin):
                 passed = _passed(configured, assignment)
                 for student in gradebook.students:
                     if not students or student.id in students:
-                        rows.writerow(_row(gradebook, assignment, student, passed))
+                        row = _row(gradebook, assignment, student, passed, exercise.get(assignment.name),
+                                   safe=assignment.name in exercise or protects(self, "safe_csv"))
+                        rows.writerow(row if exercise else row[:-1])
 
 
 def _passed(configured: str, assignment) -> bool:
@@ -86,18 +93,22 @@ def _passed(configured: str, assignment) -> bool:
     return due is None or time.time() > due.replace(tzinfo=due.tzinfo or timezone.utc).timestamp()
 
 
-def _row(gradebook: Gradebook, assignment, student, passed: bool = True) -> list:
+def _row(gradebook: Gradebook, assignment, student, passed: bool = True, notebook: str | None = None,
+         safe: bool = True) -> list:
+    """A student's row; ``notebook``: the exercise's, when ``assignment`` is the exercise (else
+    no ``part_a`` value); ``safe``: its texts formula-safe (c.EveryAssignment.safe_csv)."""
     try:
         submission = gradebook.find_submission(assignment.name, student.id)
     except MissingEntry:  # nothing submitted: 0, as nbgrader's plugin writes it
         timestamp, raw, penalty, part_a = "", 0.0, 0.0, ""
     else:
         timestamp, raw, penalty = submission.timestamp, submission.score, submission.late_submission_penalty
-        hand = [grade for notebook in submission.notebooks for grade in notebook.grades
+        hand = [grade for graded in submission.notebooks if graded.name == notebook for grade in graded.grades
                 if grade.cell_type == "markdown"]
-        part_a = part_a_state(hand, passed) or "graded"
+        part_a = (part_a_state(hand, passed) or "graded") if notebook else ""
     numbers = [raw, penalty, max(0.0, raw - penalty), assignment.max_score]
     texts = [assignment.name, assignment.duedate, timestamp, student.id, student.last_name, student.first_name,
              student.email]
-    return ([safe_text(value) for value in texts] + ["" if value is None else str(value) for value in numbers]
+    plain = lambda value: "" if value is None else str(value)  # noqa: E731
+    return ([safe_text(value) if safe else plain(value) for value in texts] + [plain(value) for value in numbers]
             + [part_a])

@@ -7,7 +7,11 @@ hidden tests, nor the package their code imports). A visible test the verdict fa
 that verdict instead of running; one it passed runs in the kernel too, and can only lose its
 points there. A dead kernel or a used-up time budget costs only what the out-of-process
 verdict failed, output on stderr in a test cell does not cost points, and what a cell
-prints is capped.
+prints is capped. Another assignment's notebook runs in the same sealed box, with the same
+caps and time limits, and is otherwise nbgrader's Execute's: no notes cell, its outputs and
+execution counts as nbclient left them, a dead kernel failing the submission as in
+nbgrader (what the box stopped is in the log). With ``c.EveryAssignment.sealed_box = False``
+another assignment's notebook runs as nbgrader's Execute runs it, out of the box.
 
 The kernel starts only once the verdict is decided and the box is empty (every process
 the verdict left is gone), so nothing of the verdict's can starve it: a fork bomb's
@@ -23,6 +27,7 @@ import json
 import time
 from concurrent.futures import Future
 
+from jupyter_client.manager import AsyncKernelManager
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbformat import NotebookNode
 from nbformat.v4 import new_output
@@ -34,17 +39,21 @@ from ..sandbox.box import GraderFault, disk_hit
 from ..sandbox.kernel_client import RevivingChannel
 from ..sandbox.kernels import kernel_manager
 from ..verdict.verdicts import Verdict
+from .everyassignment import protects
 from .notes import add_note, show_notes
 from .outofprocessverdicts import decided_in_the_grader, error_output
 from .outputs import ERROR_BYTES, NOTEBOOK_CUT, OUTPUT_CUT, coalesced, not_run_output, output_size, shortened_error
 from .recording import forget_new_submission
 from .sealedbox import SealedBox, box_for
+from .thisexercise import is_exercise
 
 KERNEL_CPU_MARGIN_SECONDS = 30  # the kernel's CPU time beyond ``notebook_seconds``
 
 
 class SafeExecute(Execute):
     """nbgrader's Execute, made safe for grading untrusted notebooks (see module doc)."""
+
+    _plain = False  # another assignment's notebook, with c.EveryAssignment.sealed_box off: nbgrader's Execute
 
     # docs/settings.md is made from these traits (python -m maxpool_grader.cli.settings_doc).
     timeout = Integer(15, allow_none=True, help=(
@@ -68,6 +77,12 @@ class SafeExecute(Execute):
 
     def preprocess(self, nb, resources=None, km=None):
         ours = (resources or {}).get(RESOURCES_KEY, {})
+        self._ours = is_exercise(self, resources)
+        self._died_in_a_cell = False
+        self._plain = not self._ours and not protects(self, "sealed_box")
+        if self._plain:  # the instructor's choice for other assignments: nbgrader's own kernel
+            self.kernel_manager_class = AsyncKernelManager
+            return super().preprocess(nb, resources, km)
         self._pending: Future | None = ours.get("verdicts")
         self._graded: set[str] = ours.get("graded", set())
         self._verdicts: dict[str, Verdict] | None = None if self._pending else {}
@@ -91,15 +106,20 @@ class SafeExecute(Execute):
                 box.close()
         disk = next(filter(None, (disk_hit(json.dumps(cell.get("outputs", [])), self._caps)
                                   for cell in nb.cells if cell.cell_type == "code")), None)
-        for hit in hits + ([disk] if disk else []):
-            add_note(nb, f"Your code {hit}: the grading box of a submission allows no more. "
-                         "Tests that could not finish because of it give no points.")
+        notes = [f"Your code {hit}: the grading box of a submission allows no more. Tests that could not "
+                 "finish because of it give no points." for hit in hits + ([disk] if disk else [])]
         if self._output_cut:
-            add_note(nb, f"A cell of your notebook printed more than {self._caps.output_bytes >> 10} KiB; "
+            notes.append(f"A cell of your notebook printed more than {self._caps.output_bytes >> 10} KiB; "
                          "the rest of its output was cut.")
         if self._notebook_cut:
-            add_note(nb, f"Your notebook printed more than {self._caps.notebook_output_bytes >> 20} MiB in all; the "
+            notes.append(f"Your notebook printed more than {self._caps.notebook_output_bytes >> 20} MiB in all; the "
                          "output of the cells after that was cut. Your grade is what the tests decided.")
+        if not self._ours:  # another assignment's notebook: nbgrader's own, what the box did in the log
+            for note in notes:
+                self.log.warning("%s", note)
+            return nb, resources
+        for note in notes:
+            add_note(nb, note)
         for cell in nb.cells:
             verdict = found.get(grade_id(cell))
             if verdict is None:
@@ -134,6 +154,8 @@ class SafeExecute(Execute):
             try:
                 return super().preprocess(nb, resources, km)
             except DeadKernelError:
+                if self._died_in_a_cell:
+                    raise
                 if self._kernel_ready:  # while shutting down: every cell has its outputs already
                     return nb, resources
                 problem = "it ended before it was ready"
@@ -150,6 +172,8 @@ class SafeExecute(Execute):
         """nbclient's output handler, with caps on what one cell and the whole notebook may
         print: a flood of output is cut here, before it fills the grader's memory. The first
         error of a cell always passes, shortened (a test cell's failure must be seen)."""
+        if self._plain:
+            return super().output(outs, msg, display_id, cell_index)
         content = msg.get("content", {})
         kind = msg.get("msg_type")
         cell_left = self._output_left.get(cell_index, self._caps.output_bytes)
@@ -177,10 +201,14 @@ class SafeExecute(Execute):
 
     def handle_comm_msg(self, outs, msg, cell_index):
         """Widgets are not graded: their state would bypass the output cap."""
+        if self._plain:
+            return super().handle_comm_msg(outs, msg, cell_index)
 
     def _update_display_id(self, display_id, msg):
         """Display updates are not kept: they would rewrite outputs of earlier cells past the
         output cap."""
+        if self._plain:
+            return super()._update_display_id(display_id, msg)
 
     def _dropped_output(self, cell) -> None:
         """Mark a cell whose output the kernel connection dropped: one message over
@@ -199,6 +227,8 @@ class SafeExecute(Execute):
         return self._verdicts
 
     def preprocess_cell(self, cell, resources, index):
+        if self._plain:
+            return super().preprocess_cell(cell, resources, index)
         self._kernel_ready = True
         if cell.cell_type != "code":
             return cell, resources
@@ -223,6 +253,9 @@ class SafeExecute(Execute):
             self._dropped_output(cell)
             return cell, resources
         except DeadKernelError:
+            if not self._ours:  # nbgrader's own: the submission fails
+                self._died_in_a_cell = True
+                raise
             self._not_running = "the kernel died in an earlier cell"
             cell.outputs = list(cell.get("outputs", [])) + [new_output(
                 "error", ename="DeadKernelError", evalue="the kernel died",

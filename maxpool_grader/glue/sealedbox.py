@@ -73,5 +73,6 @@ def box_for(preprocessor, resources: dict) -> Box | None:
         if use_sandbox(settings.sandbox, preprocessor.log):
             found = resources.get("nbgrader", {})
             folder = Path.cwd() / "autograded" / found.get("student", "") / found.get("assignment", "")
-            ours["box"] = Box(settings.caps(), folder if found else None, settings.sandbox, preprocessor.log)
+            ours["box"] = Box(settings.caps(), folder if found.get("student") else None, settings.sandbox,
+                              preprocessor.log)
     return ours["box"]

@@ -7,6 +7,7 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 
 from ..exercise.part_a import RUBRIC
 from ..names import PART_A_CELL, RUBRIC_TAG, grade_id
+from .thisexercise import is_exercise
 
 
 class ShowRubric(NbGraderPreprocessor):
@@ -15,6 +16,8 @@ class ShowRubric(NbGraderPreprocessor):
     model answer: model_answer.ModelAnswer). The release never has it."""
 
     def preprocess(self, nb, resources):
+        if not is_exercise(self, resources):
+            return nb, resources
         at = next((index for index, cell in enumerate(nb.cells) if grade_id(cell) == PART_A_CELL), None)
         if at is not None and not any(RUBRIC_TAG in cell.get("metadata", {}).get("tags", []) for cell in nb.cells):
             rubric = new_markdown_cell(

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import nbformat
 from nbformat import NotebookNode
-from nbgrader.api import Gradebook
 from sqlalchemy.exc import SAWarning
+
+from .thisexercise import exercise_notebooks
 
 
 def quiet_known_nbgrader_warnings() -> None:
@@ -138,40 +139,32 @@ def grade_folders_without_notebooks(converter_class) -> None:
     each of the assignment's notebooks, even when the folder lacks it: nbgrader skips a
     folder without notebooks silently, and fails one whose notebook was renamed, so the
     student would get no grade and no feedback. TolerantNotebookExporter then grades a
-    renamed notebook in its place, or explains what was missing."""
+    renamed notebook in its place, or explains what was missing. Only this exercise's
+    folders (thisexercise.py): another assignment's are found as nbgrader finds them."""
     original = converter_class.init_notebooks
     if getattr(original, "_grades_every_folder", False):
         return
 
     def init_notebooks(self) -> None:
+        exercise = dict(exercise_notebooks(self.config))  # assignment -> the exercise's notebook
         try:
             original(self)
-        except Exception:  # no notebook anywhere: maybe folders without one
+        except Exception:  # no notebook anywhere: maybe the exercise's folders without one
+            if not exercise:
+                raise
             self.assignments = {}
         pattern = self._format_source(self.coursedir.assignment_id, self.coursedir.student_id)
-        names: dict[str, list[str]] = {}
         for folder in sorted(glob.glob(pattern)):
-            if not os.path.isdir(folder):
+            assignment = os.path.basename(folder)
+            if not os.path.isdir(folder) or assignment not in exercise:
                 continue
             found = self.assignments.setdefault(folder, [])
-            assignment = os.path.basename(folder)
-            if assignment not in names:
-                names[assignment] = _notebook_names(self, assignment)
-            for name in names[assignment]:
-                expected = os.path.join(folder, f"{name}.ipynb")
-                if expected not in found:
-                    self.log.warning("%s is missing: it is graded as missing (or renamed)", expected)
-                    found.append(expected)
+            expected = os.path.join(folder, f"{exercise[assignment]}.ipynb")
+            if expected not in found:
+                self.log.warning("%s is missing: it is graded as missing (or renamed)", expected)
+                found.append(expected)
         if not self.assignments:
             original(self)  # nothing at all: nbgrader's own error
 
     init_notebooks._grades_every_folder = True
     converter_class.init_notebooks = init_notebooks
-
-
-def _notebook_names(converter, assignment: str) -> list[str]:
-    try:
-        with Gradebook(converter.coursedir.db_url, converter.coursedir.course_id) as gradebook:
-            return [notebook.name for notebook in gradebook.find_assignment(assignment).notebooks]
-    except Exception:  # noqa: BLE001  no gradebook or assignment yet: nbgrader says so itself
-        return []

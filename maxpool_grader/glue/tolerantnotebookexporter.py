@@ -14,15 +14,19 @@ from nbgrader.utils import is_solution
 from ..names import FORMAT_KEY, RESOURCES_KEY
 from .notes import add_note
 from .submission import release_notebook, through_a_link
+from .thisexercise import is_exercise
 
 
 class TolerantNotebookExporter(NotebookExporter):
     """nbgrader's exporter, except that a notebook that cannot be read is replaced by the
     released notebook with an empty solution, and a note saying why, so the submission
-    still gets a grade and a reason (plain nbgrader fails the whole submission)."""
+    still gets a grade and a reason (plain nbgrader fails the whole submission). Another
+    assignment's notebook is read as nbgrader reads it (thisexercise.py)."""
 
     def from_filename(self, filename, resources=None, **kw):
         resources = {} if resources is None else resources
+        if not is_exercise(self, resources):
+            return super().from_filename(filename, resources, **kw)
         nb = self._read(Path(filename))
         # the notes this reader wrote, as opposed to any the file claims: the first of
         # nbgrader's steps (inert.MakeSubmissionInert) keeps these alone

@@ -56,7 +56,8 @@ def _size(option: str, text: str) -> int:
 
 def export_lms(args, db_url: str) -> int:
     out_dir = args.out_dir or args.course_dir
-    result = export.export(args.course_dir, db_url, out_dir, canvas_column=args.canvas_column)
+    result = export.export(args.course_dir, db_url, out_dir, canvas_column=args.canvas_column,
+                           assignment=getattr(args, "assignment", None) or ASSIGNMENT)
     print(f"{result['rows']} students: {out_dir / 'canvas_grades.csv'} (Canvas gradebook import), "
           f"{out_dir / 'lms_grades.csv'} (every number)")
     if result["ungraded"]:

@@ -33,6 +33,16 @@ from .kernel_client import CappedKernelClient
 from .limits import prlimit, rlimits
 from .zygote import SpawnError, Zygote
 
+NBGRADER_VARIABLES = ("NBGRADER_EXECUTION", "NBGRADER_VALIDATING")  # nbgrader sets them while it runs a notebook
+
+
+def nbgrader_variables() -> dict[str, str]:
+    """What nbgrader tells a notebook it runs (``NBGRADER_EXECUTION=autograde`` while it
+    grades, ``validate`` and ``NBGRADER_VALIDATING=1`` while it validates): instructors test
+    for them to skip slow cells, so they reach the sandboxed kernel as they would reach
+    nbgrader's own; nothing else of the grader's environment does."""
+    return {name: os.environ[name] for name in NBGRADER_VARIABLES if name in os.environ}
+
 
 class QuickShutdown:
     """A kernel manager that sees its kernel gone within 10 ms, not jupyter_client's 100 ms
@@ -89,7 +99,7 @@ class SandboxedKernelManager(QuickShutdown, AsyncKernelManager):
             command.append(MEMORY_HISTORY)
         # ipykernel exits when its parent's pid is gone, and the sandbox's pid namespace does
         # not show it; 1 means "no parent to watch" (the sandbox ends the kernel anyway)
-        kw["env"] = environment(JPY_PARENT_PID="1")
+        kw["env"] = environment(JPY_PARENT_PID="1", **nbgrader_variables())
         kw["cwd"] = WORKDIR
         self._command = command
         return command, kw
