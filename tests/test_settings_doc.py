@@ -109,9 +109,12 @@ def test_the_cell_timeout_is_set_once(sections, expected):
 def test_a_cap_edited_in_the_course_config_reaches_the_graded_notebooks_notes(tmp_path):
     """One line added to the course's own nbgrader_config.py, loaded as nbgrader loads it."""
     (tmp_path / "nbgrader_config.py").write_text(
-        CONFIG.read_text() + "\nc.SealedBox.output_kib = 1\nc.SealedBox.sandbox = 'off'  # a quick kernel\n")
+        CONFIG.read_text() + "\nc.SealedBox.output_kib = 1\nc.SealedBox.sandbox = 'off'  # a quick kernel\n"
+        "c.ThisExercise.assignment = c.ThisExercise.notebook = 'max_pool_backward'\n")
     config = PyFileConfigLoader("nbgrader_config.py", path=str(tmp_path)).load_config()
     nb = new_notebook(cells=[new_code_cell("print('x' * 5000)")])
     nb.metadata.kernelspec = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nb, _ = SafeExecute(config=config).preprocess(nb, {"metadata": {"path": str(tmp_path)}})
+    resources = {"metadata": {"path": str(tmp_path)},
+                 "nbgrader": {"assignment": "max_pool_backward", "notebook": "max_pool_backward"}}
+    nb, _ = SafeExecute(config=config).preprocess(nb, resources)
     assert "printed more than 1 KiB" in nb.cells[0].source, nb.cells[0]

@@ -104,16 +104,7 @@ class SafeExecute(Execute):
             hits = box.hits() if box else []
             if box:
                 box.close()
-        disk = next(filter(None, (disk_hit(json.dumps(cell.get("outputs", [])), self._caps)
-                                  for cell in nb.cells if cell.cell_type == "code")), None)
-        notes = [f"Your code {hit}: the grading box of a submission allows no more. Tests that could not "
-                 "finish because of it give no points." for hit in hits + ([disk] if disk else [])]
-        if self._output_cut:
-            notes.append(f"A cell of your notebook printed more than {self._caps.output_bytes >> 10} KiB; "
-                         "the rest of its output was cut.")
-        if self._notebook_cut:
-            notes.append(f"Your notebook printed more than {self._caps.notebook_output_bytes >> 20} MiB in all; the "
-                         "output of the cells after that was cut. Your grade is what the tests decided.")
+        notes = self._notes(nb, hits)
         if not self._ours:  # another assignment's notebook: nbgrader's own, what the box did in the log
             for note in notes:
                 self.log.warning("%s", note)
@@ -167,6 +158,20 @@ class SafeExecute(Execute):
         raise GraderFault(f"the Python kernel did not start, {KERNEL_STARTS} times ({problem}): no cell of the "
                           "notebook ran, so nothing is recorded; grade it again once the kernel starts "
                           "(maxpool-grader doctor)")
+
+    def _notes(self, nb, hits: list[str]) -> list[str]:
+        """What the box did that the student must read: a cap their code hit, output cut."""
+        disk = next(filter(None, (disk_hit(json.dumps(cell.get("outputs", [])), self._caps)
+                                  for cell in nb.cells if cell.cell_type == "code")), None)
+        notes = [f"Your code {hit}: the grading box of a submission allows no more. Tests that could not "
+                 "finish because of it give no points." for hit in hits + ([disk] if disk else [])]
+        if self._output_cut:
+            notes.append(f"A cell of your notebook printed more than {self._caps.output_bytes >> 10} KiB; "
+                         "the rest of its output was cut.")
+        if self._notebook_cut:
+            notes.append(f"Your notebook printed more than {self._caps.notebook_output_bytes >> 20} MiB in all; the "
+                         "output of the cells after that was cut. Your grade is what the tests decided.")
+        return notes
 
     def output(self, outs, msg, display_id, cell_index):
         """nbclient's output handler, with caps on what one cell and the whole notebook may

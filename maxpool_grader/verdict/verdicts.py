@@ -215,15 +215,14 @@ def verdict_of(check: GradedCheck, session: _Session, page: Page | None = None) 
 
 def explained(pending: _Failed, session: _Session, page: Page) -> Verdict:
     """The report of a failed check: the smallest input and the named mistake, within the search's time."""
-    check, failed, after = pending.check, pending.failed, pending.after
+    check, failed, after, limits = pending.check, pending.failed, pending.after, session.limits
     named: list[str] = []
     function = session.function
     if function is not None:
         session.process.deadline = time.monotonic() + min(session.limits.search_seconds,
                                                           max(session.budget_left(), 0))
     own = [cell for cell in session.cells if cell.kind != "student"]  # no cell of trial calls of the function
-    fresh = FreshStarts(lambda: _Session(own, session.limits, session.wrap), session.budget_left,
-                        session.limits.search_seconds)
+    fresh = FreshStarts(lambda: _Session(own, session.limits, session.wrap), session.budget_left, limits.search_seconds)
     try:
         message = explain(check, function, failed, named, after=after, source=session.source(), page=page,
                           fresh=fresh)
