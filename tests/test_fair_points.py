@@ -27,7 +27,7 @@ from maxpool_grader import max_pool_backward
 from maxpool_grader.exercise.catalogue import BUGS, CONTROLS
 from maxpool_grader.exercise.checks import HIDDEN_CHECKS
 from maxpool_grader.exercise.contract import RULES, case_of
-from maxpool_grader.exercise.kinds import draw
+from maxpool_grader.exercise.kinds import draw, maximum_first
 from maxpool_grader.exercise.part_a import PART_A_POINTS, RUBRIC
 from maxpool_grader.exercise.reproducer import ProbeConfig, all_configs, upstream, values
 from maxpool_grader.exercise.rules import JUDGES, JUDGES_OF_THE_RESULT_ALONE, Case, Given, valid_subgradient
@@ -48,14 +48,7 @@ def plain(config: ProbeConfig) -> bool:
 def _negative_maximum_first(config: ProbeConfig) -> np.ndarray:
     """All-negative x whose every window (stride None: windows do not overlap) has its
     maximum first: it tells clipped border windows apart from negative values."""
-    x = values(config, "negative")
-    ph, pw = config.pool
-    for top in range(0, config.in_shape[0], ph):
-        for left in range(0, config.in_shape[1], pw):
-            window = x[top:top + ph, left:left + pw]
-            where = np.unravel_index(np.argmax(window), window.shape)
-            window[where], window[0, 0] = window[0, 0], window[where]
-    return x
+    return maximum_first(values(config, "negative"), config.pool)
 
 
 def _right(case: Case, dx: np.ndarray, x_after: np.ndarray, d_after: np.ndarray) -> bool:

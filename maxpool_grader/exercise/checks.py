@@ -19,6 +19,7 @@ import numpy as np
 
 from .contract import with_drawn
 from .geometry import forward_geometry
+from .kinds import maximum_first
 from .reproducer import ProbeConfig
 from .reproducer import probes_where as _probes
 from .rules import (
@@ -73,13 +74,7 @@ def _negative_with_first_maximum(shape, pool: int, seed: int) -> np.ndarray:
     """All-negative x whose every (stride = pool) window, clipped ones too, has its maximum
     first: a running maximum started at 0 still picks it, but zeros padded at the border
     beat it. It isolates the border windows from the negative-values test."""
-    x = _distinct(shape, seed) - (int(np.prod(shape)) + 1)
-    for top in range(0, shape[0], pool):
-        for left in range(0, shape[1], pool):
-            window = x[top:top + pool, left:left + pool]
-            where = np.unravel_index(np.argmax(window), window.shape)
-            window[where], window[0, 0] = window[0, 0], window[where]
-    return x
+    return maximum_first(_distinct(shape, seed) - (int(np.prod(shape)) + 1), (pool, pool))
 
 
 def _case(x, pool_size, stride=None, seed=0, ceil_mode=False, d_output=None) -> Case:

@@ -116,15 +116,15 @@ def _as_pair(value) -> tuple[int, int]:
 
 def x_values(kind: Kind, rng: np.random.Generator) -> np.ndarray:
     x = _x_values(kind, rng)
-    return _maximum_first(x, kind) if kind.first else x
+    return maximum_first(x, kind.pair[0]) if kind.first else x
 
 
-def _maximum_first(x: np.ndarray, kind: Kind) -> np.ndarray:
-    """Each window of the grid (stride None: windows that do not overlap) with its maximum
-    swapped to its first element: a scan that starts from 0, or from any value below x's,
-    keeps the first element and so picks the maximum; padding past the border does not."""
-    (ph, pw), _ = kind.pair
-    x = x.copy()
+def maximum_first(x: np.ndarray, pool: tuple[int, int]) -> np.ndarray:
+    """A copy of x with each window of the stride-None grid (windows that do not overlap, the
+    clipped ones too) having its maximum swapped to its first element: a scan that starts from
+    0, or from any value below x's, keeps the first element and so picks the maximum; padding
+    past the border does not. It tells clipped border windows apart from negative values."""
+    (ph, pw), x = pool, np.array(x, copy=True)
     for lead in np.ndindex(x.shape[:-2]):
         plane = x[lead]
         for top in range(0, plane.shape[0], ph):
