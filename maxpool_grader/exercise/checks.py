@@ -237,8 +237,11 @@ HIDDEN_CHECKS = {grade_id: with_drawn(check) for grade_id, check in HIDDEN_CHECK
 
 
 def warm_up_checks() -> None:
-    """Compute what every submission's checks need and nothing of theirs changes: the numerical
-    gradients of the gradient check's cases (``maxpool-grader grade`` calls this before it forks)."""
+    """Compute what every submission's checks need and nothing of theirs changes: every check's
+    cases (the drawn ones too) and the numerical gradients of the gradient check's cases
+    (``maxpool-grader grade`` calls this before it forks)."""
+    for check in GRADED_CHECKS.values():
+        check.cases()
     for case in gradient_check_cases():
         numerical_gradient(case)
 

@@ -233,11 +233,15 @@ def draw(over: tuple[str, ...], count: int, seed: int, where=lambda kind: True, 
     every kind of values, ...), in turn, the others drawn at random."""
     rng = np.random.default_rng(seed)
     strata: dict[object, list[Kind]] = {}
-    for _ in range(3000):
-        kind = replace(base, **{name: DIMENSIONS[name][rng.integers(len(DIMENSIONS[name]))] for name in over})
-        if kind.valid and where(kind):
-            group = strata.setdefault(getattr(kind, over[0]), [])
-            if kind not in group:
+    first, rest = over[0], tuple(name for name in dict.fromkeys(over[1:]) if name != over[0])
+    for value in DIMENSIONS[first]:  # each value of the first dimension: its own stratum
+        group = strata.setdefault(value, [])
+        for _ in range(400):
+            if len(group) >= count:
+                break
+            kind = replace(base, **{first: value}, **{name: DIMENSIONS[name][rng.integers(len(DIMENSIONS[name]))]
+                                                      for name in rest})
+            if kind not in group and kind.valid and where(kind):
                 group.append(kind)
     found: list[Kind] = []
     for turn in range(count):
