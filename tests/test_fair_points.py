@@ -27,10 +27,11 @@ from maxpool_grader import max_pool_backward
 from maxpool_grader.exercise.catalogue import BUGS, CONTROLS
 from maxpool_grader.exercise.checks import HIDDEN_CHECKS
 from maxpool_grader.exercise.contract import RULES, case_of
+from maxpool_grader.exercise.judges import JUDGES, JUDGES_OF_THE_RESULT_ALONE
 from maxpool_grader.exercise.kinds import draw, maximum_first
 from maxpool_grader.exercise.part_a import PART_A_POINTS, RUBRIC
 from maxpool_grader.exercise.reproducer import ProbeConfig, all_configs, upstream, values
-from maxpool_grader.exercise.rules import JUDGES, JUDGES_OF_THE_RESULT_ALONE, Case, Given, valid_subgradient
+from maxpool_grader.exercise.rules import Case, Given, valid_subgradient
 from maxpool_grader.exercise.student_call import quiet_student_code
 
 MOST_FOR_ONE_PROPERTY = 2  # the bound: one mistake, at most 2 of the 15 points

@@ -5,7 +5,7 @@
 * ``contract`` (every rule the notebook states, where it states it, the hidden test that grades
   it and the kinds of input it covers) and ``kinds`` (the kinds of valid input, declared once,
   and their seeded generator) say what a right answer is and on what; ``rules`` (what a right dx
-  satisfies, and each rule judged alone) and ``checks`` (the graded checks: ``HIDDEN_CHECKS``,
+  satisfies), ``judges`` (each rule judged alone, on a drawn case) and ``checks`` (the graded checks: ``HIDDEN_CHECKS``,
   ``VISIBLE_CHECKS``, with inputs, titles and points: fixed cases, then those drawn from the
   contract) say what is tested; the notebook's hidden cells are checked against ``checks`` (and
   written from it) by ``maxpool-grader check``, its text and self-check against ``contract``.

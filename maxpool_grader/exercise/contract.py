@@ -27,8 +27,9 @@ import zlib
 from dataclasses import dataclass, replace
 from typing import Callable
 
+from .judges import JUDGES
 from .kinds import DIMENSIONS, FLOATS, INTEGERS, Kind, arranged, draw, inputs_of
-from .rules import JUDGES, Case
+from .rules import Case
 
 EVERYTHING = tuple(DIMENSIONS)  # x_dtype first: a rule's draw is spread over its first dimension
 
@@ -66,7 +67,7 @@ class Rule:
     statement: str  # what must hold; for a rule the self-check checks, its line there
     stated: str  # the words of the notebook's text that state it (Part B; Part A for derived rules)
     test: str  # the grade id of the hidden test that grades it
-    judge: str  # how a drawn case is judged (rules.JUDGES)
+    judge: str  # how a drawn case is judged (judges.JUDGES)
     over: tuple[str, ...]  # the dimensions of the kinds of input (kinds.DIMENSIONS) its cases vary
     where: Callable[[Kind], bool] = _varied  # which of those kinds are its own
     count: int = 5  # how many drawn cases (each a call of the student's function per notebook graded)
@@ -163,7 +164,7 @@ def drawn_cases(grade_id: str) -> list[Case]:
 
 def with_drawn(check):
     """A graded check (exercise/checks.py) with the cases drawn for its rules after its fixed ones,
-    each drawn case judged on its rule alone (``rules.JUDGES``), the fixed ones by its verdict."""
+    each drawn case judged on its rule alone (``judges.JUDGES``), the fixed ones by its verdict."""
     fixed, verdict = check.cases, check.verdict
 
     @functools.lru_cache(maxsize=1)

@@ -13,7 +13,8 @@ import numpy as np
 from .catalogue import BUGS, Bug
 from .checks import GradedCheck
 from .diagnosis import accepts_stride, missing_stride_message
-from .rules import SMALL, Case, Given, judged_despite_error
+from .judges import judged_despite_error
+from .rules import SMALL, Case, Given
 from .student_call import CheckFailed, StudentError, call_student, quiet_student_code
 
 

@@ -124,7 +124,9 @@ def call_student(function, d_output, x, pool_size, stride=None, *,
     if not callable(function):
         raise CheckFailed(f"max_pool_backward is not a function (it is {type(function).__name__}).")
     error = None
-    with quiet_student_code() as captured:
+    # a function that runs in another process (verdict/remote.py) prints nothing here to capture
+    elsewhere = getattr(type(function), "runs_elsewhere", False)
+    with contextlib.nullcontext([]) if elsewhere else quiet_student_code() as captured:
         try:
             args = (d_output, x, pool_size) if stride is None else (d_output, x, pool_size, stride)
             result = function(*args)

@@ -13,7 +13,9 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import math
 import os
+import select
 import selectors
 import shutil
 import signal
@@ -197,12 +199,13 @@ class SolutionProcess:
 
     # -------------------------------------------------------------- talking to it
     def _wait(self, fd: int, event: int) -> None:
-        with selectors.DefaultSelector() as selector:
-            selector.register(fd, event)
-            remaining = self.deadline - time.monotonic()
-            if remaining <= 0 or not selector.select(remaining):
-                self.close()
-                raise Timeout()
+        poller = select.poll()  # one system call a wait (an epoll selector takes four)
+        poller.register(fd, (select.POLLOUT if event == selectors.EVENT_WRITE else select.POLLIN)
+                        | select.POLLERR | select.POLLHUP)
+        remaining = self.deadline - time.monotonic()
+        if remaining <= 0 or not poller.poll(math.ceil(remaining * 1000)):
+            self.close()
+            raise Timeout()
 
     def _send(self, data: bytes) -> None:
         view = memoryview(data)

@@ -89,6 +89,8 @@ class RemoteFunction:
     function makes to its inputs are made to the arrays passed here, as the grader reads
     them from the shared memory after the call (never as the process reports them)."""
 
+    runs_elsewhere = True  # call_student has nothing of its output to capture in this process
+
     def __init__(self, process: SolutionProcess, parameters, cells: list[Cell]):
         self.process, self.cells = process, cells
         signature = _signature(parameters) if parameters is not None else None

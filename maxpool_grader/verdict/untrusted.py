@@ -78,11 +78,9 @@ def array_from_bytes(data: bytes) -> np.ndarray:
         count *= size
     if count * dtype.itemsize != len(data) - stream.tell():
         raise ValueError(f"an array of shape {tuple(shape)[:8]} in {len(data)} bytes")
-    stream.seek(0)
-    array = np.lib.format.read_array(stream, allow_pickle=False)
-    if type(array) is not np.ndarray:
-        raise ValueError("not a plain array")
-    return array
+    # the header is read and checked: the numbers follow it (its order, as read_array would)
+    flat = np.frombuffer(data, dtype=dtype, count=count, offset=stream.tell())
+    return (flat.reshape(shape[::-1]).transpose() if fortran else flat.reshape(shape)).copy(order="K")
 
 
 def frame_bytes(header: dict, arrays: tuple[np.ndarray, ...] = ()) -> bytes:
