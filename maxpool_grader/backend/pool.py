@@ -27,6 +27,7 @@ import multiprocessing
 import os
 import re
 import signal
+import threading
 import time
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -147,13 +148,19 @@ class LocalPool(GradingBackend):
 
 
 def _kill(executor: ProcessPoolExecutor) -> None:
-    """The pool's workers killed now (their kernels and sandboxes die with them)."""
+    """The pool's workers killed now (their kernels and sandboxes die with them), and the
+    pool's manager thread waited for (a few seconds at most): left running, it closes its
+    wake-up pipe while Python's exit writes to it, a race of Python 3.11 (CPython gh-125451)
+    that ends a stopped service with a traceback of EBADF."""
+    manager = getattr(executor, "_executor_manager_thread", None)
     for process in list((getattr(executor, "_processes", None) or {}).values()):
         try:
             process.kill()
         except (OSError, ValueError):
             pass
     executor.shutdown(wait=False, cancel_futures=True)
+    if manager is not None and manager is not threading.current_thread():
+        manager.join(timeout=10)
 
 
 # ------------------------------------------------------------------ in a worker
