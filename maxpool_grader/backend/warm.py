@@ -19,7 +19,7 @@ from ..names import ASSIGNMENT, RESOURCES_KEY
 from ..sandbox import kernels
 from ..sandbox.box import bwrap_works
 from ..verdict import process
-from ..verdict.verdicts import as_python
+from ..verdict.remote import as_python
 
 
 def start_zygotes(course: Path, db_url: str, count: int, assignment: str = ASSIGNMENT) -> list[tuple]:

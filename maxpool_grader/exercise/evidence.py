@@ -33,6 +33,7 @@ class Page:
     self_check_ok: frozenset[str] | None = None
     tools: str = ""
     diagnoses: dict = field(default_factory=dict)  # (reproducer, the student's dx) -> the lines said
+    fresh_tried: bool = False  # a fresh start was tried for this page (exercise/state.py): once is enough
 
     def agrees(self, bug: Bug) -> bool:
         if not all(bug_passes(bug.name, grade_id) for grade_id in self.passed_tests):

@@ -249,9 +249,8 @@ def explain(check: GradedCheck, function, failed: Outcome, named: list[str] | No
     page = page or Page()
     if function is not None:
         # a fresh start (a new process) is tried once a page: state between calls is one cause
-        tried = page.diagnoses.setdefault("fresh tried", [])
-        kept = kept_between_calls(check, function, failed, None if tried else fresh, source)
-        tried.append(True)
+        kept = kept_between_calls(check, function, failed, None if page.fresh_tried else fresh, source)
+        page.fresh_tried = True
         if kept:
             return report(check, f"Input: {failed.case.describe()}\n{kept}" + after)
     if function is None:

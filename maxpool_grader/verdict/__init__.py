@@ -6,8 +6,9 @@ sandbox, cold or from the verdict zygote), hands the function its inputs in a sh
 the grader reads back itself (``inputs``), reads back only plain arrays of numbers (``remote``), every
 reply read with bounds and checked field by field (``replies``), then judges them with the
 exercise's checks in the grader. ``shortcuts`` refuses autograd libraries and the grader
-itself; ``fresh`` starts the notebook's cells again in a new process for a report that needs
-the function before any call.
+itself; ``evidence`` runs the notebook's self-check against the function for a report's
+evidence, and starts the notebook's cells again in a new process for a report that needs the
+function before any call.
 
 May import: ``names``, ``exercise``, ``sandbox``.
 """

@@ -1,5 +1,5 @@
 """The student's code, seen from the grader: the notebook's cells the verdict process runs
-(``Cell``), and their ``max_pool_backward`` called across the pipe (``RemoteFunction``),
+(``Cell``, read as IPython reads them: ``as_python``), and their ``max_pool_backward`` called across the pipe (``RemoteFunction``),
 with the same errors and messages as a call in the notebook. What the process says is
 read through replies.py; what the function did to its inputs the grader reads for itself
 from the memory it handed them in."""
@@ -7,10 +7,15 @@ from the memory it handed them in."""
 from __future__ import annotations
 
 import builtins
+import functools
 import inspect
 from dataclasses import dataclass
 
 import numpy as np
+
+# imported here, not in as_python: verdicts run in a thread, and an import racing the
+# main thread's imports can fail with KeyError (seen: KeyError 'IPython')
+from IPython.core.inputtransformer2 import TransformerManager
 
 from ..exercise.student_call import (
     CheckFailed,
@@ -43,6 +48,16 @@ class Cell:
             first = next((line.strip() for line in self.source.split("\n") if line.strip()), "")
             text = f"your cell that starts with `{first[:60]}{'...' if len(first) > 60 else ''}`"
         return text[0].upper() + text[1:] if capital else text
+
+
+@functools.lru_cache(maxsize=256)  # the assignment's own cells are the same in every notebook: read once
+def as_python(source: str) -> str:
+    """The cell as the kernel runs it: IPython syntax (``%magic``, ``!command``) turned into
+    ``get_ipython()`` calls, line for line. Source that IPython cannot transform is kept."""
+    try:
+        return TransformerManager().transform_cell(source)
+    except Exception:  # noqa: BLE001  a syntax problem: compile_problems explains it
+        return source
 
 
 def notebook_cells(solution: str, helpers: str = "") -> list[Cell]:

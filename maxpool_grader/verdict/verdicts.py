@@ -13,15 +13,10 @@ says about itself. The reports are built by the same code as in the notebook
 from __future__ import annotations
 
 import enum
-import functools
 import logging
 import time
 from dataclasses import dataclass, field, replace
 from typing import Callable
-
-# imported here, not in as_python: verdicts run in a thread, and an import racing the
-# main thread's imports can fail with KeyError (seen: KeyError 'IPython')
-from IPython.core.inputtransformer2 import TransformerManager
 
 from ..exercise.checks import GRADED_CHECKS, GradedCheck
 from ..exercise.diagnosis import compile_problems, explain_missing
@@ -32,9 +27,9 @@ from ..exercise.student_call import StudentError
 from ..names import FUNCTION
 from ..sandbox.box import GraderFault
 from . import replies
-from .fresh import FreshStarts
+from .evidence import FreshStarts, page_of
 from .process import Limits, ProcessEnded, SolutionProcess, Timeout
-from .remote import Cell, RemoteFunction, cell_error, notebook_cells
+from .remote import Cell, RemoteFunction, as_python, cell_error, notebook_cells
 from .shortcuts import find_shortcuts, shortcut_message
 
 
@@ -235,16 +230,6 @@ def explained(pending: _Failed, session: _Session, page: Page) -> Verdict:
     return Verdict(check.grade_id, False, message, VerdictKind.WRONG.value, tuple(named))
 
 
-@functools.lru_cache(maxsize=256)  # the assignment's own cells are the same in every notebook: read once
-def as_python(source: str) -> str:
-    """The cell as the kernel runs it: IPython syntax (``%magic``, ``!command``) turned into
-    ``get_ipython()`` calls, line for line. Source that IPython cannot transform is kept."""
-    try:
-        return TransformerManager().transform_cell(source)
-    except Exception:  # noqa: BLE001  a syntax problem: compile_problems explains it
-        return source
-
-
 def verdicts(solution: str | list[Cell], helpers: str = "", grade_ids=None, limits: Limits | None = None,
              wrap: Callable | None = None) -> dict[str, Verdict]:
     """The out-of-process verdict of each graded check on the notebook's code: ``solution``
@@ -270,8 +255,10 @@ def verdicts(solution: str | list[Cell], helpers: str = "", grade_ids=None, limi
         if problem:
             return everywhere(problem, session.load_failure)
         first = {check.grade_id: _guarded(check, session) for check in checks}
-        page = Page(frozenset(grade_id for grade_id, verdict in first.items()
-                              if isinstance(verdict, Verdict) and verdict.passed))
+        if not any(isinstance(verdict, _Failed) for verdict in first.values()):
+            return first
+        page = page_of(frozenset(grade_id for grade_id, verdict in first.items()
+                                 if isinstance(verdict, Verdict) and verdict.passed), session)
         return {grade_id: _guarded(verdict, session, page) if isinstance(verdict, _Failed) else verdict
                 for grade_id, verdict in first.items()}
     finally:
