@@ -28,16 +28,20 @@ import pytest
 from helpers import ROOT
 
 from maxpool_grader.exercise.catalogue import BUGS
-from maxpool_grader.exercise.checks import HIDDEN_CHECKS
+from maxpool_grader.exercise.checks import GRADED_CHECKS, HIDDEN_CHECKS
 from maxpool_grader.exercise.contract import RULES, RULES_BY_NAME, self_checked
 from maxpool_grader.exercise.evidence import bug_passes, self_check_of, self_check_problems, self_check_results
 from maxpool_grader.exercise.grading import evaluate
 from maxpool_grader.exercise.student_call import quiet_student_code
+from maxpool_grader.verdict.verdicts import verdicts
 
 pytestmark = pytest.mark.unit
 CORPORA = ROOT / "tests" / "corpora"
 sys.path.insert(0, str(CORPORA))
 import contract_mutants  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "scripts"))
+from make_sample_class import LOOP_CORRECT  # noqa: E402
 
 MANIFEST = json.loads((CORPORA / "blind" / "MANIFEST.json").read_text())
 MOST = 2  # one mistake, at most 2 of the 15 points
@@ -243,3 +247,36 @@ def test_not_implemented_for_one_kind_of_input_is_told_as_what_it_is():
     assert "x = np.array([[[[" in message or "x of shape (" in flat_message  # the input it raised on
     assert "is not implemented yet (it raises NotImplementedError)" in " ".join(
         evaluate("hidden_rectangular_leading_axes", stub).split())
+
+
+# Right on a first call only, then not implemented in one way or another (state kept between calls)
+FIRST_CALL_ONLY = {"zeros": "return np.zeros(x.shape)", "NotImplementedError": "raise NotImplementedError",
+                   "None": "return None"}
+
+
+@pytest.mark.parametrize("then", FIRST_CALL_ONLY)
+def test_a_function_that_passed_a_test_of_the_page_is_never_called_not_implemented(then):
+    """The class: a claim about the whole function ("not implemented yet", "whatever the input")
+    that another test of the same page contradicts. Graded as the course grades (the verdict
+    process: the first call is the first visible test's) and as the kernel's cells run."""
+    source = first_call_only_source(FIRST_CALL_ONLY[then])
+    found = {grade_id: verdict for grade_id, verdict in verdicts(source).items()}
+    assert [grade_id for grade_id, verdict in found.items() if verdict.passed] == ["visible_2x2_stride_2"]
+    assert not [grade_id for grade_id, verdict in found.items() if "not implemented" in verdict.message], then
+    namespace: dict = {}
+    exec(_cells()["provided_helpers"] + "\n" + source, namespace)  # noqa: S102
+    with contextlib.redirect_stdout(io.StringIO()):
+        messages = [evaluate(grade_id, namespace["max_pool_backward"]) for grade_id in GRADED_CHECKS]
+    assert messages[0] is None
+    assert not [message for message in messages if message and "not implemented" in message], then
+
+
+def first_call_only_source(then: str) -> str:
+    """The sample class's loop solution, kept, and a function that calls it once only."""
+    right = LOOP_CORRECT.replace("def max_pool_backward(", "def _right(", 1)
+    return ("import numpy as np\n\n" + right + "\n\n_calls = []\n\n\n"
+            "def max_pool_backward(d_output, x, pool_size, stride=None):\n"
+            "    _calls.append(1)\n"
+            "    if len(_calls) > 1:\n"
+            f"        {then}\n"
+            "    return _right(d_output, x, pool_size, stride)\n")

@@ -243,10 +243,12 @@ def explain(check: GradedCheck, function, failed: Outcome, named: list[str] | No
     student's code, which tells apart mistakes that give the same dx. ``fresh``: gives the
     function as a fresh kernel defines it (exercise/state.py: state kept between calls)."""
     after = f"\n\n{after}" if after else ""
-    missing = not_implemented(check, function, failed)
+    page = page or Page()
+    # a function that passed a test of the page is implemented (one that is right on a first call
+    # only, say): the page would contradict a report that says it is not
+    missing = None if page.passed_tests else not_implemented(check, function, failed)
     if missing:
         return not_implemented_report(check, missing) + after
-    page = page or Page()
     if function is not None:
         # a fresh start (a new process) is tried once a page: state between calls is one cause
         kept = kept_between_calls(check, function, failed, None if page.fresh_tried else fresh, source)

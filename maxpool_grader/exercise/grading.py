@@ -17,19 +17,34 @@ from .student_call import CheckFailed, quiet_student_code, show_captured
 
 def page_of(function, tools: str = "") -> Page:
     """What a page shows of ``function`` besides one failure: the graded tests it passes (and,
-    given the tools cell's code, the self-check's rules it passes). Computed once per function."""
+    given the tools cell's code, the self-check's rules it passes). Computed once per function;
+    a test that passed when its cell ran counts too (a function that keeps state between calls
+    may fail it when it runs again here)."""
     for known, page in _PAGES:
         if known is function and page.tools == tools:
+            page.passed_tests |= _passed_in_cells(function)
             return page
     with quiet_student_code():
         passed = frozenset(grade_id for grade_id, check in GRADED_CHECKS.items()
                            if graded_failure(check, function, []) is None)
-        page = Page(passed, self_check_results(tools, function) if tools else None, tools)
+        page = Page(passed | _passed_in_cells(function), self_check_results(tools, function) if tools else None,
+                    tools)
     _PAGES[:] = [*_PAGES[-7:], (function, page)]
     return page
 
 
 _PAGES: list = []  # (function, its Page): the last few functions evaluated
+_PASSED: list = []  # (function, the grade ids of the tests it passed in evaluate): the last few
+
+
+def _passed_in_cells(function, grade_id: str = "") -> frozenset[str]:
+    """The tests ``function`` passed when ``evaluate`` ran them (``grade_id``: one more)."""
+    for index, (known, passed) in enumerate(_PASSED):
+        if known is function:
+            _PASSED[index] = (function, passed | {grade_id} - {""})
+            return _PASSED[index][1]
+    _PASSED[:] = [*_PASSED[-7:], (function, frozenset({grade_id} - {""}))]
+    return _PASSED[-1][1]
 
 
 def evaluate(grade_id: str, student_function, source: str | Callable[[], str] = "",
@@ -47,6 +62,7 @@ def evaluate(grade_id: str, student_function, source: str | Callable[[], str] = 
     finally:
         show_captured(output)
     if failed is None:
+        _passed_in_cells(student_function, grade_id)
         return None
     if isinstance(failed, str):
         return report(check, failed)

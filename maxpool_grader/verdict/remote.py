@@ -1,8 +1,8 @@
 """The student's code, seen from the grader: the notebook's cells the verdict process runs
-(``Cell``, read as IPython reads them: ``as_python``), and their ``max_pool_backward`` called across the pipe (``RemoteFunction``),
-with the same errors and messages as a call in the notebook. What the process says is
-read through replies.py; what the function did to its inputs the grader reads for itself
-from the memory it handed them in."""
+(``Cell``, read as IPython reads them: ``as_python``), and their ``max_pool_backward`` called
+across the pipe (``RemoteFunction``), with the same errors and messages as a call in the
+notebook. What the process says is read through replies.py; what the function did to its
+inputs the grader reads for itself from the memory it handed them in."""
 
 from __future__ import annotations
 
