@@ -70,7 +70,7 @@ maxpool_grader.glue.install()
 c.Execute.record_timing = False
 
 # grades.csv (nbgrader export, and maxpool-grader grade through it) quoted, and no name in it
-# a spreadsheet would run as a formula (maxpool_grader/glue/csv_export.py)
+# a spreadsheet would run as a formula (maxpool_grader/glue/safecsvexport.py)
 c.ExportApp.plugin_class = "maxpool_grader.glue.safecsvexport.SafeCsvExport"
 
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}

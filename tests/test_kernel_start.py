@@ -7,7 +7,7 @@ kernel started in the same box. The kernel could not make its threads and died b
 was ready ("Kernel died before replying to kernel_info") in 4 of 5 runs: nbgrader removed
 the autograded notebook, the gradebook waited for a person and there was no feedback. The
 kernel now starts once the verdict is decided and every process it left is gone
-(glue/execute.py), so the same submission gets the same grade on every run.
+(glue/safeexecute.py), so the same submission gets the same grade on every run.
 
 Real ``nbgrader autograde`` and ``generate_feedback`` in a copy of the course, sandboxed.
 """

@@ -48,7 +48,8 @@ from .warm import adopt_zygotes
 
 _API = None
 _ZYGOTES: list = [(), None]  # the zygotes for the workers forked next, and a count of those taken
-_CONTROL: list = [None, None]  # the pool's control: its state (CONTROL_STATES) and its sentence, shared
+# the pool's control: its state (NOT_RUN, RUNNING, PASSED or FAILED) and its sentence, shared
+_CONTROL: list = [None, None]
 NOT_RUN, RUNNING, PASSED, FAILED = range(4)
 CONTROL_WAIT_SECONDS = 600  # how long a grade waits for the control (a correct one takes seconds)
 

@@ -3,8 +3,8 @@
 They exist only here, never in the release notebook: the derivation is what Part A asks
 for, and the hidden tests check what it implies. The grader's view (the autograded
 notebook that formgrader shows) gets the rubric next to the student's answer
-(``grades.ShowRubric``); the final feedback, made after the deadline, gets the rubric, the
-model answer and the full figure (``model_answer.ModelAnswer``). The source notebook holds
+(``showrubric.ShowRubric``); the final feedback, made after the deadline, gets the rubric, the
+model answer and the full figure (``modelanswer.ModelAnswer``). The source notebook holds
 the same text in Part A's solution region, which nbgrader strips from the release.
 """
 

@@ -4,7 +4,7 @@ it means for Part A's grade.
 The deadline is ``c.Serve.deadline`` when the course sets it, else the assignment's due date
 in the gradebook (none: no deadline). ``maxpool-grader serve`` takes submissions until it, and
 the feedback keeps Part A's model answer, figure and rubric for after it
-(``model_answer.ModelAnswer``): both ask here, so the two can never disagree.
+(``modelanswer.ModelAnswer``): both ask here, so the two can never disagree.
 
 Part A is graded by a person: until one has, it is "not graded yet" on every page and in every
 export (``part_a_state``), never a 0. An answer left as released is "not answered yet" until

@@ -69,7 +69,7 @@ class OutOfProcessVerdicts(NbGraderPreprocessor):
 
         # Decided in a thread; SafeExecute waits for it, and for every process it left in the
         # box to be gone, before it starts the kernel: the verdict has the box's caps to
-        # itself, and nothing it started can starve the kernel's start (glue/execute.py).
+        # itself, and nothing it started can starve the kernel's start (glue/safeexecute.py).
         pending = _VERDICT_THREADS.submit(decide)
         resources.setdefault(RESOURCES_KEY, {}).update(verdicts=pending, graded=set(graded))
         return nb, resources

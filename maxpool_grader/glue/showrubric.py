@@ -13,7 +13,7 @@ from .thisexercise import is_exercise
 class ShowRubric(NbGraderPreprocessor):
     """Put Part A's rubric right under the student's answer in the autograded notebook, the
     one formgrader shows while grading by hand (the final feedback keeps it, and adds the
-    model answer: model_answer.ModelAnswer). The release never has it."""
+    model answer: modelanswer.ModelAnswer). The release never has it."""
 
     def preprocess(self, nb, resources):
         if not is_exercise(self, resources):

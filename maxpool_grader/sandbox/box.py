@@ -62,7 +62,7 @@ class GraderFault(RuntimeError):
 
 @dataclass(frozen=True)
 class Caps:
-    """The caps of one submission: the course's defaults (glue/sealed_box.py, docs/settings.md)."""
+    """The caps of one submission: the course's defaults (glue/sealedbox.py, docs/settings.md)."""
 
     memory_bytes: int = 2 << 30  # all its processes together, no swap
     processes: int = 256  # all its processes together
