@@ -193,6 +193,48 @@ if os.fork() == 0:
     os._exit(0)
 """ % COURSE_FROM_KERNEL + ZEROS
 
+# Right on its first call only, so that its report starts its cells again in fresh verdict
+# processes (verdict/evidence.py: FreshStarts): each start runs the solution cell again, and each
+# leaves a daemon behind that tries the gradebook and the course, as DETACHED_REWRITER's does.
+FRESH_START_DAEMONS = """
+import os
+import time
+
+import numpy as np
+
+COURSE = os.path.abspath("%s")
+
+
+def _haunt():
+    for _ in range(240):
+        for path in (os.path.join(COURSE, "heartbeat_fresh_start"), "/tmp/heartbeat_fresh_start"):
+            try:
+                with open(path, "a") as handle:
+                    handle.write(str(time.time()))
+            except OSError:
+                pass
+        time.sleep(0.25)
+
+
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        _haunt()
+    os._exit(0)
+
+_calls = []
+
+
+""" % COURSE_FROM_KERNEL + LOOP_CORRECT.replace("def max_pool_backward(", "def _right(", 1) + """
+
+
+def max_pool_backward(d_output, x, pool_size, stride=None):
+    _calls.append(1)
+    if len(_calls) > 1:
+        return np.zeros(x.shape)
+    return _right(d_output, x, pool_size, stride)
+"""
+
 # What an attack that returns zeros is told: the same as a function not written yet (exercise/explain.py)
 RETURNS_ZEROS = "max_pool_backward is not implemented yet (it returns 0.0 at every position of dx"
 ATTACKS = [
@@ -210,6 +252,9 @@ ATTACKS = [
                solution(WRITE_FILES), ZERO, RETURNS_ZEROS),
     Submission("attack_detached_rewriter", "leaves a daemon that rewrites its grades in gradebook.db",
                solution(DETACHED_REWRITER), ZERO, RETURNS_ZEROS),
+    Submission("attack_fresh_start_daemons", "right on a first call only, and leaves a daemon at every start of "
+               "its cells (the report's fresh starts too)", solution(FRESH_START_DAEMONS), ZERO,
+               "it keeps something from one call to the next"),
     Submission("attack_imports_torch", "imports torch to let autograd do the work",
                solution("import torch\n\n\n" + SIGNATURE + "    return np.zeros(x.shape)\n"), ZERO,
                "your solution imports torch (PyTorch)"),

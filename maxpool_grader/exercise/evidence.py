@@ -34,6 +34,7 @@ class Page:
     tools: str = ""
     diagnoses: dict = field(default_factory=dict)  # (reproducer, the student's dx) -> the lines said
     fresh_tried: bool = False  # a fresh start was tried for this page (exercise/state.py): once is enough
+    keeps_state: bool = False  # a report of the page found state kept between calls
 
     def agrees(self, bug: Bug) -> bool:
         if not all(bug_passes(bug.name, grade_id) for grade_id in self.passed_tests):

@@ -26,7 +26,7 @@ from .reproducer import call_text, cut_note, is_cut, literal
 from .rules import SMALL, indented
 from .search import Outcome, attempt, likely_mistakes, passed_cases, smallest_failure
 from .source_marks import line_of
-from .state import kept_between_calls
+from .state import KEPT_AS_SHOWN_ABOVE, kept_between_calls
 from .student_call import StudentError, not_an_array_message
 
 MANY_ACCEPTED = "this test accepts more than one dx"  # what a report says of ``GradedCheck.accepts``
@@ -244,17 +244,19 @@ def explain(check: GradedCheck, function, failed: Outcome, named: list[str] | No
     function as a fresh kernel defines it (exercise/state.py: state kept between calls)."""
     after = f"\n\n{after}" if after else ""
     page = page or Page()
-    # a function that passed a test of the page is implemented (one that is right on a first call
-    # only, say): the page would contradict a report that says it is not
+    if function is not None:
+        # state kept between calls first: a function right on a first call only is implemented.
+        # A fresh start (a new process) is tried once a page.
+        kept = kept_between_calls(check, function, failed, None if page.fresh_tried else fresh, source)
+        found_before, page.fresh_tried = page.keeps_state, True
+        page.keeps_state = page.keeps_state or bool(kept)
+        if kept or found_before:  # once found, it is what explains every failure of the page
+            return report(check, f"Input: {failed.case.describe()}\n{kept or KEPT_AS_SHOWN_ABOVE}" + after)
+    # a function that passed a test of the page is implemented: the page would contradict a
+    # report that says it is not
     missing = None if page.passed_tests else not_implemented(check, function, failed)
     if missing:
         return not_implemented_report(check, missing) + after
-    if function is not None:
-        # a fresh start (a new process) is tried once a page: state between calls is one cause
-        kept = kept_between_calls(check, function, failed, None if page.fresh_tried else fresh, source)
-        page.fresh_tried = True
-        if kept:
-            return report(check, f"Input: {failed.case.describe()}\n{kept}" + after)
     if function is None:
         return report(check, describe_failure(failed, failed, [], named, source, check.accepts, check, page=page)
                       + after)

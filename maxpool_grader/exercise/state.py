@@ -25,6 +25,9 @@ from .rules import Case, indented
 from .search import Outcome, attempt
 from .student_call import StudentError
 
+KEPT_AS_SHOWN_ABOVE = ("Your function gets this input wrong after the grader's earlier calls, and it keeps something "
+                       "from one call to the next, as the report of an earlier test of this page shows: that may be "
+                       "the whole of its mistake here. Each call must depend on its own inputs alone.")
 CANDIDATES = 3  # earlier calls tried, each in a fresh start, to find the one that spoils the input
 
 
