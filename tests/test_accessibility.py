@@ -103,6 +103,16 @@ def test_every_page_a_student_meets_passes_axe(service, browser, notebooks):
     unsandboxed(page, "**/feedback")  # a route sees no redirected request: the page itself
     page.goto(grading + "/feedback")
     check(page, "the feedback page, as served")
+    # it says which attempt it is, and when (issue 49: every page was titled max_pool_backward),
+    # and leads back to the student's attempts, where that number is listed
+    number = re.search(r"/attempt/([0-9]+)$", grading)[1]
+    title = page.title()
+    assert re.fullmatch(rf"Feedback on {ASSIGNMENT}, attempt {number}, submitted \d{{4}}-\d\d-\d\d \d\d:\d\d UTC",
+                        title), title
+    assert page.inner_text("h1").startswith(title + " (Score: ")
+    page.get_by_role("link", name="Back to your attempts").click()
+    page.wait_for_load_state("load")
+    assert page.url == service.base and f"Attempt {number}, received" in page.inner_text("main"), page.url
     refused = next(row["id"] for row in service.attempts() if row["student"] == "kim" and row["status"] == "refused")
     page.goto(service.base + f"attempt/{refused}")  # the text kim sent first
     assert "refused" in page.inner_text("main")
@@ -181,6 +191,17 @@ def test_a_student_signs_in_uploads_waits_and_reads_the_feedback_with_the_keyboa
     page.wait_for_url(re.compile(r".*/attempt/[0-9]+/feedback$"))
     hidden = [stop for stop in stops if not stop["outline"] or not stop["inView"]]
     assert hidden == [], hidden  # the focus always visible, on every page on the way
+    # the summary's inline code is code, not backticks (issue 49), and the page still passes axe
+    code = page.locator("#summary strong code")
+    assert "dx[...] = ..." in code.all_inner_texts(), page.inner_text("#summary")
+    assert "`" not in page.inner_text("#summary")
+    feedback = page.url
+    page.get_by_role("link", name="Back to your attempts").click()  # a link works in the sandboxed page
+    page.wait_for_load_state("load")
+    assert page.url == service.base and "Your attempts" in page.inner_text("main"), page.url
+    unsandboxed(page, "**/feedback")
+    page.goto(feedback)
+    assert_accessible(page, "the feedback page with inline code in its summary")
 
     stops = _tab_to(page, "#toc a")
     page.keyboard.press("Enter")  # the contents lead to the test

@@ -36,7 +36,7 @@ from maxpool_grader.exercise.explain import mistake_text, report, wrap_prose
 from maxpool_grader.exercise.part_a import FIGURE_1_ALT
 from maxpool_grader.exercise.repeats import shorten_repeats
 from maxpool_grader.glue.feedbackexporter import FeedbackExporter
-from maxpool_grader.glue.feedbacksummary import PART_A_TITLE, FeedbackSummary
+from maxpool_grader.glue.feedbacksummary import PART_A_TITLE, FeedbackSummary, inline_code, page_title
 from maxpool_grader.glue.modelanswer import FIGURE_2_ALT
 from maxpool_grader.names import REPORT_KEY, SUMMARY_TAG
 
@@ -69,6 +69,10 @@ def test_the_feedback_of_a_failing_student_reads_top_down(graded, browser, stude
     page.goto(feedback_page.as_uri())
     page.wait_for_load_state("networkidle")
     top = lambda selector: page.locator(selector).first.bounding_box()["y"]  # noqa: E731
+    # the page says what it is: the assignment and when it was submitted (no attempt: plain nbgrader)
+    assert re.fullmatch(rf"Feedback on {ASSIGNMENT}, submitted \d{{4}}-\d\d-\d\d \d\d:\d\d UTC", page.title())
+    assert page.inner_text("h1").startswith(page.title() + " (Score: ")
+    assert page.get_by_text("Back to your attempts").count() == 0  # no attempts page outside serve's web way
     # the summary first: above the contents and every cell of the notebook
     assert page.locator("#summary").count() == 1
     assert top("#summary") < top("#toc") < top(".cell")
@@ -200,6 +204,35 @@ def test_the_summary_escapes_what_it_takes_from_the_notebook():
     assert f'href="#{checks[0].grade_id}"' in source and f'href="#{checks[1].grade_id}"' in source
     assert "It cost 4 points in 2 tests" in source, source
     assert resources["maxpool_grader"]["titles"][checks[0].grade_id] == checks[0].title
+
+
+def test_the_summary_shows_inline_code_as_code_and_escapes_everything_else():
+    """A catalogue title's Markdown inline code (`dx[...] = ...`) is shown as <code> (issue 49: the
+    backticks were shown as text); whatever stands between backticks is escaped first."""
+    assert inline_code("Likely mistake: overlapping windows overwrite each other (`dx[...] = ...`).") == (
+        "Likely mistake: overlapping windows overwrite each other (<code>dx[...] = ...</code>).")
+    hostile = inline_code("`<img src=x onerror=alert(1)>` & `</code><script>x()</script>` a`b")
+    assert hostile == ("<code>&lt;img src=x onerror=alert(1)&gt;</code> &amp; "
+                       "<code>&lt;/code&gt;&lt;script&gt;x()&lt;/script&gt;</code> a`b")
+    overwrite = BUGS["overwrite_overlaps"]
+    check = HIDDEN_CHECKS["hidden_overlapping_windows"]
+    message = f"Hidden test failed: {check.title}.\nLikely mistake: {overwrite.title}.\n"
+    nb = new_notebook(cells=[_test_cell(check.grade_id, message)])
+    nb, _ = FeedbackSummary().preprocess(nb, {"nbgrader": {"score": 13, "max_score": 20, **EXERCISE}})
+    assert "<strong>Likely mistake: overlapping windows overwrite each other (<code>dx[...] = ...</code>).</strong>" \
+        in nb.cells[0].source, nb.cells[0].source
+
+
+def test_the_page_title_names_the_assignment_the_attempt_and_the_time(tmp_path):
+    (tmp_path / "timestamp.txt").write_text("2026-12-01 14:03:27.512 UTC")
+    resources = {"nbgrader": dict(EXERCISE), "metadata": {"path": str(tmp_path)}}
+    assert page_title(resources, 7) == f"Feedback on {ASSIGNMENT}, attempt 7, submitted 2026-12-01 14:03 UTC"
+    assert page_title(resources) == f"Feedback on {ASSIGNMENT}, submitted 2026-12-01 14:03 UTC"
+    (tmp_path / "timestamp.txt").write_text("not a time <b>")
+    assert page_title(resources, 3) == f"Feedback on {ASSIGNMENT}, attempt 3"
+    nb, resources = FeedbackSummary(attempt=3, attempts_link="../../").preprocess(new_notebook(), resources)
+    assert resources["maxpool_grader"]["page_title"] == f"Feedback on {ASSIGNMENT}, attempt 3"
+    assert resources["maxpool_grader"]["attempts_link"] == "../../"
 
 
 def test_each_students_exporter_reuses_the_compiled_templates_and_renders_the_same(monkeypatch):

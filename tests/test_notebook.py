@@ -11,7 +11,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from helpers import RELEASE_NOTEBOOK, ROOT, SOURCE_NOTEBOOK, nbgrader
+from helpers import RELEASE_NOTEBOOK, ROOT, SOURCE_NOTEBOOK, flat, nbgrader
 
 from maxpool_grader.authoring import check as notebook_check
 from maxpool_grader.cli.main import main
@@ -202,6 +202,56 @@ def test_validate_reports_the_unimplemented_release_without_crashing():
     assert "VALIDATION FAILED" in result.stdout
     assert "NotImplementedError" in result.stdout and "You did not provide a response" in result.stdout
     assert "Traceback (most recent call last)" not in result.stdout.split("VALIDATION FAILED")[0]
+
+
+def test_check_names_a_tests_heading_that_no_longer_says_what_validate_checks(tmp_path, capsys):
+    """nbgrader validate prints "Success! Your notebook passes all the tests" for code that the
+    hidden tests fail (issue 49): the heading of the tests must say so, and check holds it there."""
+    course = check_course(tmp_path)
+
+    def drop_note(cells, notebook):
+        cells["tests_header"].source = cells["tests_header"].source.split("**Validate**", 1)[0]
+    jupyterlab_edit(course, drop_note)
+    assert main(["check", "--course-dir", str(course)]) == 1
+    out = capsys.readouterr().out
+    assert "cell tests_header (#9): does not say what nbgrader validate checks and what it does not" in out
+    assert 'Its "Success!" is not a grade' in out  # the words the fix asks for
+
+
+@pytest.mark.integration
+def test_a_kernel_shows_the_tools_naming_their_function_and_validate_says_what_success_means(tmp_path):
+    """The release as a student fills it (the sample class's ties_all_maxima: both visible tests
+    pass, 12/15 when graded), with a cell of variants checked by the tools, run in a real kernel;
+    then ``nbgrader validate`` of it, whose stock "Success!" the notebook's Tests heading explains."""
+    import make_sample_class
+    from nbclient import NotebookClient
+    from nbformat.v4 import new_code_cell
+
+    notebook = make_sample_class.fill(nbformat.read(RELEASE_NOTEBOOK, as_version=4), make_sample_class.TIES_ALL_MAXIMA)
+    solution = next(i for i, cell in enumerate(notebook.cells) if cell.metadata.get("nbgrader", {}).get("solution")
+                    and cell.cell_type == "code")
+    notebook.cells.insert(solution + 1, new_code_cell(
+        "def backward_trunc(d_output, x, pool_size, stride=None):\n"
+        "    return max_pool_backward(d_output, x, pool_size, stride).astype(x.dtype)\n\n\n"
+        "def backward_half(d_output, x, pool_size, stride=None):\n"
+        "    return max_pool_backward(d_output, x, pool_size, stride) / 2\n\n\n"
+        "check_rules(backward_trunc)\n"
+        "gradient_check(backward_half, shape=(4, 6), pool_size=(2, 3), stride=1)\n"))
+    NotebookClient(notebook, timeout=300, kernel_name="python3",
+                   resources={"metadata": {"path": str(tmp_path)}}).execute()
+    shown = "".join(output.get("text", "") for output in notebook.cells[solution + 1].outputs)
+    assert shown.startswith("check_rules(backward_trunc): "), shown
+    assert "dx = backward_trunc(d_output, x, 2, 1)" in shown and "max_pool_backward" not in shown
+    assert ("gradient_check(backward_half, shape=(4, 6), pool_size=(2, 3), stride=1, ceil_mode=False, seed=0):\n"
+            in shown) and "(something is wrong)" in shown
+    assert "    dx = backward_half(d_output, x, (2, 3), 1)\n" in shown
+    path = tmp_path / "max_pool_backward.ipynb"
+    nbformat.write(make_sample_class.fill(nbformat.read(RELEASE_NOTEBOOK, as_version=4),
+                                          make_sample_class.TIES_ALL_MAXIMA), path)
+    assert "Success! Your notebook passes all the tests." in nbgrader(ROOT, "validate", str(path)).stdout
+    heading = flat(cells_by_id(nbformat.read(RELEASE_NOTEBOOK, as_version=4))["tests_header"].source)
+    assert "`nbgrader validate`" in heading and "checks that the visible tests pass" in heading
+    assert 'Its "Success!" is not a grade: the hidden tests (not in your copy)' in heading
 
 
 def test_committed_sample_class_is_made_from_the_current_release():

@@ -104,8 +104,9 @@ def _printed(tools, function) -> str:
 
 
 def test_check_rules_prints_one_line_per_rule(tools):
-    lines = [line for line in _printed(tools, BUGS["ties_shared"].function).splitlines()
-             if not line.startswith(" ")]  # a failed rule's input is indented under it
+    heading, *lines = [line for line in _printed(tools, BUGS["ties_shared"].function).splitlines()
+                       if not line.startswith(" ")]  # a failed rule's input is indented under it
+    assert heading.startswith("check_rules(ties_shared): ")  # the function it was given, by name
     assert len(lines) == len(tools["_RULES"]) == 10
     assert sum(line.startswith("FAIL") for line in lines) == 1
     assert all(line.startswith(("ok  ", "FAIL")) for line in lines)
@@ -131,8 +132,10 @@ def test_a_failed_rule_prints_its_input_as_code_that_reproduces_it(tools):
     for name in BUGS:
         for rule, code in _pasted(_printed(tools, BUGS[name].function), tools["_RULES"]).items():
             assert "x = np.array(" in code and "d_output = np.array(" in code, (name, rule, code)
-            assert "max_pool_backward(d_output" in code and "tools" not in code, (name, rule, code)
-            namespace = {"np": np, "max_pool_backward": BUGS[name].function}
+            # the call is of the function check_rules was given, by its name: never another one
+            assert f"{name}(d_output" in code and "max_pool_backward" not in code, (name, rule, code)
+            assert "tools" not in code, (name, rule, code)
+            namespace = {"np": np, name: BUGS[name].function}
             with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()), \
                     np.errstate(all="ignore"):
                 try:
@@ -141,7 +144,7 @@ def test_a_failed_rule_prints_its_input_as_code_that_reproduces_it(tools):
                     assert "raised" in _printed(tools, BUGS[name].function).split(rule, 1)[1].splitlines()[0]
     # what the rule compares shows in the pasted calls
     def pasted(name, rule):
-        namespace = {"np": np, "max_pool_backward": VARIANTS[name]}
+        namespace = {"np": np, name: VARIANTS[name]}
         return _pasted(_printed(tools, VARIANTS[name]), tools["_RULES"])[rule], namespace
 
     code, namespace = pasted("ties_shared", "ties: the first maximum in row-major order")
@@ -159,6 +162,72 @@ def test_a_failed_rule_prints_its_input_as_code_that_reproduces_it(tools):
     exec(call, namespace)
     assert not np.array_equal(namespace["x"], x_before)
     assert _pasted(_printed(tools, VARIANTS["loop_with_argmax"]), tools["_RULES"]) == {}
+
+
+def test_a_reproducer_tests_the_function_given_not_the_notebooks_max_pool_backward(tools):
+    """A student checks a variant beside their function (issue 49: ``check_rules(backward_trunc)``
+    printed a call of ``max_pool_backward``, so pasting it tested the wrong function). Pasted into a
+    kernel where max_pool_backward is correct, the printed code shows the variant's failure."""
+    def backward_trunc(d_output, x, pool_size, stride=None):
+        return BUGS["integer_truncation"].function(d_output, x, pool_size, stride)
+
+    printed = _printed(tools, backward_trunc)
+    assert printed.splitlines()[0].startswith("check_rules(backward_trunc): ")
+    code = _pasted(printed, tools["_RULES"])[DTYPE_RULE]
+    assert code.rstrip().endswith("dx = backward_trunc(d_output, x, 2, 1)"), code
+    namespace = {"np": np, "backward_trunc": backward_trunc,
+                 "max_pool_backward": CONTROLS["loop_with_argmax"].function}
+    exec(code, namespace)
+    assert namespace["x"].dtype.kind == "i" and namespace["dx"].dtype != np.float64
+    # a function without a usable name: the code says which function "backward" stands for
+    lines = _printed(tools, lambda d_output, x, pool_size, stride=None: backward_trunc(d_output, x, pool_size, stride))
+    code = _pasted(lines, tools["_RULES"])[DTYPE_RULE]
+    assert code.startswith("backward = ...  # the function you gave: <lambda>\n"), code
+    assert code.rstrip().endswith("dx = backward(d_output, x, 2, 1)") and "max_pool_backward" not in code
+
+
+def _gradient_check(tools, function, **configuration) -> tuple[float, str]:
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        error = tools["gradient_check"](function, **configuration)
+    return error, buffer.getvalue()
+
+
+def test_gradient_check_names_the_function_and_the_configuration_that_failed(tools):
+    """What it checked, on its first line (the function by name and every setting of the
+    configuration); where the difference is large, the element where it is largest and code that
+    calls that function on the same inputs, which gives the same dx."""
+    overwrite = BUGS["overwrite_overlaps"].function
+    error, printed = _gradient_check(tools, overwrite, shape=(6, 7), pool_size=(3, 2), stride=1)
+    lines = printed.splitlines()
+    assert lines[0] == ("gradient_check(overwrite_overlaps, shape=(6, 7), pool_size=(3, 2), stride=1, "
+                        "ceil_mode=False, seed=0):")
+    assert error > 1e-6 and "(something is wrong)" in lines[1]
+    assert re.fullmatch(r"  largest at dx\[\d, \d\]: yours \S+, finite differences \S+", lines[2]), lines[2]
+    assert lines[3] == "  To see it yourself, paste this into a new cell:"
+    code = "\n".join(line[4:] for line in lines[4:])
+    assert "dx = overwrite_overlaps(d_output, x, (3, 2), 1)" in code and "max_pool_backward" not in code
+    namespace = {"np": np, "overwrite_overlaps": overwrite, **{name: tools[name] for name in
+                                                               ("max_pool_forward", "numerical_gradient")}}
+    with contextlib.redirect_stdout(io.StringIO()):
+        exec(code, namespace)
+    assert np.max(np.abs(namespace["dx"] - namespace["expected"])) == pytest.approx(error)
+    # the printed call is the check itself: pasted, it prints the same
+    again = io.StringIO()
+    with contextlib.redirect_stdout(again):
+        exec(lines[0].rstrip(":"), {"gradient_check": tools["gradient_check"], "overwrite_overlaps": overwrite})
+    assert again.getvalue() == printed
+    # a right function: one line of what was checked, one of the result, no code to paste
+    error, printed = _gradient_check(tools, CONTROLS["loop_with_argmax"].function, pool_size=2, ceil_mode=True)
+    assert printed.splitlines()[0].startswith("gradient_check(loop_with_argmax, shape=(2, 5, 6), pool_size=2, ")
+    assert "ceil_mode=True" in printed.splitlines()[0] and error < 1e-6
+    assert len(printed.splitlines()) == 2 and printed.rstrip().endswith("(looks right)")
+
+
+def test_gradient_check_says_when_dx_has_the_wrong_shape(tools):
+    error, printed = _gradient_check(tools, lambda d_output, x, pool_size, stride=None: d_output)
+    assert error == float("inf") and "dx has shape (2, 2, 3), x has shape (2, 5, 6)" in printed
+    assert "backward = ...  # the function you gave: <lambda>" in printed
 
 
 def test_numerical_gradient_warns_on_a_tied_window(tools):

@@ -1,6 +1,7 @@
 """``maxpool-grader check``'s findings about the answer: the solution passes every graded check,
 Part A's cell holds part_a.py's model answer and rubric and its question shows Figure 1, the
-prose states the grader's points, and nothing of the answer is in what students get."""
+prose states the grader's points and what Validate does not check, and nothing of the answer is
+in what students get."""
 
 from __future__ import annotations
 
@@ -158,6 +159,11 @@ def prose_findings(notebook) -> list[Finding]:
     if question is not None and flat(QUESTION_POINTS) not in flat(notebook.cells[question].source):
         found.append(Finding(cell_name(notebook, question), "does not state the points of each item the rubric grades",
                              f"end the question with part_a.py's QUESTION_POINTS: {QUESTION_POINTS}"))
+    tests = cell_index(notebook, TESTS_HEADER)
+    if tests is not None and not all(words in flat(notebook.cells[tests].source) for words in VALIDATE_NOTE):
+        found.append(Finding(cell_name(notebook, tests), "does not say what nbgrader validate checks and what it "
+                             "does not (it runs the visible tests only; the hidden tests decide the grade)",
+                             f"say it, with these words: {' ... '.join(VALIDATE_NOTE)}"))
     intro = next((i for i, cell in enumerate(notebook.cells) if cell.cell_type == "markdown"), None)
     if intro is not None:
         text = notebook.cells[intro].source
@@ -167,6 +173,12 @@ def prose_findings(notebook) -> list[Finding]:
                 found.append(Finding(cell_name(notebook, intro), f"does not say that {what} are worth {points} points",
                                      "state the points of Part B, its visible and its hidden tests"))
     return found
+
+
+TESTS_HEADER = "tests_header"  # the markdown cell above the tests
+# What the tests' heading says of Validate: that it runs, what it checks, and that it is no grade
+# (stock nbgrader prints "Success! Your notebook passes all the tests" for code the hidden tests fail).
+VALIDATE_NOTE = ("`nbgrader validate`", "visible tests pass", 'Its "Success!" is not a grade', "hidden tests")
 
 
 def contract_findings(notebook) -> list[Finding]:

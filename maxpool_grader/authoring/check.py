@@ -13,6 +13,8 @@ package and how to fix it:
   instructor's own code), and the visible test cells pass with it;
 * the Part A cell holds part_a.py's model answer and rubric in a solution region, and Figure 1
   is attached to the question;
+* the prose states the points the grader gives, and the Tests heading what ``nbgrader validate``
+  checks and that its "Success!" is not a grade;
 * nothing of the answer is in the text students get (what generate_assignment keeps);
 * outputs and execution counts are cleared, and the file is laid out as JupyterLab saves it.
 

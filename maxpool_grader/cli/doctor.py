@@ -4,8 +4,9 @@ user who runs it, each with the one step that would make it hold.
 It asks exactly what grading asks (``box.bwrap_works``, ``cgroups.available``, the seccomp
 filter, the gradebook's connection, ``glue.patches.mismatches``, and the control submission
 every grading backend grades first), as the same user, so what it prints is what a grading
-run here gets (tests/test_doctor.py runs it as root and as a normal user
-and compares).
+run here gets (tests/test_doctor.py runs it as root and as a normal user and compares). It
+also says whether git tracks, or would offer for the next commit, a file that grants access
+(a student's link, the service's secret, a private key), or whether one is readable by others.
 """
 
 from __future__ import annotations
@@ -19,9 +20,11 @@ from sqlalchemy import create_engine, text
 
 from ..backend.control import run_control
 from ..course.directory import configured_db_url, course_config, exercise_in, notebook_path
+from ..course.files import exposed_to_git
 from ..glue.patches import mismatches
 from ..names import ASSIGNMENT
 from ..sandbox import box, cgroups, seccomp
+from ..serve.signin import ACCESS_FILES
 
 
 @dataclass(frozen=True)
@@ -156,9 +159,31 @@ def _control(course: Path, db_url: str | None) -> Guarantee:
     return Guarantee("control", False, found.sentence(), "see docs/security.md#control")
 
 
+# what git must never hold: every file that grants access (serve/signin.py), everything else of the
+# service's state, and the private keys of the cluster's certificates (cluster-certs' *-key.pem)
+KEPT_FROM_GIT = [*ACCESS_FILES, ".maxpool-grader", ":(glob)**/*-key.pem"]
+
+
+def _secrets(course: Path) -> Guarantee:
+    """No file that grants access is tracked by git, offered for its next commit, or readable by others."""
+    exposed = exposed_to_git(course, KEPT_FROM_GIT)
+    loose = [name for name in ACCESS_FILES if (course / name).is_file() and (course / name).stat().st_mode & 0o077]
+    if exposed or loose:
+        tracked = [name for name, how in exposed.items() if how == "tracked"]
+        seen = "; ".join([*(f"git {'tracks' if how == 'tracked' else 'does not ignore'} {name}"
+                            for name, how in exposed.items()), *(f"{name} is readable by others" for name in loose)])
+        fixes = [*([f"git rm --cached {' '.join(tracked)} (a link or key ever committed is known: "
+                    "maxpool-grader tokens --rotate, or make a new key)"] if tracked else []),
+                 *(["list them in .gitignore"] if exposed else []),
+                 *([f"chmod 600 {' '.join(loose)}"] if loose else [])]
+        return Guarantee("secrets", False, seen[:400], "; ".join(fixes))
+    return Guarantee("secrets", True, "no file that grants access (links, the service's secret, keys) is in git's "
+                                    "way or readable by others")
+
+
 def guarantees(course: Path, db_url: str | None = None) -> list[Guarantee]:
     return [*_sandbox(), _cgroup(), _seccomp(), _user(), _gradebook(course, db_url), _patches(),
-            _control(course, db_url)]
+            _control(course, db_url), _secrets(course)]
 
 
 def summary(found: list[Guarantee]) -> str:

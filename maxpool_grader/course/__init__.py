@@ -6,7 +6,7 @@
   command's own process, the commands' verbosity;
 * ``jobs``: what one grading job reports (``JobResult``);
 * ``roster``: the roster CSV into nbgrader's student table, and the names it gives;
-* ``files``: a state file replaced whole, never half written.
+* ``files``: a state file replaced whole, never half written; which files git would keep.
 
 May import: ``names``, ``glue``.
 """

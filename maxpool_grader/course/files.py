@@ -1,10 +1,12 @@
 """A file of the course's state replaced whole, never left half written: the roster the
-LMS gave, ``lti.json``, ``lms.json``, the revocation ledger, ``grade``'s state."""
+LMS gave, ``lti.json``, ``lms.json``, the revocation ledger, ``grade``'s state; and which of the
+files that grant access git would keep (``exposed_to_git``), for ``tokens`` and ``doctor``."""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import subprocess
 from pathlib import Path
 
 
@@ -32,3 +34,25 @@ def replace_file(path: Path, text: str, *, mode: int = 0o600, sync: bool = True)
             os.fsync(folder)
         finally:
             os.close(folder)
+
+
+def exposed_to_git(folder: Path, paths: list[str]) -> dict[str, str]:
+    """Of ``paths`` (relative to ``folder``, git pathspecs), each that git tracks ("tracked") or
+    that exists and no ignore rule covers, so ``git status`` offers it for the next commit
+    ("not ignored"). Empty when ``folder`` is in no git work tree or git is missing."""
+    def git(*args: str) -> subprocess.CompletedProcess | None:
+        try:
+            return subprocess.run(["git", "-C", str(folder), *args], capture_output=True, text=True, timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+    inside = git("rev-parse", "--is-inside-work-tree")
+    if inside is None or inside.returncode != 0 or inside.stdout.strip() != "true":
+        return {}
+    listed = git("ls-files", "-z", "--", *paths)
+    found = {name: "tracked" for name in (listed.stdout.split("\0") if listed else []) if name}
+    existing = [path for path in paths if (folder / path).exists() and path not in found]
+    if existing:
+        ignored = git("check-ignore", "--no-index", "--", *existing)
+        covered = set(ignored.stdout.splitlines()) if ignored else set()
+        found.update({path: "not ignored" for path in existing if path not in covered})
+    return found

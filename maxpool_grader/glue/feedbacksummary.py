@@ -8,16 +8,25 @@ a report gives in full (no ``stride`` parameter, nothing defined, ...). Each
 explanation is then given once, under the first test it cost; later failure messages
 refer back to it (``repeats.shorten_repeats``). The graded notebook keeps every message
 in full. Everything taken from the student's notebook is escaped, and the summary is one
-block of sanitized HTML, as every other cell is (glue/inert.py).
+block of sanitized HTML, as every other cell is (glue/inert.py); a cause's Markdown inline
+code (`dx[...] = ...`) is shown as code, its text escaped first.
+
+It also names the page (``page_title``, the ``<title>`` and the heading): the assignment, the
+attempt's number when ``serve`` grades it (``c.FeedbackSummary.attempt``, set in its grading
+workers) and when it was submitted (the submission's ``timestamp.txt``, as autograde took it);
+``attempts_link`` is where the web way's page links back to the student's attempts.
 """
 
 from __future__ import annotations
 
 import html
+import os
+import re
 
 from nbconvert.preprocessors import Preprocessor
 from nbformat.v4 import new_markdown_cell
-from traitlets import Bool
+from nbgrader.utils import parse_utc
+from traitlets import Bool, Int, Unicode
 
 from ..exercise.catalogue import BUGS
 from ..exercise.checks import GRADED_CHECKS, HIDDEN_CHECKS
@@ -26,6 +35,7 @@ from ..exercise.repeats import reason_of, shorten_repeats, split_report
 from ..names import PART_A_CELL, RESOURCES_KEY, SUMMARY_TAG, grade_id
 from .inert import html_block
 from .modelanswer import part_a_pending, unanswered
+from .submission import read_timestamp
 from .thisexercise import is_exercise
 
 PART_A_TITLE = "Part A: your derivation (graded by hand)"
@@ -43,6 +53,9 @@ class FeedbackSummary(Preprocessor):
     """The summary first, each explanation once (module doc)."""
 
     enabled = Bool(True)  # nbgrader registers it by name, which leaves nbconvert's default off
+    attempt = Int(0, help="the attempt's number on serve's pages, in the page's title (0: none)").tag(config=True)
+    attempts_link = Unicode("", help="the address of the student's attempts, linked from the page "
+                                     "(serve's web way; empty: no link)").tag(config=True)
 
     def preprocess(self, nb, resources):
         if not is_exercise(self, resources):  # another assignment's page: nbgrader's own
@@ -58,6 +71,8 @@ class FeedbackSummary(Preprocessor):
                           PART_A_CELL: PART_A_TITLE}
         ours["pending"] = part_a_pending(nb, resources, self.config)
         ours["header"] = _header(nb, resources)
+        ours["page_title"] = page_title(resources, self.attempt)
+        ours["attempts_link"] = self.attempts_link
         summary = new_markdown_cell(html_block(_summary_html(nb, tests, resources)),
                                     metadata={"tags": [SUMMARY_TAG]})
         summary.id = SUMMARY_TAG
@@ -172,8 +187,42 @@ def _causes_html(tests: list) -> list[str]:
         links = ", ".join(f'<a href="#{html.escape(grade_id(cell))}">{html.escape(GRADED_CHECKS[grade_id(cell)].title)}'
                           f"</a> ({_points(_score(cell)[1] - _score(cell)[0])})" for cell in cells)
         tests_word = "test" if len(cells) == 1 else "tests"
-        items.append(f"<li><p><strong>{html.escape(cause)}</strong><br>It cost {_points(lost)} "
+        items.append(f"<li><p><strong>{inline_code(cause)}</strong><br>It cost {_points(lost)} "
                      f"point{'s' if lost != 1 else ''} in {len(cells)} {tests_word}: {links}.</p></li>")
     return ["<h3>What cost you points</h3>", f"<ol>{''.join(items)}</ol>",
             "<p>Each cause is explained in full under the first test it cost; the later tests "
             "refer back to it.</p>"]
+
+
+_INLINE_CODE = re.compile(r"`([^`]+)`")
+
+
+def inline_code(text: str) -> str:
+    """``text`` as HTML, every character escaped, and its Markdown inline code (`...`) as
+    ``<code>``: the backticks are matched in the escaped text, so nothing in them is markup."""
+    return _INLINE_CODE.sub(r"<code>\1</code>", html.escape(text))
+
+
+def page_title(resources, attempt: int = 0) -> str:
+    """What the page is: the assignment, the attempt (when serve numbers it) and when it was
+    submitted (minutes, UTC)."""
+    found = resources.get("nbgrader", {})
+    parts = [f"Feedback on {found.get('assignment') or found.get('notebook') or 'your notebook'}"]
+    if attempt:
+        parts.append(f"attempt {attempt}")
+    when = _submitted(resources)
+    if when:
+        parts.append(f"submitted {when}")
+    return ", ".join(parts)
+
+
+def _submitted(resources) -> str | None:
+    """The submission's time from the timestamp.txt beside the graded notebook, or None."""
+    folder = resources.get("metadata", {}).get("path")
+    text = read_timestamp(os.path.join(folder, "timestamp.txt")) if folder else None
+    if not text:
+        return None
+    try:  # nbgrader's own reading of it, as autograde's
+        return parse_utc(text).strftime("%Y-%m-%d %H:%M UTC")
+    except Exception:  # noqa: BLE001  a time nbgrader cannot read is shown as none
+        return None

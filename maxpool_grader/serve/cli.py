@@ -12,6 +12,7 @@ from pathlib import Path
 
 from nbgrader.api import Gradebook
 
+from ..course.files import exposed_to_git, replace_file
 from ..course.roster import import_roster, read_roster
 from ..glue.deadline import parse_time
 from ..glue.safecsvexport import csv_cell
@@ -19,6 +20,8 @@ from . import service
 from .lti import load_lti
 from .policy import SERVE_DIR, STUDENT_ID, load_settings
 from .signin import (
+    INSTRUCTOR_LINK,
+    TOKENS_FILE,
     Credentials,
     generations,
     hub_address,
@@ -59,7 +62,9 @@ def add_parsers(commands, cluster_options) -> tuple[argparse.ArgumentParser, arg
                                                 "page, for the LMS to mail; --revoke or --rotate ends links and "
                                                 "sessions, also while serve runs")
     tokens.add_argument("--base-url", required=True, help="the page's public address, e.g. https://grader.example.edu/")
-    tokens.add_argument("--out", type=Path, default=Path("tokens.csv"), help="the CSV to write (default %(default)s)")
+    tokens.add_argument("--out", type=Path, default=Path(TOKENS_FILE),
+                        help="the CSV to write, owner-only (default %(default)s in the course folder, which the "
+                             "course's .gitignore lists)")
     tokens.add_argument("--revoke", metavar="ID", action="append", default=[],
                         help="end this student's link and session (a running serve sees it at once); the new link "
                              "is in the CSV. Repeat it for more students")
@@ -141,6 +146,7 @@ def tokens_command(args, db_url: str) -> int:
     skipped = [student for student, *_ in students if not STUDENT_ID.fullmatch(student)]
     out = args.out if args.out.is_absolute() else args.course_dir / args.out
     descriptor = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # the links are passwords
+    os.fchmod(descriptor, 0o600)  # a file there before keeps its mode through O_CREAT: owner-only, whatever it was
     with os.fdopen(descriptor, "w", newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(["student_id", "first_name", "last_name", "email", "link"])
@@ -150,6 +156,10 @@ def tokens_command(args, db_url: str) -> int:
                 writer.writerow([*map(csv_cell, (student, first, last, email)), f"{base}login/{token}"])
     print(f"{len(students) - len(skipped)} personal links written to {out} (readable by you only: each link lets "
           "its holder submit as that student)")
+    for path, how in exposed_to_git(out.parent, [out.name]).items():
+        print(f"Warning: git {'tracks' if how == 'tracked' else 'does not ignore'} {out.parent / path}: every link "
+              "in it is a password. Add it to .gitignore" + (" and git rm --cached it" if how == "tracked" else "")
+              + ", or write it outside the repository (--out)", file=sys.stderr)
     if skipped:
         print(f"No link for {len(skipped)} id(s) the service does not take (letters, digits, . _ @ - only, up to 64): "
               f"{', '.join(repr(student) for student in skipped[:10])}")
@@ -180,7 +190,7 @@ def _unknown_or_not_revoked(args, folder: Path, known: set[str]) -> list[str]:
 
 def _instructor_link(folder: Path, credentials) -> None:
     """serve writes the instructor's link when it starts; after a rotation, the new one."""
-    path = folder / "instructor-link"
+    path = folder / INSTRUCTOR_LINK
     if path.is_file():
         address = path.read_text().strip().rsplit("/instructor/login/", 1)[0]
-        path.write_text(instructor_link(credentials.secret, address) + "\n")
+        replace_file(path, instructor_link(credentials.secret, address) + "\n", sync=False)  # owner-only

@@ -35,6 +35,8 @@ from ..sandbox.kernels import kernel_zygote
 from ..verdict.process import verdict_zygote
 from .policy import on_roster
 
+ATTEMPTS_LINK = "../../"  # from <prefix>attempt/<n>/feedback, the student's page: <prefix>
+
 
 def serve_worker_setup() -> None:
     """A grading worker of the service, ready before the first attempt: the pool's worker,
@@ -49,17 +51,22 @@ def serve_worker_setup() -> None:
         verdict_zygote()
 
 
-def serve_followup(student: str, assignment: str, graded: JobResult, release: bool, before: str = "") -> dict:
+def serve_followup(student: str, assignment: str, graded: JobResult, release: bool, before: str = "",
+                   attempt: int = 0, web: bool = False) -> dict:
     """In a grading worker, right after the attempt in submitted/ was autograded (as ``grade``
     grades it, here or on a Dask worker): unless its student left the roster meanwhile (then
     what ``before`` kept is put back: module doc), write its feedback, release it through the
-    exchange when it came that way, and return its scores per test and the mistakes named."""
+    exchange when it came that way, and return its scores per test and the mistakes named.
+    The page is titled with the attempt's number, and the web way's links back to the
+    student's attempts (relative: from ``attempt/<n>/feedback`` to the page's prefix)."""
     api = worker_api()
     started = time.monotonic()
     course = Path(api.coursedir.root)
     if before and not on_roster(course, student):
         put_back(course, api.coursedir.db_url, student, assignment, Path(before))
         return {"success": False, "off_roster": True, "log": f"{student} left the roster while it was graded"}
+    api.config.FeedbackSummary.attempt = attempt  # read by the converter generate_feedback makes
+    api.config.FeedbackSummary.attempts_link = ATTEMPTS_LINK if web else ""
     feedback = api.generate_feedback(assignment, student, force=True)
     if not feedback["success"]:
         return {"success": False, "log": failure_log(feedback, 4000)}

@@ -117,7 +117,8 @@ class Service:
         # otherwise _finished releases the brief page the web way shows
         release = attempt.way == "exchange" and self.policy.feedback_level() == "reports"
         loop = asyncio.get_running_loop()
-        future = self.backend.submit(attempt.student, then=serve_followup, args=(release, str(before)))
+        future = self.backend.submit(attempt.student, then=serve_followup,
+                                     args=(release, str(before), attempt.id, attempt.way != "exchange"))
         future.add_done_callback(lambda done: _back_on(loop, self._finished, attempt, done))
 
     def _stage(self, attempt: Attempt) -> None:

@@ -32,12 +32,13 @@ import tornado.netutil
 import tornado.web
 
 from ..course.directory import say
+from ..course.files import replace_file
 from .handler import Handler
 from .lti_web import ROUTES as LTI_ROUTES
 from .pages import attempt_progress, brief, final_feedback, instructor_view, queue_summary, status_text
 from .policy import NOT_ON_ROSTER, SERVE_DIR, Refused
 from .service import CannotServe, Service
-from .signin import instructor_link, page_prefix
+from .signin import INSTRUCTOR_LINK, instructor_link, page_prefix
 
 DRAINED_AT_MOST = 1 << 30  # a body too large is read (and dropped) up to this after its answer; more: closed
 FORM_SLACK = 64 * 1024  # the multipart form around the notebook
@@ -291,7 +292,8 @@ def start_web(service: Service, *, address: str, port: int, base_url: str, certf
     server.add_sockets(sockets)
     bound = sockets[0].getsockname()[1]
     link = instructor_link(service.signin.credentials.secret, base_url)
-    (service.course / SERVE_DIR / "instructor-link").write_text(link.replace("{port}", str(bound)) + "\n")
+    replace_file(service.course / SERVE_DIR / INSTRUCTOR_LINK, link.replace("{port}", str(bound)) + "\n",
+                 sync=False)  # owner-only: the link signs its holder in as the instructor
     say(f"serve: web page on {'https' if certfile else 'http'}://{address}:{bound}/ "
         f"(instructor's view: .maxpool-grader/serve/instructor-link)")
     return server
