@@ -59,7 +59,8 @@ Written here, because the library lacks it (the minimum):
   registration JSON's validation (``register``).
 
 Choices a tool's test may meet: a user who is launched becomes a member (``add_member``) if they were not
-one; a score for a user who is not a member is refused (422, as Canvas does); a score older than the
+one (of this course: a launch from another course, ``launch_url(..., context_id=...)``, enrols no one); a
+score for a user who is not a member is refused (422, as Canvas does); a score older than the
 newest one on record (by its ``timestamp``) is answered 200 and ignored by ``gradebook()``, as the AGS spec
 allows, and kept in ``platform.scores`` with ``"applied": False``; ``scoreGiven`` above ``scoreMaximum`` is
 accepted (extra credit, as the spec allows) unless ``platform.allow_extra_credit = False``.
@@ -273,12 +274,16 @@ class _MessageLaunch(LTIAdvantageMessageLaunchAbstract):
         self.set_user_data(spec["sub"], spec["roles"], full_name=spec["name"] or (member or {}).get("name"),
                            email_address=spec["email"] or (member or {}).get("email"))
         self.set_resource_link_claim(p.resource_link_id, title="max_pool_backward")
-        self.set_launch_context_claim(p.context_id, context_types=["http://purl.imsglobal.org/vocab/lis/v2/course#CourseOffering"],
-                                      context_title=p.context_title, context_label=p.context_label)
+        context = spec["context_id"] or p.context_id
+        own = context == p.context_id  # another course of the platform: its own service addresses
+        self.set_launch_context_claim(context, context_types=["http://purl.imsglobal.org/vocab/lis/v2/course#CourseOffering"],
+                                      context_title=p.context_title if own else f"Course {context}",
+                                      context_label=p.context_label if own else context.upper())
         self.set_launch_presentation_claim(document_target="iframe", return_url=p.issuer + "/return")
-        self.set_ags(p.lineitems_url, lineitem_url=p.column, allow_creating_lineitems=True,
+        self.set_ags(p.lineitems_url if own else f"{p.issuer}/courses/{context}/lineitems",
+                     lineitem_url=p.column if own else None, allow_creating_lineitems=True,
                      results_service_enabled=True, scores_service_enabled=True)
-        self.set_nrps(p.nrps_url)
+        self.set_nrps(p.nrps_url if own else f"{p.issuer}/courses/{context}/members")
         tamper = spec["tamper"]
         claims: dict[str, t.Any] = {}
         if tamper == "wrong_issuer":
@@ -714,18 +719,21 @@ class Platform:
     # -- launches
 
     def launch_url(self, sub: str, roles: t.Any = "learner", name: str | None = None, email: str | None = None,
-                   tamper: str | None = None) -> str:
-        """A URL on the platform whose page starts an OIDC launch of the tool as ``sub``."""
+                   tamper: str | None = None, context_id: str | None = None) -> str:
+        """A URL on the platform whose page starts an OIDC launch of the tool as ``sub``; from
+        another course of the platform with ``context_id`` (its own Names and Roles and line
+        items addresses, under ``/courses/<context_id>/``, which this platform does not serve)."""
         if not self.registration.get_oidc_login_url():
             raise RuntimeError("no tool is registered: Platform(tool_login_url=...) or platform.register(config)")
         if tamper is not None and tamper not in TAMPERS:
             raise ValueError(f"unknown tamper {tamper!r}: one of {TAMPERS}")
-        spec = {"sub": sub, "roles": _role_uris(roles), "name": name, "email": email, "tamper": tamper}
+        spec = {"sub": sub, "roles": _role_uris(roles), "name": name, "email": email, "tamper": tamper,
+                "context_id": context_id}
         if tamper == "replay":
             if self._last_id_token is None:
                 raise ValueError("tamper='replay' needs an earlier valid launch whose id_token it posts again")
             spec["replay_of"] = self._last_id_token
-        if self._member(sub) is None:
+        if self._member(sub) is None and context_id in (None, self.context_id):  # another course's: not this one's
             self.add_member(sub, name=name, roles=roles, email=email)
         hint = secrets.token_urlsafe(16)
         with self._lock:

@@ -39,8 +39,9 @@ from test_serve import LOOP_CORRECT, Running, notebook_of
 
 from maxpool_grader.names import PART_A_CELL
 from maxpool_grader.serve.lti import Lti, LtiSetupError, public_jwks, registration, tool_conf
-from maxpool_grader.serve.lti_store import LaunchStore, record, records, student_of
-from maxpool_grader.serve.lti_web import refusal_sentence, teaching
+from maxpool_grader.serve.lti_refusals import refusal_sentence
+from maxpool_grader.serve.lti_store import LaunchStore, course_of, other_course, record, records, student_of
+from maxpool_grader.serve.lti_web import teaching
 from maxpool_grader.serve.outbox import Outbox
 from maxpool_grader.serve.passback import Passback
 from maxpool_grader.serve.signin import SignIn
@@ -115,11 +116,19 @@ def service(course, platform):
         served.running.stop()
 
 
-def roster_from_lti(course) -> subprocess.CompletedProcess:
-    done = subprocess.run([str(BIN / "maxpool-grader"), "roster", "--from-lti", "--course-dir", str(course)],
+def roster_from_lti(course, *more: str, returncode: int = 0) -> subprocess.CompletedProcess:
+    done = subprocess.run([str(BIN / "maxpool-grader"), "roster", "--from-lti", "--course-dir", str(course), *more],
                           capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.returncode == returncode, done.stdout + done.stderr
     return done
+
+
+def stored_services(course) -> dict:
+    """What the launch store keeps of the LMS's addresses (and the binding), read as the roster reads it."""
+    import sqlite3
+    with sqlite3.connect(course / ".maxpool-grader" / "serve" / "lti.sqlite") as db:
+        return {key: json.loads(value) for key, value in db.execute(
+            "SELECT key, value FROM entries WHERE key LIKE 'service:%' OR key LIKE 'lineitem:%' OR key = 'course'")}
 
 
 def instructor_view(service) -> str:
@@ -156,9 +165,14 @@ def test_the_platform_registered_what_lti_config_printed(service, platform):
 
 @INTEGRATION
 def test_an_instructor_lands_on_the_live_view_and_names_and_roles_fill_the_roster(service, platform):
+    assert "No course yet: the first instructor launch" in instructor_view(service)
     arrived = launch(requests.Session(), platform.launch_url(TEACHER, roles="instructor", name="Tess Teacher"))
     assert arrived.status_code == 200 and arrived.url == service.base + "instructor", arrived.text
     assert "Scores not yet in the LMS" in arrived.text
+    says = html.unescape(arrived.text)  # the binding, stated: the course this launch came from
+    assert (f"This service serves one course: \u201cMax pooling, backward\u201d, context id 'course-maxpool' of "
+            f"{platform.issuer}, deployment 'deployment-1', bound by its instructor's first launch on ") in says, says
+    assert stored_services(service.course)["course"]["context_id"] == platform.context_id
     platform.add_member(ANA, "Ana Lovelace", "learner")
     platform.add_member(BO, "Bo Turing", "learner")
     done = roster_from_lti(service.course)
@@ -169,6 +183,29 @@ def test_an_instructor_lands_on_the_live_view_and_names_and_roles_fill_the_roste
     assert {info["sub"] for info in recorded.values()} == {ANA, BO}
     roster = (service.course / "roster.csv").read_text()
     assert "Ana" in roster and "Bo" in roster and "dee" in roster
+
+
+@INTEGRATION
+def test_a_launch_from_another_course_is_refused_before_anything_of_it_is_kept(service, platform):
+    """The same platform, client and deployment, another course (its own Names and Roles and line
+    items addresses): its instructor and its student are refused with a sentence, and the
+    service keeps its own course's addresses, so the next ``roster --from-lti`` reads this course."""
+    kept = stored_services(service.course)
+    assert kept["service:nrps"]["context_memberships_url"] == platform.nrps_url
+    for who, roles in (("t-other", "instructor"), (ANA, "learner"), ("s-other", "learner")):
+        refused = launch(requests.Session(), platform.launch_url(who, roles=roles, context_id="course-other"))
+        says = html.unescape(refused.text)
+        assert refused.status_code == 403 and "one service serves one course" in says, (who, says)
+        assert "This launch comes from another course (\u201cCourse course-other\u201d, context id 'course-other'" \
+            in says, says
+        assert platform.launches[-1]["claims"]["https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice"][
+            "context_memberships_url"] == f"{platform.issuer}/courses/course-other/members"  # what it named
+    assert stored_services(service.course) == kept  # nothing of those launches kept
+    view = instructor_view(service)
+    assert view.count("LTI launch refused: This launch comes from another course") >= 3  # one row each
+    assert "This service serves one course: \u201cMax pooling, backward\u201d" in view
+    done = roster_from_lti(service.course)  # this course's members, as before: nobody added or removed
+    assert "0 added, 0 removed" in done.stdout, done.stdout
 
 
 @INTEGRATION
@@ -277,7 +314,12 @@ def test_a_student_who_left_the_lms_course_is_removed_and_their_session_ends(ser
     assert launch(bo, platform.launch_url(BO)).status_code == 200
     platform.remove_member(BO)
     platform.add_member(CY, "Cy Hopper", "learner")
-    done = roster_from_lti(service.course)
+    before = (service.course / "roster.csv").read_text()
+    held = roster_from_lti(service.course, returncode=3)  # 1 of 3 (dee, Ana, Bo): more than a fifth, without --yes
+    assert "would remove 1 of the class's 3 students, more than 20%; nothing was changed" in held.stdout, held.stdout
+    assert "\n- s-bo\n" in held.stdout and "--yes" in held.stdout
+    assert (service.course / "roster.csv").read_text() == before and bo.get(service.base, timeout=30).status_code == 200
+    done = roster_from_lti(service.course, "--yes")
     removed = [line for line in done.stdout.splitlines() if line.startswith("- ")]
     assert len(removed) == 1 and "left the course in the LMS" in removed[0], done.stdout
     assert "+ s-cy (Cy Hopper)" in done.stdout.splitlines()  # (and Zed, who launched once and so is a member)
@@ -411,6 +453,57 @@ def test_a_nonce_or_state_is_taken_once_and_still_there_after_a_restart(tmp_path
     store.remember_services({"https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice":
                              {"context_memberships_url": "http://127.0.0.1:1/nrps"}})
     assert store.services() == ({"context_memberships_url": "http://127.0.0.1:1/nrps"}, None)
+
+
+def test_the_first_binding_holds_and_a_launch_of_another_course_is_a_sentence(tmp_path):
+    context, deployment = "https://purl.imsglobal.org/spec/lti/claim/context", \
+        "https://purl.imsglobal.org/spec/lti/claim/deployment_id"
+    claims = {"iss": "https://canvas.instructure.com", deployment: "42:8865aa05",
+              context: {"id": "4dde05e8ca19", "title": "Pooling 101"}}
+    ours = course_of(claims, "10000000000042")
+    assert other_course(None, ours) is None  # nothing bound yet: taken (the first instructor launch binds it)
+    store = LaunchStore(tmp_path)
+    assert store.bind(ours) == ours
+    assert store.bind(course_of({**claims, context: {"id": "c-2"}}, "10000000000042")) == ours  # the first holds
+    store.close()
+    store = LaunchStore(tmp_path)
+    assert store.binding() == ours  # after a restart too
+    assert other_course(ours, course_of(claims, "10000000000042")) is None
+    for change in ({context: {"id": "c-2", "title": "Another"}}, {deployment: "43:other"},
+                   {"iss": "https://other.instructure.com"}):
+        why = other_course(ours, course_of({**claims, **change}, "10000000000042"))
+        assert why.startswith("This launch comes from another course (") and "one service serves one course" in why
+        assert "(\u201cPooling 101\u201d, context id '4dde05e8ca19' of https://canvas.instructure.com, deployment " \
+               "'42:8865aa05', bound by its instructor's first launch on " in why, why
+    assert other_course(ours, course_of({**claims, "aud": "x"}, "other-client")).startswith("This launch comes from")
+    assert "names no course" in other_course(ours, course_of({**claims, context: {"title": "No id"}}, "1"))
+    assert "names no course" in other_course(None, course_of({"iss": "x"}, "1"))
+
+
+def test_roster_from_lti_removes_no_more_than_a_fifth_of_the_class_without_yes(tmp_path, monkeypatch):
+    """An LMS answering for another course, or with an empty page, would empty the class: a sync
+    that removes more than a fifth of it changes nothing without ``yes`` and says whom."""
+    from maxpool_grader.serve.lti_roster import MOST_REMOVED, TooManyLeaving, sync
+    monkeypatch.setenv("PATH", f"{BIN}:{os.environ['PATH']}")  # nbgrader runs alembic to make the gradebook
+    db = f"sqlite:///{tmp_path / 'gradebook.db'}"
+
+    def members(count):
+        return [{"user_id": f"u{i}", "status": "Active", "name": f"U {i}", "roles": [MEMBERSHIP + "Learner"]}
+                for i in range(count)]
+    assert MOST_REMOVED == 0.2
+    assert len(sync(tmp_path, db, members(10))) == 10
+    kept = (tmp_path / "roster.csv").read_text(), records(tmp_path)
+    with pytest.raises(TooManyLeaving) as held:
+        sync(tmp_path, db, members(7))  # 3 of 10 leave: more than a fifth
+    assert (held.value.leaving, held.value.of) == (["u7", "u8", "u9"], 10)
+    assert ((tmp_path / "roster.csv").read_text(), records(tmp_path)) == kept  # nothing changed
+    removed = [line for line in sync(tmp_path, db, members(8)) if line.startswith("- ")]
+    assert [line.split(":")[0] for line in removed] == ["- u8", "- u9"]  # 2 of 10: a fifth, not more
+    with pytest.raises(TooManyLeaving) as held:
+        sync(tmp_path, db, [])  # an empty page: everyone
+    assert len(held.value.leaving) == 8 and len(records(tmp_path)) == 8
+    assert len([line for line in sync(tmp_path, db, [], yes=True) if line.startswith("- ")]) == 8
+    assert records(tmp_path) == {}
 
 
 def test_the_lms_user_is_who_names_and_roles_recorded_never_a_name(tmp_path):

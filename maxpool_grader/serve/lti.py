@@ -67,10 +67,11 @@ class Lti(Configurable):
         config=True, unit="")
     members_url = Unicode("", help=(
         "The Names and Roles address of the course ('context_memberships_url'); empty: the one the last "
-        "launch named. 'maxpool-grader roster --from-lti' reads the members there.")).tag(config=True, unit="")
+        "accepted launch of the course named. 'maxpool-grader roster --from-lti' reads the members there.")).tag(
+        config=True, unit="")
     lineitems_url = Unicode("", help=(
-        "The course's line items address (AGS 'lineitems'); empty: the one the last launch named. The "
-        "assignment's line item is found there, or made.")).tag(config=True, unit="")
+        "The course's line items address (AGS 'lineitems'); empty: the one the last accepted launch of the "
+        "course named. The assignment's line item is found there, or made.")).tag(config=True, unit="")
 
 
 def load_lti(course: Path) -> Lti:

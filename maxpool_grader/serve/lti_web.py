@@ -6,19 +6,22 @@ path), ``SessionService`` over ``LaunchStore`` (serve/lti_store.py: nonces and s
 SQLite, each taken once, so a launch replayed is refused after a restart too), ``Redirect``,
 ``OIDCLogin`` and ``MessageLaunch``. Every check of the token is the library's: the signature
 against the platform's key set, ``iss``, ``aud`` (its client id), the deployment, ``exp``/``iat``,
-the nonce, the state, the message type and the version. Two things it leaves to the tool are
-done here: ``azp`` must be the client id when it is given (or when ``aud`` names several), and
-the platform's key set is kept between launches and read again once when a launch names a
-key it does not have (the platform rotated its keys).
+the nonce, the state, the message type and the version. What it leaves to the tool is done
+here: ``azp`` must be the client id when it is given (or when ``aud`` names several); the
+platform's key set is kept between launches and read again once when a launch names a key it
+does not have (the platform rotated its keys); and the library's copy of each launch is never
+stored, so nothing of a launch is kept before the service has taken it.
 
-Who the checked launch is, is serve/signin.py's decision (``SignIn.lti_user``). Every refusal
-is a page with a sentence, recorded for the instructor's live view.
+A checked launch is then taken only from the course the service is bound to
+(serve/lti_store.py's ``other_course``; the first instructor launch binds it), and only then
+are its Names and Roles and line items addresses kept. Who the launch is, is
+serve/signin.py's decision (``SignIn.lti_user``). Every refusal is a page with a sentence, recorded for the
+instructor's live view.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from urllib.parse import parse_qs, urlparse
 
 from pylti1p3.cookie import CookieService
@@ -33,12 +36,11 @@ from pylti1p3.session import SessionService
 
 from .handler import Handler
 from .lti import LtiSetupError, public_jwks, tool_conf, urls
-from .lti_store import LaunchStore, student_of
+from .lti_refusals import NOT_BOUND, header_of, refusal_sentence
+from .lti_store import LaunchStore, course_of, described, other_course, student_of
 from .policy import NOT_ON_ROSTER, Refused
 
 STATE_SECONDS = 600
-START_AGAIN = "Start again from the assignment in your course's page in the LMS."
-
 
 class TornadoRequest(Request):
     def __init__(self, handler: Handler):
@@ -145,6 +147,11 @@ class TornadoMessageLaunch(MessageLaunch):
             raise LtiException("State not found")
         return self
 
+    def save_launch_data(self):
+        """Nothing: the library's copy of a launch (its claims, the service addresses among them)
+        is never read here, and nothing of a launch is kept before the service has taken it."""
+        return self
+
     def validate_registration(self):
         super().validate_registration()
         body = self._jwt.get("body", {})
@@ -173,42 +180,6 @@ class TornadoMessageLaunch(MessageLaunch):
 def teaching(claims: dict) -> bool:
     """Whether a launch's roles are a teacher's: instructor, teaching assistant, administrator."""
     return any(role(claims).check() for role in (TeacherRole, TeachingAssistantRole, StaffRole))
-
-
-def refusal_sentence(problem: Exception, header: dict) -> str:
-    """What a refused launch's page says, from pylti1p3's reason."""
-    text = str(problem)
-    alg = re.sub(r"[^A-Za-z0-9]", "", str(header.get("alg", "")))[:12]  # the unchecked header's: a name at most
-    pairs = [
-        (("State not found", "Missing state"), "This launch does not belong to a sign-in this browser began here "
-                                               "(its state does not match, or it was used already). " + START_AGAIN),
-        (("Invalid Nonce", '"nonce" is empty'), "This launch was used already (its nonce was seen before): each "
-                                                "launch works once. " + START_AGAIN),
-        (("[client_id=",), "This launch was made for another tool (its audience is not this service's client id)."),
-        (("Registration not found", "Could not find issuer", "not found in settings"),
-         "This launch comes from a platform this service is not registered with (its issuer is not the course's)."),
-        (("Client id not registered", "azp is not"), "This launch was made for another tool (its audience is not "
-                                                     "this service's client id)."),
-        (("Unable to find deployment",), "This launch comes from a deployment of the tool this course does not "
-                                         "know (its deployment id is not the course's)."),
-        (("Unable to find public key",), f"This launch is signed with {alg}, which this service never accepts: "
-                                         "only the LMS's own RSA keys are." if not alg.startswith("RS") else
-                                         "This launch names a signing key the LMS's key set does not have (an "
-                                         "unknown key id), even after reading the key set again."),
-        (("expired",), "This launch has expired: it was made too long ago. " + START_AGAIN),
-        (("Signature verification failed", "Can't decode id_token"), "This launch's signature does not match its "
-                                                                     "content: it was changed after the LMS signed "
-                                                                     "it, so it is not taken."),
-        (("version",), "This launch is not LTI 1.3.0 (its version claim says otherwise)."),
-        (("message type", "Message validation", "Resource Link", "Must have a user", "Roles Claim"),
-         "This launch is not a link to a resource this service understands (its message type or claims are not "
-         "an LTI resource link launch's)."),
-        (("Missing id_token", "JWT"), "No valid launch token arrived with this request. " + START_AGAIN),
-    ]
-    for keys, sentence in pairs:
-        if any(key in text for key in keys):
-            return sentence
-    return f"This launch could not be checked ({text[:200]}). " + START_AGAIN
 
 
 class LtiHandler(Handler):
@@ -260,12 +231,22 @@ class LtiLaunch(LtiHandler):
         except LtiSetupError as problem:
             return self.refuse(f"LTI is not set up on this service: {problem}.", status=503)
         except Exception as problem:  # noqa: BLE001  pylti1p3 raises a bare Exception for an unknown issuer
-            return self.refuse(refusal_sentence(problem, _header(self.get_argument("id_token", ""))))
+            return self.refuse(refusal_sentence(problem, header_of(self.get_argument("id_token", ""))))
         self.clear_cookie(f"lti1p3-{self.get_argument('state', '')}", path=self.prefix)  # used: gone
-        self.service.launches.remember_services(claims)
-        sub = str(claims.get("sub"))
+        sub, store = str(claims.get("sub")), self.service.launches
+        course, bound = course_of(claims, self.service.lti.client_id), store.binding()
+        if why := other_course(bound, course):  # another course's launch: refused before anything of it is kept
+            return self.refuse(why, who=f"LTI user {sub[:64]}")
         recorded = student_of(self.service.course, sub)
         kind, who = self.service.signin.lti_user(sub, teaching=teaching(claims), recorded_as=recorded)
+        if bound is None and kind == "instructor":  # the first instructor launch binds the course
+            if why := other_course(store.bind(course), course):  # another course's was bound meanwhile
+                return self.refuse(why, who=f"LTI user {sub[:64]}")
+            self.service.events.append(f"LTI: this service now serves {described(course)}, bound by this launch")
+        elif bound is None and kind == "student":
+            return self.refuse(NOT_BOUND, who=who)
+        if kind in ("instructor", "student"):
+            store.remember_services(claims)  # an accepted launch of the bound course: its addresses are the course's
         if kind == "instructor":
             self.sign_in_instructor()
             return self.redirect(self.url("/instructor"), status=303)
@@ -285,14 +266,6 @@ class LtiJwks(Handler):
     def get(self):
         self.set_header("Content-Type", "application/json")
         self.finish(json.dumps(public_jwks(self.service.course, self.service.lti)))
-
-
-def _header(token: str) -> dict:
-    """A token's header, unchecked: only to say which algorithm a refused launch named."""
-    try:
-        return json.loads(MessageLaunch.urlsafe_b64decode(token.split(".")[0]))
-    except (ValueError, UnicodeDecodeError, IndexError):
-        return {}
 
 
 ROUTES = [(r"lti/login", LtiLogin), (r"lti/launch", LtiLaunch), (r"lti/jwks", LtiJwks)]
