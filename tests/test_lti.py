@@ -38,10 +38,18 @@ from test_lti_platform import launch
 from test_serve import LOOP_CORRECT, Running, notebook_of
 
 from maxpool_grader.names import PART_A_CELL
-from maxpool_grader.serve.lti import Lti, LtiSetupError, public_jwks, registration, tool_conf
+from maxpool_grader.serve.lti import (
+    Lti,
+    LtiSetupError,
+    context_roles,
+    learning,
+    public_jwks,
+    registration,
+    teaching,
+    tool_conf,
+)
 from maxpool_grader.serve.lti_refusals import refusal_sentence
 from maxpool_grader.serve.lti_store import LaunchStore, course_of, other_course, record, records, student_of
-from maxpool_grader.serve.lti_web import teaching
 from maxpool_grader.serve.outbox import Outbox
 from maxpool_grader.serve.passback import Passback
 from maxpool_grader.serve.signin import SignIn
@@ -236,6 +244,23 @@ def test_every_broken_or_forged_launch_is_a_page_and_a_line_on_the_live_view(ser
     assert_accessible(page, "an LTI launch refused")
     assert reflow_problems(page) == {} and "has expired" in page.inner_text("main")
     context.close()
+
+
+@INTEGRATION
+def test_the_course_s_own_roles_decide_with_canvas_s_and_moodle_s_role_sets(service, platform):
+    """Canvas's institution roles (an account administrator enrolled as a student, a teacher of
+    another course) never make anyone the instructor; Moodle's site administrator, whom Moodle
+    gives the course's Instructor role, is; a TA is; an observer is nobody here (CANVAS, MOODLE below)."""
+    ana = launch(requests.Session(), platform.launch_url(ANA, roles=CANVAS["account admin enrolled as a student"]))
+    assert ana.status_code == 200 and ana.url == service.base and "submit for feedback" in ana.text, ana.text
+    for who, roles in (("s-yan", CANVAS["teacher elsewhere, student here"]), ("s-obs", CANVAS["observer"]),
+                       ("s-adm", CANVAS["account admin, no course role"])):
+        refused = launch(requests.Session(), platform.launch_url(who, roles=roles))
+        assert refused.status_code == 403 and "not on this course's roster" in html.unescape(refused.text), who
+    for who, roles in (("t-ta", CANVAS["ta"]), ("t-designer", CANVAS["designer"]),
+                       ("t-moodle-admin", MOODLE["site administrator"])):
+        arrived = launch(requests.Session(), platform.launch_url(who, roles=roles))
+        assert arrived.status_code == 200 and arrived.url == service.base + "instructor", (who, arrived.text)
 
 
 @INTEGRATION
@@ -519,6 +544,74 @@ def test_the_lms_user_is_who_names_and_roles_recorded_never_a_name(tmp_path):
     assert signin.lti_user("u-1", teaching=False, recorded_as="ana") == ("stranger", "ana")
     assert records(tmp_path)["ana"]["sub"] == "u-1"
     assert teaching({ROLES: [MEMBERSHIP + "Instructor"]}) and not teaching({ROLES: [MEMBERSHIP + "Learner"]})
+
+
+# Canvas's and Moodle's role sets, as they send them. Where each was found: Canvas's teacher,
+# hypothesis/lms#4373 (a Canvas launch's claim); its role map (TA, designer, observer, student,
+# the institution and system roles), quoted from Canvas's source in
+# Izumi-kun/LTI-Tool-Provider-Library-PHP#3; its designer, PrairieLearn/PrairieLearn#11040; an
+# account administrator enrolled as a student, dmitry-viskov/pylti1.3#150 and
+# numbas/numbas-lti-provider#341 (the institution roles come in every course); Moodle's site
+# administrator (Moodle 3.7, LTI 1.3), celtic-project/LTI-PHP#10; Moodle's teacher and student,
+# Moodle's lti_get_ims_role ("Instructor" for who may manage the activity, else "Learner") and
+# its Names and Roles service's CONTEXT_ROLE_INSTRUCTOR and CONTEXT_ROLE_LEARNER.
+INSTITUTION = "http://purl.imsglobal.org/vocab/lis/v2/institution/person#"
+SYSTEM = "http://purl.imsglobal.org/vocab/lis/v2/system/person#"
+CANVAS = {
+    "teacher": [INSTITUTION + "Instructor", INSTITUTION + "Student", MEMBERSHIP + "Instructor", SYSTEM + "User"],
+    "ta": [INSTITUTION + "Student", "http://purl.imsglobal.org/vocab/lis/v2/membership/Instructor#TeachingAssistant",
+           MEMBERSHIP + "Instructor", SYSTEM + "User"],
+    "ta, as Canvas's role map spells it": ["http://purl.imsglobal.org/vocab/lis/v2/membership/instructor#TeachingAssistant",
+                                          MEMBERSHIP + "Instructor"],
+    "designer": [INSTITUTION + "Instructor", MEMBERSHIP + "ContentDeveloper", SYSTEM + "User"],
+    "student": [INSTITUTION + "Student", MEMBERSHIP + "Learner", SYSTEM + "User"],
+    "teacher elsewhere, student here": [INSTITUTION + "Instructor", INSTITUTION + "Student", MEMBERSHIP + "Learner",
+                                        SYSTEM + "User"],
+    "account admin enrolled as a student": [INSTITUTION + "Administrator", INSTITUTION + "Instructor",
+                                            INSTITUTION + "Student", MEMBERSHIP + "Learner", SYSTEM + "User"],
+    "account admin, no course role": [INSTITUTION + "Administrator", INSTITUTION + "Instructor",
+                                      INSTITUTION + "Student", SYSTEM + "User"],
+    "observer": [INSTITUTION + "Student", MEMBERSHIP + "Mentor", SYSTEM + "User"],
+    "site admin (system)": [SYSTEM + "SysAdmin", SYSTEM + "User", MEMBERSHIP + "Learner"],
+}
+MOODLE = {
+    "teacher": [MEMBERSHIP + "Instructor"],
+    "student": [MEMBERSHIP + "Learner"],
+    "site administrator": [INSTITUTION + "Administrator", SYSTEM + "Administrator", MEMBERSHIP + "Instructor"],
+}
+TEACHES = {("canvas", "teacher"), ("canvas", "ta"), ("canvas", "ta, as Canvas's role map spells it"),
+           ("canvas", "designer"), ("moodle", "teacher"), ("moodle", "site administrator")}
+LEARNS = {("canvas", "student"), ("canvas", "teacher elsewhere, student here"),
+          ("canvas", "account admin enrolled as a student"), ("canvas", "site admin (system)"), ("moodle", "student")}
+
+
+@pytest.mark.parametrize(("lms", "who"), [("canvas", who) for who in CANVAS] + [("moodle", who) for who in MOODLE])
+def test_only_the_course_s_own_roles_decide_as_canvas_and_moodle_send_them(lms, who, tmp_path):
+    roles = (CANVAS if lms == "canvas" else MOODLE)[who]
+    assert teaching({ROLES: roles}) == ((lms, who) in TEACHES), roles
+    assert learning(roles) == ((lms, who) in LEARNS), roles
+    # and the launch decides as its course roles say: a recorded student with a teacher's
+    # institution role is that student; an unrecorded Learner is a stranger, never the instructor
+    signin = SignIn(tmp_path / "serve", is_student={"ana"}.__contains__)
+    expected = {(True, None): ("instructor", ""), (True, "ana"): ("forged", "ana"),
+                (False, None): ("stranger", ""), (False, "ana"): ("student", "ana")}
+    for recorded in (None, "ana"):
+        assert signin.lti_user("u-1", teaching=teaching({ROLES: roles}), recorded_as=recorded) == \
+            expected[((lms, who) in TEACHES, recorded)]
+
+
+def test_the_short_forms_and_sub_roles_are_read_as_lti_means_them():
+    assert context_roles(["Instructor", "Learner", "TeachingAssistant"]) == {"Instructor", "Learner",
+                                                                              "TeachingAssistant"}
+    assert teaching({ROLES: ["TeachingAssistant"]}) and teaching({ROLES: [MEMBERSHIP + "Administrator"]})
+    assert teaching({ROLES: [MEMBERSHIP + "TeachingAssistant"]})  # a platform's spelling of the TA
+    learner_instructor = "http://purl.imsglobal.org/vocab/lis/v2/membership/Learner#Instructor"
+    assert context_roles([learner_instructor]) == {"Learner"} and not teaching({ROLES: [learner_instructor]})
+    assert context_roles([CANVAS["ta, as Canvas's role map spells it"][0]]) == {"Instructor"}  # lower-case principal
+    for other in ("urn:lti:instrole:ims/lis/Instructor", INSTITUTION + "Instructor", SYSTEM + "Administrator",
+                  "http://purl.imsglobal.org/vocab/lis/v2/person#Administrator", "", 7, None):
+        assert not teaching({ROLES: [other]}) and not learning([other]), other
+    assert not teaching({ROLES: "Instructor"}) and not teaching({})  # not a list: no roles
 
 
 @pytest.mark.parametrize(("reason", "header", "says"), [

@@ -9,7 +9,9 @@ JWK pasted into the developer key). The tool's private key is made on first use,
 its owner only, under ``.maxpool-grader/``.
 
 Every check of a launch's token is pylti1p3's (serve/lti_web.py holds its tornado adapter);
-this module gives it the registration as its ``ToolConfDict``.
+this module gives it the registration as its ``ToolConfDict``, and says which of a launch's
+roles count here (``context_roles``, ``teaching``, ``learning``): only the roles the user has in
+the launch's course (the membership roles), never their institution or system roles.
 """
 
 from __future__ import annotations
@@ -32,6 +34,11 @@ SCOPES = ("https://purl.imsglobal.org/spec/lti-ags/scope/lineitem",
           "https://purl.imsglobal.org/spec/lti-ags/scope/score",
           "https://purl.imsglobal.org/spec/lti-nrps/scope/contextmembership.readonly")
 LOGIN, LAUNCH, JWKS = "lti/login", "lti/launch", "lti/jwks"
+ROLES_CLAIM = "https://purl.imsglobal.org/spec/lti/claim/roles"
+MEMBERSHIP = "http://purl.imsglobal.org/vocab/lis/v2/membership"  # the context roles' vocabulary (LTI 1.3, A.2.3)
+TEACHING_ROLES = frozenset({"Instructor", "TeachingAssistant", "ContentDeveloper", "Administrator"})
+PRINCIPAL = {name.lower(): name for name in ("Administrator", "ContentDeveloper", "Instructor", "Learner", "Mentor",
+                                             "Manager", "Member", "Officer")}  # LTI 1.3's principal context roles
 
 
 class Lti(Configurable):
@@ -72,6 +79,41 @@ class Lti(Configurable):
     lineitems_url = Unicode("", help=(
         "The course's line items address (AGS 'lineitems'); empty: the one the last accepted launch of the "
         "course named. The assignment's line item is found there, or made.")).tag(config=True, unit="")
+
+
+def context_roles(roles) -> set[str]:
+    """The principal context roles among ``roles`` (a launch's roles claim, or a member's roles
+    in Names and Roles): ``membership#Instructor`` is "Instructor"; a sub-role counts as its
+    principal role (``membership/Instructor#TeachingAssistant`` is "Instructor", whatever the
+    case of its principal, and ``membership/Learner#Instructor``, a learner, is "Learner"); the
+    short forms LTI allows for
+    context roles ("Instructor", "Learner") are read as they are, and so is
+    ``membership#TeachingAssistant``, which some platforms send. Institution roles
+    (``institution/person#Instructor``, which Canvas gives anyone who teaches anywhere in the
+    account) and system roles are never context roles."""
+    found = set()
+    for role in roles if isinstance(roles, (list, tuple)) else []:
+        if not isinstance(role, str):
+            continue
+        if role.startswith(MEMBERSHIP + "#"):
+            found.add(role[len(MEMBERSHIP) + 1:])
+        elif role.startswith(MEMBERSHIP + "/"):
+            principal = role[len(MEMBERSHIP) + 1:].partition("#")[0]
+            found.add(PRINCIPAL.get(principal.lower(), principal))
+        elif role.isalpha():  # a short form: no vocabulary, no sub-role
+            found.add(role)
+    return found
+
+
+def teaching(claims: dict) -> bool:
+    """Whether a launch's user teaches this course: an Instructor (a teaching assistant too), a
+    TeachingAssistant, a ContentDeveloper or an Administrator of the course's membership."""
+    return bool(context_roles(claims.get(ROLES_CLAIM)) & TEACHING_ROLES)
+
+
+def learning(roles) -> bool:
+    """Whether a member's roles make them a learner of this course (its membership's Learner)."""
+    return "Learner" in context_roles(roles)
 
 
 def load_lti(course: Path) -> Lti:

@@ -4,7 +4,8 @@ of LTI: ``maxpool-grader roster --from-lti`` and ``maxpool-grader lti-config``.
 ``roster --from-lti`` reads the course's members from the platform (pylti1p3's client, signed
 with the tool's key) and makes roster.csv say what the LMS says, printing each change:
 
-* an active learner is a student. Which roster student an LMS user is, is recorded once, in
+* an active learner (a Learner of the course's membership: serve/lti.py's ``learning``; an
+  institution or system role never counts) is a student. Which roster student an LMS user is, is recorded once, in
   ``.maxpool-grader/lti.json``, by the user's ``sub``: a user recorded before keeps their
   student; a new one is the roster row whose id is the user's SIS id
   (``lis_person_sourcedid``), or a new row with that id (or, without one, an id made from the
@@ -29,12 +30,11 @@ import io
 from pathlib import Path
 
 from pylti1p3.names_roles import NamesRolesProvisioningService
-from pylti1p3.roles import StudentRole
 
 from ..course.files import replace_file
 from ..course.roster import clean_name, import_roster, read_roster
 from ..glue.safecsvexport import csv_cell, shown
-from .lti import LtiSetupError, load_lti, missing, registration_text
+from .lti import LtiSetupError, learning, load_lti, missing, registration_text
 from .lti_store import LaunchStore, records, write_records
 from .passback import connector
 from .policy import SERVE_DIR, STUDENT_ID
@@ -76,7 +76,7 @@ def fetch_members(course: Path, members_url: str = "") -> list[dict]:
 
 def learners(members: list[dict]) -> list[dict]:
     return [member for member in members if member.get("user_id") and member.get("status", "Active") == "Active"
-            and StudentRole({"https://purl.imsglobal.org/spec/lti/claim/roles": member.get("roles", [])}).check()]
+            and learning(member.get("roles", []))]
 
 
 def student_id(member: dict, taken: set[str]) -> str:

@@ -15,8 +15,9 @@ stored, so nothing of a launch is kept before the service has taken it.
 A checked launch is then taken only from the course the service is bound to
 (serve/lti_store.py's ``other_course``; the first instructor launch binds it), and only then
 are its Names and Roles and line items addresses kept. Who the launch is, is
-serve/signin.py's decision (``SignIn.lti_user``). Every refusal is a page with a sentence, recorded for the
-instructor's live view.
+serve/signin.py's decision (``SignIn.lti_user``), from the launch's course roles alone
+(serve/lti.py's ``teaching``: an institution or system role never counts). Every refusal is
+a page with a sentence, recorded for the instructor's live view.
 """
 
 from __future__ import annotations
@@ -31,11 +32,10 @@ from pylti1p3.message_launch import MessageLaunch
 from pylti1p3.oidc_login import OIDCLogin
 from pylti1p3.redirect import Redirect
 from pylti1p3.request import Request
-from pylti1p3.roles import StaffRole, TeacherRole, TeachingAssistantRole
 from pylti1p3.session import SessionService
 
 from .handler import Handler
-from .lti import LtiSetupError, public_jwks, tool_conf, urls
+from .lti import LtiSetupError, public_jwks, teaching, tool_conf, urls
 from .lti_refusals import NOT_BOUND, header_of, refusal_sentence
 from .lti_store import LaunchStore, course_of, described, other_course, student_of
 from .policy import NOT_ON_ROSTER, Refused
@@ -175,11 +175,6 @@ class TornadoMessageLaunch(MessageLaunch):
             self.key_sets.pop(url, None)  # the platform may have rotated its keys: its key set once more
             self._registration.set_key_set(None)
             return super().get_public_key()
-
-
-def teaching(claims: dict) -> bool:
-    """Whether a launch's roles are a teacher's: instructor, teaching assistant, administrator."""
-    return any(role(claims).check() for role in (TeacherRole, TeachingAssistantRole, StaffRole))
 
 
 class LtiHandler(Handler):
