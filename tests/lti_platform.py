@@ -55,7 +55,8 @@ Written here, because the library lacks it (the minimum):
 - the score's validation (the library has a ``TODO``), the Link header of NRPS and line item paging
   (the library puts ``next`` in the body, and its ``rel=next`` lacks the quotes pylti1p3 looks for), the
   line item container as a JSON array, as the AGS spec says;
-- the attacks (``launch_url(..., tamper=...)``), ``rotate_keys``, ``fail_next``, ``down``/``up`` and the
+- the attacks (``launch_url(..., tamper=...)``: ``TAMPERS``, which stock pylti1p3 refuses, and
+  ``STRICT_TAMPERS``, which a tool must add checks for), ``rotate_keys``, ``fail_next``, ``down``/``up`` and the
   registration JSON's validation (``register``).
 
 Choices a tool's test may meet: a user who is launched becomes a member (``add_member``) if they were not
@@ -123,6 +124,10 @@ CLAIM = "https://purl.imsglobal.org/spec/lti/claim/"
 TAMPERS = ("wrong_issuer", "wrong_audience", "unknown_deployment", "expired", "alg_none",
            "hs256_with_public_key", "unknown_kid", "wrong_state", "replay", "forged_instructor",
            "bad_message_type", "bad_version")
+# signed by the platform's own key, and each what LTI 1.3 says a tool refuses for a resource link (no exp),
+# a clock ahead of the tool's, or another message the tool may not offer; stock pylti1p3 accepts all but
+# iat_future (which it words as a bad signature)
+STRICT_TAMPERS = ("no_exp", "iat_future", "deep_linking", "submission_review")
 
 
 class Hit(t.NamedTuple):
@@ -298,13 +303,24 @@ class _MessageLaunch(LTIAdvantageMessageLaunchAbstract):
             claims[CLAIM + "version"] = "1.1.0"
         elif tamper == "forged_instructor":
             claims[CLAIM + "roles"] = [ROLES["instructor"]]
+        elif tamper == "deep_linking":  # a valid Deep Linking request, as pylti1p3's validator wants it
+            claims[CLAIM + "message_type"] = "LtiDeepLinkingRequest"
+            claims["https://purl.imsglobal.org/spec/lti-dl/claim/deep_linking_settings"] = {
+                "deep_link_return_url": p.issuer + "/return", "accept_types": ["ltiResourceLink"],
+                "accept_presentation_document_targets": ["iframe", "window"]}
+        elif tamper == "submission_review":  # a valid Submission Review request: its line item and the student
+            claims[CLAIM + "message_type"] = "LtiSubmissionReviewRequest"
+            claims[CLAIM + "for_user"] = {"user_id": spec["sub"]}
+            claims["https://purl.imsglobal.org/spec/lti-ags/claim/endpoint"] = {
+                "scope": [SCOPE_LINEITEM, SCOPE_SCORE], "lineitems": p.lineitems_url,
+                "lineitem": p.lineitems_url + "/reviewed"}
         if claims:
             self.set_extra_claims(claims)
 
     def generate_launch_request(self) -> dict:
         p, tamper = self.platform, self.spec["tamper"]
         if tamper in (None, "wrong_issuer", "wrong_audience", "unknown_deployment", "bad_message_type",
-                      "bad_version", "wrong_state"):
+                      "bad_version", "wrong_state", "deep_linking", "submission_review"):
             data = dict(super().generate_launch_request())  # signed by the library with the published key
         else:
             message, state = self.get_launch_data()
@@ -675,6 +691,14 @@ class Platform:
         """Sign a launch message the way an attack would."""
         now = int(time.time())
         message = dict(message, iat=now, exp=now + 300)
+        if tamper == "no_exp":
+            message.pop("exp")
+            return Registration.encode_and_sign(message, t.cast(str, self.registration.get_platform_private_key()),
+                                                headers={"kid": self.kid})
+        if tamper == "iat_future":  # the platform's clock 10 minutes ahead of the tool's
+            message.update(iat=now + 600, exp=now + 900)
+            return Registration.encode_and_sign(message, t.cast(str, self.registration.get_platform_private_key()),
+                                                headers={"kid": self.kid})
         if tamper == "expired":
             message.update(iat=now - 900, exp=now - 600)
             return Registration.encode_and_sign(message, t.cast(str, self.registration.get_platform_private_key()),
@@ -725,8 +749,8 @@ class Platform:
         items addresses, under ``/courses/<context_id>/``, which this platform does not serve)."""
         if not self.registration.get_oidc_login_url():
             raise RuntimeError("no tool is registered: Platform(tool_login_url=...) or platform.register(config)")
-        if tamper is not None and tamper not in TAMPERS:
-            raise ValueError(f"unknown tamper {tamper!r}: one of {TAMPERS}")
+        if tamper is not None and tamper not in TAMPERS + STRICT_TAMPERS:
+            raise ValueError(f"unknown tamper {tamper!r}: one of {TAMPERS + STRICT_TAMPERS}")
         spec = {"sub": sub, "roles": _role_uris(roles), "name": name, "email": email, "tamper": tamper,
                 "context_id": context_id}
         if tamper == "replay":

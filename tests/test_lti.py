@@ -72,6 +72,12 @@ REFUSALS = {  # each attack of the platform, and what the page says
     "forged_instructor": "changed after the LMS signed it",
     "bad_message_type": "message type",
     "bad_version": "not LTI 1.3.0",
+    # signed by the platform's own key: what stock pylti1p3 lets through, or words as a bad signature
+    "no_exp": "has no expiry time (its exp claim is missing)",
+    "iat_future": "the LMS's clock and this service's disagree (clock skew)",
+    "deep_linking": "is a Deep Linking request (choosing content to add to the course), which this service does "
+                    "not offer: it takes links to the assignment only (LtiResourceLinkRequest)",
+    "submission_review": "is a Submission Review request (reviewing a student's submission), which this service",
 }
 
 
@@ -628,11 +634,18 @@ def test_the_short_forms_and_sub_roles_are_read_as_lti_means_them():
     ("Can't decode id_token: Signature verification failed", {}, "changed after the LMS signed it"),
     ("Incorrect version, expected 1.3.0", {}, "not LTI 1.3.0"),
     ("Unrecognized message type", {}, "message type"),
+    ("Message type not taken: LtiNotARealRequest", {}, "its message type or claims are not"),
+    ("Message type not taken: LtiDeepLinkingRequest", {}, "is a Deep Linking request"),
+    ("Message type not taken: LtiSubmissionReviewRequest", {}, "is a Submission Review request"),
+    ("No exp claim", {}, "has no expiry time"),
+    ("Can't decode id_token: The token is not yet valid (iat)", {}, "clock skew"),
+    ("Can't decode id_token: The token is not yet valid (nbf)", {}, "clock skew"),
     ("something new", {}, "could not be checked (something new)"),
 ])
 def test_each_refusal_is_a_sentence(reason, header, says):
     sentence = refusal_sentence(Exception(reason), header)
     assert says in sentence and sentence.endswith((".", ")")) and "Traceback" not in sentence
+    assert "clock skew" not in sentence or "changed after the LMS signed it" not in sentence
 
 
 def test_lti_config_prints_the_key_set_and_the_registration_and_keeps_the_key_private(tmp_path):

@@ -7,7 +7,9 @@ SQLite, each taken once, so a launch replayed is refused after a restart too), `
 ``OIDCLogin`` and ``MessageLaunch``. Every check of the token is the library's: the signature
 against the platform's key set, ``iss``, ``aud`` (its client id), the deployment, ``exp``/``iat``,
 the nonce, the state, the message type and the version. What it leaves to the tool is done
-here: ``azp`` must be the client id when it is given (or when ``aud`` names several); the
+here: ``azp`` must be the client id when it is given (or when ``aud`` names several); ``exp``
+must be there (the library checks it only when it is); only a resource link launch
+(``LtiResourceLinkRequest``) is taken, never a Deep Linking or Submission Review request; the
 platform's key set is kept between launches and read again once when a launch names a key it
 does not have (the platform rotated its keys); and the library's copy of each launch is never
 stored, so nothing of a launch is kept before the service has taken it.
@@ -23,6 +25,7 @@ a page with a sentence, recorded for the instructor's live view.
 from __future__ import annotations
 
 import json
+import re
 from urllib.parse import parse_qs, urlparse
 
 from pylti1p3.cookie import CookieService
@@ -36,7 +39,7 @@ from pylti1p3.session import SessionService
 
 from .handler import Handler
 from .lti import LtiSetupError, public_jwks, teaching, tool_conf, urls
-from .lti_refusals import NOT_BOUND, header_of, refusal_sentence
+from .lti_refusals import MESSAGE_TYPE, NOT_BOUND, RESOURCE_LINK, header_of, refusal_sentence
 from .lti_store import LaunchStore, course_of, described, other_course, student_of
 from .policy import NOT_ON_ROSTER, Refused
 
@@ -146,6 +149,18 @@ class TornadoMessageLaunch(MessageLaunch):
         if not self._session_service.store.take(f"state:{self._get_request_param('state')}"):
             raise LtiException("State not found")
         return self
+
+    def validate_jwt_signature(self):
+        super().validate_jwt_signature()  # the library's: PyJWT checks exp and iat only when they are there
+        if not isinstance(self._jwt.get("body", {}).get("exp"), (int, float)):
+            raise LtiException("No exp claim")
+        return self
+
+    def validate_message(self):
+        kind = self._jwt.get("body", {}).get(MESSAGE_TYPE)
+        if kind != RESOURCE_LINK:
+            raise LtiException(f"Message type not taken: {re.sub(r'[^A-Za-z]', '', str(kind))[:40]}")
+        return super().validate_message()
 
     def save_launch_data(self):
         """Nothing: the library's copy of a launch (its claims, the service addresses among them)
