@@ -16,11 +16,12 @@ Use::
         platform.fail_next(2, status=503)                           # the next 2 token/NRPS/AGS calls fail
         assert platform.gradebook()["student-1"]["scoreGiven"] == 15
 
-Attributes: ``issuer``, ``client_id``, ``deployment_id``, ``jwks_url``, ``auth_login_url``,
+Attributes: ``issuer``, ``client_id``, ``deployment_id``, ``jwks_url`` (``jwks_read_at``: when it was
+last read), ``auth_login_url``,
 ``auth_token_url``, ``nrps_url``, ``lineitems_url``, ``context_id``, ``resource_link_id``, ``kid``;
 records: ``requests`` (``Hit(method, path, status)``), ``launches`` (each id_token sent, its claims and
 tamper), ``members``, ``lineitems``, ``scores``. Methods: ``register``, ``launch_url``, ``add_member``,
-``remove_member``, ``gradebook``, ``rotate_keys``, ``fail_next``, ``down``, ``up``, ``close``.
+``remove_member``, ``gradebook``, ``rotate_keys``, ``fail_next``, ``stall_jwks``, ``down``, ``up``, ``close``.
 
 Built on the PyPI library ``lti1p3platform`` 0.1.8, which does:
 
@@ -547,6 +548,8 @@ class Platform:
         self.column: str | None = None  # add_column(): launches name this line item (AGS 'lineitem'), as Canvas does
         self._stalling = False  # stall_scores(): a score is kept, and its answer held until release_scores()
         self._stalled, self._released = threading.Event(), threading.Event()
+        self._jwks_stall, self._jwks_released = 0.0, threading.Event()  # stall_jwks()
+        self.jwks_read_at = 0.0  # time.monotonic() of the last answer of /jwks
         self._server = _Server(("127.0.0.1", 0), _Handler)
         self._server.platform = self
         self.port = self._server.server_address[1]
@@ -617,6 +620,15 @@ class Platform:
     def release_scores(self) -> None:
         self._stalling = False
         self._released.set()
+
+    def stall_jwks(self, seconds: float) -> None:
+        """From now on the key set (``/jwks``) answers only after ``seconds`` (0: at once again, and
+        a request held now is answered)."""
+        self._jwks_stall = seconds
+        if seconds:
+            self._jwks_released.clear()
+        else:
+            self._jwks_released.set()
 
     def fail_next(self, n: int = 1, status: int = 500, retry_after: int | None = None) -> None:
         """The next ``n`` service calls (token, NRPS or AGS requests, in the order they come) answer
@@ -899,6 +911,8 @@ class _Handler(BaseHTTPRequestHandler):
     def _route(self, method: str, path: str, content_type: str) -> tuple[int, dict, t.Any]:
         p = self.server.platform
         if path == "/jwks" and method == "GET":
+            p._jwks_released.wait(p._jwks_stall)  # stall_jwks(): the key set answers late, or not in time
+            p.jwks_read_at = time.monotonic()  # when the tool last read the key set
             return 200, {}, _Conf(platform=p).get_jwks()
         if path.startswith("/launch/") and method == "GET":
             return self._launch_page(path.removeprefix("/launch/"))

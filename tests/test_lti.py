@@ -50,6 +50,7 @@ from maxpool_grader.serve.lti import (
 )
 from maxpool_grader.serve.lti_refusals import refusal_sentence
 from maxpool_grader.serve.lti_store import LaunchStore, course_of, other_course, record, records, student_of
+from maxpool_grader.serve.lti_web import KEY_SET_EVERY
 from maxpool_grader.serve.outbox import Outbox
 from maxpool_grader.serve.passback import Passback
 from maxpool_grader.serve.signin import SignIn
@@ -236,9 +237,6 @@ def test_every_broken_or_forged_launch_is_a_page_and_a_line_on_the_live_view(ser
     assert stranger.status_code == 403 and "not on this course's roster" in html.unescape(stranger.text)
     claims_more = launch(requests.Session(), platform.launch_url(ANA, roles="instructor"))
     assert claims_more.status_code == 403 and "claims an instructor's role" in html.unescape(claims_more.text)
-    platform.rotate_keys()  # the platform's new key: its key set is read again, once, and the launch taken
-    rotated = launch(requests.Session(), platform.launch_url(ANA))
-    assert rotated.status_code == 200 and "submit for feedback" in rotated.text, rotated.text
     view = instructor_view(service)
     for says in [*REFUSALS.values(), "not on this course's roster", "claims an instructor's role"]:
         assert "LTI launch refused: " in view and says in view, says
@@ -250,6 +248,13 @@ def test_every_broken_or_forged_launch_is_a_page_and_a_line_on_the_live_view(ser
     assert_accessible(page, "an LTI launch refused")
     assert reflow_problems(page) == {} and "has expired" in page.inner_text("main")
     context.close()
+    platform.rotate_keys()  # the platform's new key: its key set is read again, at most once a minute
+    early = launch(requests.Session(), platform.launch_url(ANA))
+    if time.monotonic() - platform.jwks_read_at < KEY_SET_EVERY - 5:  # read for the first launch, moments ago
+        assert early.status_code == 403 and "unknown key id" in html.unescape(early.text), early.text
+    time.sleep(max(0.0, KEY_SET_EVERY - (time.monotonic() - platform.jwks_read_at)) + 1)
+    rotated = launch(requests.Session(), platform.launch_url(ANA))  # a minute on: read again, and taken
+    assert rotated.status_code == 200 and "submit for feedback" in rotated.text, rotated.text
 
 
 @INTEGRATION

@@ -12,6 +12,11 @@ Every check of a launch's token is pylti1p3's (serve/lti_web.py holds its tornad
 this module gives it the registration as its ``ToolConfDict``, and says which of a launch's
 roles count here (``context_roles``, ``teaching``, ``learning``): only the roles the user has in
 the launch's course (the membership roles), never their institution or system roles.
+
+Every request LTI makes of the platform (its key set, an access token, the members, a line
+item, a score) goes through ``timed_session()``: none waits longer than ``NETWORK_TIMEOUT`` to
+connect, nor that long for the platform's answer to begin or go on (pylti1p3's own requests
+have no timeout).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import json
 import os
 from pathlib import Path
 
+import requests
 from pylti1p3.registration import Registration
 from pylti1p3.tool_config import ToolConfDict
 from traitlets import Bool, List, Unicode
@@ -34,6 +40,7 @@ SCOPES = ("https://purl.imsglobal.org/spec/lti-ags/scope/lineitem",
           "https://purl.imsglobal.org/spec/lti-ags/scope/score",
           "https://purl.imsglobal.org/spec/lti-nrps/scope/contextmembership.readonly")
 LOGIN, LAUNCH, JWKS = "lti/login", "lti/launch", "lti/jwks"
+NETWORK_TIMEOUT = 10.0  # seconds: to connect to the platform, and the most it may then stay silent
 ROLES_CLAIM = "https://purl.imsglobal.org/spec/lti/claim/roles"
 MEMBERSHIP = "http://purl.imsglobal.org/vocab/lis/v2/membership"  # the context roles' vocabulary (LTI 1.3, A.2.3)
 TEACHING_ROLES = frozenset({"Instructor", "TeachingAssistant", "ContentDeveloper", "Administrator"})
@@ -114,6 +121,21 @@ def teaching(claims: dict) -> bool:
 def learning(roles) -> bool:
     """Whether a member's roles make them a learner of this course (its membership's Learner)."""
     return "Learner" in context_roles(roles)
+
+
+class TimedSession(requests.Session):
+    """A requests session whose every request has a timeout: NETWORK_TIMEOUT unless given."""
+
+    def request(self, *args, **kwargs):
+        kwargs["timeout"] = kwargs.get("timeout") or NETWORK_TIMEOUT
+        return super().request(*args, **kwargs)
+
+
+def timed_session() -> TimedSession:
+    """The session every LTI request of the platform is made with (pylti1p3's ``requests_session``)."""
+    session = TimedSession()
+    session.headers["User-Agent"] = "maxpool-grader (LTI 1.3 tool)"
+    return session
 
 
 def load_lti(course: Path) -> Lti:

@@ -44,7 +44,11 @@ def refusal_sentence(problem: Exception, header: dict) -> str:
         (("Unable to find public key",), f"This launch is signed with {alg}, which this service never accepts: "
                                          "only the LMS's own RSA keys are." if not alg.startswith("RS") else
                                          "This launch names a signing key the LMS's key set does not have (an "
-                                         "unknown key id), even after reading the key set again."),
+                                         "unknown key id), as the key set was read at most a minute ago."),
+        (("Error during fetch URL", "Key set not read again", "Invalid response from"),
+         "The LMS's key set could not be read (it did not answer in time, or not as a key set), so this launch "
+         "cannot be checked now; it is read again at most once a minute. Start again from the assignment in a "
+         "minute."),
         (("expired",), "This launch has expired: it was made too long ago. " + START_AGAIN),
         (("not yet valid",), "This launch was signed at a time still to come by this machine's clock (its iat is in "
                              "the future): the LMS's clock and this service's disagree (clock skew). The service's "

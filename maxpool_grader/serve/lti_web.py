@@ -10,9 +10,13 @@ the nonce, the state, the message type and the version. What it leaves to the to
 here: ``azp`` must be the client id when it is given (or when ``aud`` names several); ``exp``
 must be there (the library checks it only when it is); only a resource link launch
 (``LtiResourceLinkRequest``) is taken, never a Deep Linking or Submission Review request; the
-platform's key set is kept between launches and read again once when a launch names a key it
-does not have (the platform rotated its keys); and the library's copy of each launch is never
-stored, so nothing of a launch is kept before the service has taken it.
+platform's key set is kept between launches and read again when a launch names a key it does
+not have (the platform rotated its keys), at most once a minute per key set
+(``KEY_SET_EVERY``), and only for a launch whose state and nonce this service gave out (they
+are checked first); every read has serve/lti.py's timeout, and the whole check runs in a
+thread, off the service's event loop, so a key set that hangs stalls no page; and the
+library's copy of each launch is never stored, so nothing of a launch is kept before the
+service has taken it.
 
 A checked launch is then taken only from the course the service is bound to
 (serve/lti_store.py's ``other_course``; the first instructor launch binds it), and only then
@@ -24,8 +28,11 @@ a page with a sentence, recorded for the instructor's live view.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
+import threading
+import time
 from urllib.parse import parse_qs, urlparse
 
 from pylti1p3.cookie import CookieService
@@ -38,12 +45,13 @@ from pylti1p3.request import Request
 from pylti1p3.session import SessionService
 
 from .handler import Handler
-from .lti import LtiSetupError, public_jwks, teaching, tool_conf, urls
+from .lti import LtiSetupError, public_jwks, teaching, timed_session, tool_conf, urls
 from .lti_refusals import MESSAGE_TYPE, NOT_BOUND, RESOURCE_LINK, header_of, refusal_sentence
 from .lti_store import LaunchStore, course_of, described, other_course, student_of
 from .policy import NOT_ON_ROSTER, Refused
 
 STATE_SECONDS = 600
+KEY_SET_EVERY = 60.0  # seconds: a platform's key set is read at most once in this time
 
 class TornadoRequest(Request):
     def __init__(self, handler: Handler):
@@ -140,6 +148,8 @@ class TornadoOIDCLogin(OIDCLogin):
 
 class TornadoMessageLaunch(MessageLaunch):
     key_sets: dict = {}  # the platform's key set by its address, kept between launches (per process)
+    read_at: dict = {}  # when each key set was last read (time.monotonic()), kept with them
+    reading = threading.Lock()
 
     def _get_request_param(self, key: str) -> str:
         return self._request.get_param(key)
@@ -176,17 +186,22 @@ class TornadoMessageLaunch(MessageLaunch):
         return self
 
     def fetch_public_key(self, key_set_url: str):
-        if key_set_url not in self.key_sets:
-            self.key_sets[key_set_url] = super().fetch_public_key(key_set_url)
-        return self.key_sets[key_set_url]
+        with self.reading:  # one read at a time, and none within KEY_SET_EVERY of the last
+            if key_set_url not in self.key_sets:
+                if time.monotonic() - self.read_at.get(key_set_url, -KEY_SET_EVERY) < KEY_SET_EVERY:
+                    raise LtiException("Key set not read again: its last read failed less than a minute ago")
+                self.read_at[key_set_url] = time.monotonic()
+                self.key_sets[key_set_url] = super().fetch_public_key(key_set_url)
+            return self.key_sets[key_set_url]
 
     def get_public_key(self):
         try:
             return super().get_public_key()
         except LtiException as problem:
-            if "Unable to find public key" not in str(problem):
-                raise
             url = self._registration.get_key_set_url()
+            if ("Unable to find public key" not in str(problem)
+                    or time.monotonic() - self.read_at.get(url, -KEY_SET_EVERY) < KEY_SET_EVERY):
+                raise
             self.key_sets.pop(url, None)  # the platform may have rotated its keys: its key set once more
             self._registration.set_key_set(None)
             return super().get_public_key()
@@ -207,6 +222,11 @@ class LtiHandler(Handler):
         settings = self.service.lti
         return (tool_conf(self.service.course, settings), TornadoRequest(self),
                 StoredSession(TornadoRequest(self), self.service.launches))
+
+    def checked(self, conf, request, session) -> dict:
+        """The launch's claims, every check made (in a thread: the key set may be read)."""
+        return TornadoMessageLaunch(request, conf, session, TornadoCookies(self),
+                                    requests_session=timed_session()).get_launch_data()
 
 
 class LtiLogin(LtiHandler):
@@ -233,11 +253,10 @@ class LtiLogin(LtiHandler):
 class LtiLaunch(LtiHandler):
     """The launch: the token checked, the user decided (serve/signin.py), the session cookie set."""
 
-    def post(self):
+    async def post(self):
         try:
             conf, request, session = self.parts()
-            launch = TornadoMessageLaunch(request, conf, session, TornadoCookies(self))
-            claims = launch.get_launch_data()
+            claims = await asyncio.to_thread(self.checked, conf, request, session)  # off the event loop
         except LtiSetupError as problem:
             return self.refuse(f"LTI is not set up on this service: {problem}.", status=503)
         except Exception as problem:  # noqa: BLE001  pylti1p3 raises a bare Exception for an unknown issuer
