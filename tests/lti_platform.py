@@ -16,11 +16,12 @@ Use::
         platform.fail_next(2, status=503)                           # the next 2 token/NRPS/AGS calls fail
         assert platform.gradebook()["student-1"]["scoreGiven"] == 15
 
-Attributes: ``issuer``, ``client_id``, ``deployment_id``, ``jwks_url``, ``auth_login_url``,
+Attributes: ``issuer``, ``client_id``, ``deployment_id``, ``jwks_url`` (``jwks_read_at``: when it was
+last read), ``auth_login_url``,
 ``auth_token_url``, ``nrps_url``, ``lineitems_url``, ``context_id``, ``resource_link_id``, ``kid``;
 records: ``requests`` (``Hit(method, path, status)``), ``launches`` (each id_token sent, its claims and
 tamper), ``members``, ``lineitems``, ``scores``. Methods: ``register``, ``launch_url``, ``add_member``,
-``remove_member``, ``gradebook``, ``rotate_keys``, ``fail_next``, ``down``, ``up``, ``close``.
+``remove_member``, ``gradebook``, ``rotate_keys``, ``fail_next``, ``stall_jwks``, ``down``, ``up``, ``close``.
 
 Built on the PyPI library ``lti1p3platform`` 0.1.8, which does:
 
@@ -55,11 +56,13 @@ Written here, because the library lacks it (the minimum):
 - the score's validation (the library has a ``TODO``), the Link header of NRPS and line item paging
   (the library puts ``next`` in the body, and its ``rel=next`` lacks the quotes pylti1p3 looks for), the
   line item container as a JSON array, as the AGS spec says;
-- the attacks (``launch_url(..., tamper=...)``), ``rotate_keys``, ``fail_next``, ``down``/``up`` and the
+- the attacks (``launch_url(..., tamper=...)``: ``TAMPERS``, which stock pylti1p3 refuses, and
+  ``STRICT_TAMPERS``, which a tool must add checks for), ``rotate_keys``, ``fail_next``, ``down``/``up`` and the
   registration JSON's validation (``register``).
 
 Choices a tool's test may meet: a user who is launched becomes a member (``add_member``) if they were not
-one; a score for a user who is not a member is refused (422, as Canvas does); a score older than the
+one (of this course: a launch from another course, ``launch_url(..., context_id=...)``, enrols no one); a
+score for a user who is not a member is refused (422, as Canvas does); a score older than the
 newest one on record (by its ``timestamp``) is answered 200 and ignored by ``gradebook()``, as the AGS spec
 allows, and kept in ``platform.scores`` with ``"applied": False``; ``scoreGiven`` above ``scoreMaximum`` is
 accepted (extra credit, as the spec allows) unless ``platform.allow_extra_credit = False``.
@@ -122,6 +125,10 @@ CLAIM = "https://purl.imsglobal.org/spec/lti/claim/"
 TAMPERS = ("wrong_issuer", "wrong_audience", "unknown_deployment", "expired", "alg_none",
            "hs256_with_public_key", "unknown_kid", "wrong_state", "replay", "forged_instructor",
            "bad_message_type", "bad_version")
+# signed by the platform's own key, and each what LTI 1.3 says a tool refuses for a resource link (no exp),
+# a clock ahead of the tool's, or another message the tool may not offer; stock pylti1p3 accepts all but
+# iat_future (which it words as a bad signature)
+STRICT_TAMPERS = ("no_exp", "iat_future", "deep_linking", "submission_review")
 
 
 class Hit(t.NamedTuple):
@@ -273,12 +280,16 @@ class _MessageLaunch(LTIAdvantageMessageLaunchAbstract):
         self.set_user_data(spec["sub"], spec["roles"], full_name=spec["name"] or (member or {}).get("name"),
                            email_address=spec["email"] or (member or {}).get("email"))
         self.set_resource_link_claim(p.resource_link_id, title="max_pool_backward")
-        self.set_launch_context_claim(p.context_id, context_types=["http://purl.imsglobal.org/vocab/lis/v2/course#CourseOffering"],
-                                      context_title=p.context_title, context_label=p.context_label)
+        context = spec["context_id"] or p.context_id
+        own = context == p.context_id  # another course of the platform: its own service addresses
+        self.set_launch_context_claim(context, context_types=["http://purl.imsglobal.org/vocab/lis/v2/course#CourseOffering"],
+                                      context_title=p.context_title if own else f"Course {context}",
+                                      context_label=p.context_label if own else context.upper())
         self.set_launch_presentation_claim(document_target="iframe", return_url=p.issuer + "/return")
-        self.set_ags(p.lineitems_url, lineitem_url=p.column, allow_creating_lineitems=True,
+        self.set_ags(p.lineitems_url if own else f"{p.issuer}/courses/{context}/lineitems",
+                     lineitem_url=p.column if own else None, allow_creating_lineitems=True,
                      results_service_enabled=True, scores_service_enabled=True)
-        self.set_nrps(p.nrps_url)
+        self.set_nrps(p.nrps_url if own else f"{p.issuer}/courses/{context}/members")
         tamper = spec["tamper"]
         claims: dict[str, t.Any] = {}
         if tamper == "wrong_issuer":
@@ -293,13 +304,24 @@ class _MessageLaunch(LTIAdvantageMessageLaunchAbstract):
             claims[CLAIM + "version"] = "1.1.0"
         elif tamper == "forged_instructor":
             claims[CLAIM + "roles"] = [ROLES["instructor"]]
+        elif tamper == "deep_linking":  # a valid Deep Linking request, as pylti1p3's validator wants it
+            claims[CLAIM + "message_type"] = "LtiDeepLinkingRequest"
+            claims["https://purl.imsglobal.org/spec/lti-dl/claim/deep_linking_settings"] = {
+                "deep_link_return_url": p.issuer + "/return", "accept_types": ["ltiResourceLink"],
+                "accept_presentation_document_targets": ["iframe", "window"]}
+        elif tamper == "submission_review":  # a valid Submission Review request: its line item and the student
+            claims[CLAIM + "message_type"] = "LtiSubmissionReviewRequest"
+            claims[CLAIM + "for_user"] = {"user_id": spec["sub"]}
+            claims["https://purl.imsglobal.org/spec/lti-ags/claim/endpoint"] = {
+                "scope": [SCOPE_LINEITEM, SCOPE_SCORE], "lineitems": p.lineitems_url,
+                "lineitem": p.lineitems_url + "/reviewed"}
         if claims:
             self.set_extra_claims(claims)
 
     def generate_launch_request(self) -> dict:
         p, tamper = self.platform, self.spec["tamper"]
         if tamper in (None, "wrong_issuer", "wrong_audience", "unknown_deployment", "bad_message_type",
-                      "bad_version", "wrong_state"):
+                      "bad_version", "wrong_state", "deep_linking", "submission_review"):
             data = dict(super().generate_launch_request())  # signed by the library with the published key
         else:
             message, state = self.get_launch_data()
@@ -526,6 +548,8 @@ class Platform:
         self.column: str | None = None  # add_column(): launches name this line item (AGS 'lineitem'), as Canvas does
         self._stalling = False  # stall_scores(): a score is kept, and its answer held until release_scores()
         self._stalled, self._released = threading.Event(), threading.Event()
+        self._jwks_stall, self._jwks_released = 0.0, threading.Event()  # stall_jwks()
+        self.jwks_read_at = 0.0  # time.monotonic() of the last answer of /jwks
         self._server = _Server(("127.0.0.1", 0), _Handler)
         self._server.platform = self
         self.port = self._server.server_address[1]
@@ -596,6 +620,15 @@ class Platform:
     def release_scores(self) -> None:
         self._stalling = False
         self._released.set()
+
+    def stall_jwks(self, seconds: float) -> None:
+        """From now on the key set (``/jwks``) answers only after ``seconds`` (0: at once again, and
+        a request held now is answered)."""
+        self._jwks_stall = seconds
+        if seconds:
+            self._jwks_released.clear()
+        else:
+            self._jwks_released.set()
 
     def fail_next(self, n: int = 1, status: int = 500, retry_after: int | None = None) -> None:
         """The next ``n`` service calls (token, NRPS or AGS requests, in the order they come) answer
@@ -670,6 +703,14 @@ class Platform:
         """Sign a launch message the way an attack would."""
         now = int(time.time())
         message = dict(message, iat=now, exp=now + 300)
+        if tamper == "no_exp":
+            message.pop("exp")
+            return Registration.encode_and_sign(message, t.cast(str, self.registration.get_platform_private_key()),
+                                                headers={"kid": self.kid})
+        if tamper == "iat_future":  # the platform's clock 10 minutes ahead of the tool's
+            message.update(iat=now + 600, exp=now + 900)
+            return Registration.encode_and_sign(message, t.cast(str, self.registration.get_platform_private_key()),
+                                                headers={"kid": self.kid})
         if tamper == "expired":
             message.update(iat=now - 900, exp=now - 600)
             return Registration.encode_and_sign(message, t.cast(str, self.registration.get_platform_private_key()),
@@ -714,18 +755,21 @@ class Platform:
     # -- launches
 
     def launch_url(self, sub: str, roles: t.Any = "learner", name: str | None = None, email: str | None = None,
-                   tamper: str | None = None) -> str:
-        """A URL on the platform whose page starts an OIDC launch of the tool as ``sub``."""
+                   tamper: str | None = None, context_id: str | None = None) -> str:
+        """A URL on the platform whose page starts an OIDC launch of the tool as ``sub``; from
+        another course of the platform with ``context_id`` (its own Names and Roles and line
+        items addresses, under ``/courses/<context_id>/``, which this platform does not serve)."""
         if not self.registration.get_oidc_login_url():
             raise RuntimeError("no tool is registered: Platform(tool_login_url=...) or platform.register(config)")
-        if tamper is not None and tamper not in TAMPERS:
-            raise ValueError(f"unknown tamper {tamper!r}: one of {TAMPERS}")
-        spec = {"sub": sub, "roles": _role_uris(roles), "name": name, "email": email, "tamper": tamper}
+        if tamper is not None and tamper not in TAMPERS + STRICT_TAMPERS:
+            raise ValueError(f"unknown tamper {tamper!r}: one of {TAMPERS + STRICT_TAMPERS}")
+        spec = {"sub": sub, "roles": _role_uris(roles), "name": name, "email": email, "tamper": tamper,
+                "context_id": context_id}
         if tamper == "replay":
             if self._last_id_token is None:
                 raise ValueError("tamper='replay' needs an earlier valid launch whose id_token it posts again")
             spec["replay_of"] = self._last_id_token
-        if self._member(sub) is None:
+        if self._member(sub) is None and context_id in (None, self.context_id):  # another course's: not this one's
             self.add_member(sub, name=name, roles=roles, email=email)
         hint = secrets.token_urlsafe(16)
         with self._lock:
@@ -867,6 +911,8 @@ class _Handler(BaseHTTPRequestHandler):
     def _route(self, method: str, path: str, content_type: str) -> tuple[int, dict, t.Any]:
         p = self.server.platform
         if path == "/jwks" and method == "GET":
+            p._jwks_released.wait(p._jwks_stall)  # stall_jwks(): the key set answers late, or not in time
+            p.jwks_read_at = time.monotonic()  # when the tool last read the key set
             return 200, {}, _Conf(platform=p).get_jwks()
         if path.startswith("/launch/") and method == "GET":
             return self._launch_page(path.removeprefix("/launch/"))

@@ -465,7 +465,7 @@ def test_the_sandbox_knows_nothing_of_the_exercise():
 
 SERVE_CORE = ("service", "policy", "queue", "grading_job", "exchange", "signin", "pages", "lti", "lti_store",
               "outbox", "passback")
-SERVE_WEB = ("handler", "web", "hub", "lti_web")
+SERVE_WEB = ("handler", "web", "hub", "lti_web", "lti_refusals")
 
 
 def test_serve_s_core_never_imports_its_web_layer():

@@ -38,9 +38,19 @@ from test_lti_platform import launch
 from test_serve import LOOP_CORRECT, Running, notebook_of
 
 from maxpool_grader.names import PART_A_CELL
-from maxpool_grader.serve.lti import Lti, LtiSetupError, public_jwks, registration, tool_conf
-from maxpool_grader.serve.lti_store import LaunchStore, record, records, student_of
-from maxpool_grader.serve.lti_web import refusal_sentence, teaching
+from maxpool_grader.serve.lti import (
+    Lti,
+    LtiSetupError,
+    context_roles,
+    learning,
+    public_jwks,
+    registration,
+    teaching,
+    tool_conf,
+)
+from maxpool_grader.serve.lti_refusals import refusal_sentence
+from maxpool_grader.serve.lti_store import LaunchStore, course_of, other_course, record, records, student_of
+from maxpool_grader.serve.lti_web import KEY_SET_EVERY
 from maxpool_grader.serve.outbox import Outbox
 from maxpool_grader.serve.passback import Passback
 from maxpool_grader.serve.signin import SignIn
@@ -63,6 +73,12 @@ REFUSALS = {  # each attack of the platform, and what the page says
     "forged_instructor": "changed after the LMS signed it",
     "bad_message_type": "message type",
     "bad_version": "not LTI 1.3.0",
+    # signed by the platform's own key: what stock pylti1p3 lets through, or words as a bad signature
+    "no_exp": "has no expiry time (its exp claim is missing)",
+    "iat_future": "the LMS's clock and this service's disagree (clock skew)",
+    "deep_linking": "is a Deep Linking request (choosing content to add to the course), which this service does "
+                    "not offer: it takes links to the assignment only (LtiResourceLinkRequest)",
+    "submission_review": "is a Submission Review request (reviewing a student's submission), which this service",
 }
 
 
@@ -115,11 +131,19 @@ def service(course, platform):
         served.running.stop()
 
 
-def roster_from_lti(course) -> subprocess.CompletedProcess:
-    done = subprocess.run([str(BIN / "maxpool-grader"), "roster", "--from-lti", "--course-dir", str(course)],
+def roster_from_lti(course, *more: str, returncode: int = 0) -> subprocess.CompletedProcess:
+    done = subprocess.run([str(BIN / "maxpool-grader"), "roster", "--from-lti", "--course-dir", str(course), *more],
                           capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.returncode == returncode, done.stdout + done.stderr
     return done
+
+
+def stored_services(course) -> dict:
+    """What the launch store keeps of the LMS's addresses (and the binding), read as the roster reads it."""
+    import sqlite3
+    with sqlite3.connect(course / ".maxpool-grader" / "serve" / "lti.sqlite") as db:
+        return {key: json.loads(value) for key, value in db.execute(
+            "SELECT key, value FROM entries WHERE key LIKE 'service:%' OR key LIKE 'lineitem:%' OR key = 'course'")}
 
 
 def instructor_view(service) -> str:
@@ -156,9 +180,14 @@ def test_the_platform_registered_what_lti_config_printed(service, platform):
 
 @INTEGRATION
 def test_an_instructor_lands_on_the_live_view_and_names_and_roles_fill_the_roster(service, platform):
+    assert "No course yet: the first instructor launch" in instructor_view(service)
     arrived = launch(requests.Session(), platform.launch_url(TEACHER, roles="instructor", name="Tess Teacher"))
     assert arrived.status_code == 200 and arrived.url == service.base + "instructor", arrived.text
     assert "Scores not yet in the LMS" in arrived.text
+    says = html.unescape(arrived.text)  # the binding, stated: the course this launch came from
+    assert (f"This service serves one course: \u201cMax pooling, backward\u201d, context id 'course-maxpool' of "
+            f"{platform.issuer}, deployment 'deployment-1', bound by its instructor's first launch on ") in says, says
+    assert stored_services(service.course)["course"]["context_id"] == platform.context_id
     platform.add_member(ANA, "Ana Lovelace", "learner")
     platform.add_member(BO, "Bo Turing", "learner")
     done = roster_from_lti(service.course)
@@ -169,6 +198,29 @@ def test_an_instructor_lands_on_the_live_view_and_names_and_roles_fill_the_roste
     assert {info["sub"] for info in recorded.values()} == {ANA, BO}
     roster = (service.course / "roster.csv").read_text()
     assert "Ana" in roster and "Bo" in roster and "dee" in roster
+
+
+@INTEGRATION
+def test_a_launch_from_another_course_is_refused_before_anything_of_it_is_kept(service, platform):
+    """The same platform, client and deployment, another course (its own Names and Roles and line
+    items addresses): its instructor and its student are refused with a sentence, and the
+    service keeps its own course's addresses, so the next ``roster --from-lti`` reads this course."""
+    kept = stored_services(service.course)
+    assert kept["service:nrps"]["context_memberships_url"] == platform.nrps_url
+    for who, roles in (("t-other", "instructor"), (ANA, "learner"), ("s-other", "learner")):
+        refused = launch(requests.Session(), platform.launch_url(who, roles=roles, context_id="course-other"))
+        says = html.unescape(refused.text)
+        assert refused.status_code == 403 and "one service serves one course" in says, (who, says)
+        assert "This launch comes from another course (\u201cCourse course-other\u201d, context id 'course-other'" \
+            in says, says
+        assert platform.launches[-1]["claims"]["https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice"][
+            "context_memberships_url"] == f"{platform.issuer}/courses/course-other/members"  # what it named
+    assert stored_services(service.course) == kept  # nothing of those launches kept
+    view = instructor_view(service)
+    assert view.count("LTI launch refused: This launch comes from another course") >= 3  # one row each
+    assert "This service serves one course: \u201cMax pooling, backward\u201d" in view
+    done = roster_from_lti(service.course)  # this course's members, as before: nobody added or removed
+    assert "0 added, 0 removed" in done.stdout, done.stdout
 
 
 @INTEGRATION
@@ -185,9 +237,6 @@ def test_every_broken_or_forged_launch_is_a_page_and_a_line_on_the_live_view(ser
     assert stranger.status_code == 403 and "not on this course's roster" in html.unescape(stranger.text)
     claims_more = launch(requests.Session(), platform.launch_url(ANA, roles="instructor"))
     assert claims_more.status_code == 403 and "claims an instructor's role" in html.unescape(claims_more.text)
-    platform.rotate_keys()  # the platform's new key: its key set is read again, once, and the launch taken
-    rotated = launch(requests.Session(), platform.launch_url(ANA))
-    assert rotated.status_code == 200 and "submit for feedback" in rotated.text, rotated.text
     view = instructor_view(service)
     for says in [*REFUSALS.values(), "not on this course's roster", "claims an instructor's role"]:
         assert "LTI launch refused: " in view and says in view, says
@@ -199,6 +248,30 @@ def test_every_broken_or_forged_launch_is_a_page_and_a_line_on_the_live_view(ser
     assert_accessible(page, "an LTI launch refused")
     assert reflow_problems(page) == {} and "has expired" in page.inner_text("main")
     context.close()
+    platform.rotate_keys()  # the platform's new key: its key set is read again, at most once a minute
+    early = launch(requests.Session(), platform.launch_url(ANA))
+    if time.monotonic() - platform.jwks_read_at < KEY_SET_EVERY - 5:  # read for the first launch, moments ago
+        assert early.status_code == 403 and "unknown key id" in html.unescape(early.text), early.text
+    time.sleep(max(0.0, KEY_SET_EVERY - (time.monotonic() - platform.jwks_read_at)) + 1)
+    rotated = launch(requests.Session(), platform.launch_url(ANA))  # a minute on: read again, and taken
+    assert rotated.status_code == 200 and "submit for feedback" in rotated.text, rotated.text
+
+
+@INTEGRATION
+def test_the_course_s_own_roles_decide_with_canvas_s_and_moodle_s_role_sets(service, platform):
+    """Canvas's institution roles (an account administrator enrolled as a student, a teacher of
+    another course) never make anyone the instructor; Moodle's site administrator, whom Moodle
+    gives the course's Instructor role, is; a TA is; an observer is nobody here (CANVAS, MOODLE below)."""
+    ana = launch(requests.Session(), platform.launch_url(ANA, roles=CANVAS["account admin enrolled as a student"]))
+    assert ana.status_code == 200 and ana.url == service.base and "submit for feedback" in ana.text, ana.text
+    for who, roles in (("s-yan", CANVAS["teacher elsewhere, student here"]), ("s-obs", CANVAS["observer"]),
+                       ("s-adm", CANVAS["account admin, no course role"])):
+        refused = launch(requests.Session(), platform.launch_url(who, roles=roles))
+        assert refused.status_code == 403 and "not on this course's roster" in html.unescape(refused.text), who
+    for who, roles in (("t-ta", CANVAS["ta"]), ("t-designer", CANVAS["designer"]),
+                       ("t-moodle-admin", MOODLE["site administrator"])):
+        arrived = launch(requests.Session(), platform.launch_url(who, roles=roles))
+        assert arrived.status_code == 200 and arrived.url == service.base + "instructor", (who, arrived.text)
 
 
 @INTEGRATION
@@ -277,7 +350,12 @@ def test_a_student_who_left_the_lms_course_is_removed_and_their_session_ends(ser
     assert launch(bo, platform.launch_url(BO)).status_code == 200
     platform.remove_member(BO)
     platform.add_member(CY, "Cy Hopper", "learner")
-    done = roster_from_lti(service.course)
+    before = (service.course / "roster.csv").read_text()
+    held = roster_from_lti(service.course, returncode=3)  # 1 of 3 (dee, Ana, Bo): more than a fifth, without --yes
+    assert "would remove 1 of the class's 3 students, more than 20%; nothing was changed" in held.stdout, held.stdout
+    assert "\n- s-bo\n" in held.stdout and "--yes" in held.stdout
+    assert (service.course / "roster.csv").read_text() == before and bo.get(service.base, timeout=30).status_code == 200
+    done = roster_from_lti(service.course, "--yes")
     removed = [line for line in done.stdout.splitlines() if line.startswith("- ")]
     assert len(removed) == 1 and "left the course in the LMS" in removed[0], done.stdout
     assert "+ s-cy (Cy Hopper)" in done.stdout.splitlines()  # (and Zed, who launched once and so is a member)
@@ -413,6 +491,57 @@ def test_a_nonce_or_state_is_taken_once_and_still_there_after_a_restart(tmp_path
     assert store.services() == ({"context_memberships_url": "http://127.0.0.1:1/nrps"}, None)
 
 
+def test_the_first_binding_holds_and_a_launch_of_another_course_is_a_sentence(tmp_path):
+    context, deployment = "https://purl.imsglobal.org/spec/lti/claim/context", \
+        "https://purl.imsglobal.org/spec/lti/claim/deployment_id"
+    claims = {"iss": "https://canvas.instructure.com", deployment: "42:8865aa05",
+              context: {"id": "4dde05e8ca19", "title": "Pooling 101"}}
+    ours = course_of(claims, "10000000000042")
+    assert other_course(None, ours) is None  # nothing bound yet: taken (the first instructor launch binds it)
+    store = LaunchStore(tmp_path)
+    assert store.bind(ours) == ours
+    assert store.bind(course_of({**claims, context: {"id": "c-2"}}, "10000000000042")) == ours  # the first holds
+    store.close()
+    store = LaunchStore(tmp_path)
+    assert store.binding() == ours  # after a restart too
+    assert other_course(ours, course_of(claims, "10000000000042")) is None
+    for change in ({context: {"id": "c-2", "title": "Another"}}, {deployment: "43:other"},
+                   {"iss": "https://other.instructure.com"}):
+        why = other_course(ours, course_of({**claims, **change}, "10000000000042"))
+        assert why.startswith("This launch comes from another course (") and "one service serves one course" in why
+        assert "(\u201cPooling 101\u201d, context id '4dde05e8ca19' of https://canvas.instructure.com, deployment " \
+               "'42:8865aa05', bound by its instructor's first launch on " in why, why
+    assert other_course(ours, course_of({**claims, "aud": "x"}, "other-client")).startswith("This launch comes from")
+    assert "names no course" in other_course(ours, course_of({**claims, context: {"title": "No id"}}, "1"))
+    assert "names no course" in other_course(None, course_of({"iss": "x"}, "1"))
+
+
+def test_roster_from_lti_removes_no_more_than_a_fifth_of_the_class_without_yes(tmp_path, monkeypatch):
+    """An LMS answering for another course, or with an empty page, would empty the class: a sync
+    that removes more than a fifth of it changes nothing without ``yes`` and says whom."""
+    from maxpool_grader.serve.lti_roster import MOST_REMOVED, TooManyLeaving, sync
+    monkeypatch.setenv("PATH", f"{BIN}:{os.environ['PATH']}")  # nbgrader runs alembic to make the gradebook
+    db = f"sqlite:///{tmp_path / 'gradebook.db'}"
+
+    def members(count):
+        return [{"user_id": f"u{i}", "status": "Active", "name": f"U {i}", "roles": [MEMBERSHIP + "Learner"]}
+                for i in range(count)]
+    assert MOST_REMOVED == 0.2
+    assert len(sync(tmp_path, db, members(10))) == 10
+    kept = (tmp_path / "roster.csv").read_text(), records(tmp_path)
+    with pytest.raises(TooManyLeaving) as held:
+        sync(tmp_path, db, members(7))  # 3 of 10 leave: more than a fifth
+    assert (held.value.leaving, held.value.of) == (["u7", "u8", "u9"], 10)
+    assert ((tmp_path / "roster.csv").read_text(), records(tmp_path)) == kept  # nothing changed
+    removed = [line for line in sync(tmp_path, db, members(8)) if line.startswith("- ")]
+    assert [line.split(":")[0] for line in removed] == ["- u8", "- u9"]  # 2 of 10: a fifth, not more
+    with pytest.raises(TooManyLeaving) as held:
+        sync(tmp_path, db, [])  # an empty page: everyone
+    assert len(held.value.leaving) == 8 and len(records(tmp_path)) == 8
+    assert len([line for line in sync(tmp_path, db, [], yes=True) if line.startswith("- ")]) == 8
+    assert records(tmp_path) == {}
+
+
 def test_the_lms_user_is_who_names_and_roles_recorded_never_a_name(tmp_path):
     on_roster = {"ana", "ben"}
     signin = SignIn(tmp_path / "serve", is_student=on_roster.__contains__)
@@ -426,6 +555,74 @@ def test_the_lms_user_is_who_names_and_roles_recorded_never_a_name(tmp_path):
     assert signin.lti_user("u-1", teaching=False, recorded_as="ana") == ("stranger", "ana")
     assert records(tmp_path)["ana"]["sub"] == "u-1"
     assert teaching({ROLES: [MEMBERSHIP + "Instructor"]}) and not teaching({ROLES: [MEMBERSHIP + "Learner"]})
+
+
+# Canvas's and Moodle's role sets, as they send them. Where each was found: Canvas's teacher,
+# hypothesis/lms#4373 (a Canvas launch's claim); its role map (TA, designer, observer, student,
+# the institution and system roles), quoted from Canvas's source in
+# Izumi-kun/LTI-Tool-Provider-Library-PHP#3; its designer, PrairieLearn/PrairieLearn#11040; an
+# account administrator enrolled as a student, dmitry-viskov/pylti1.3#150 and
+# numbas/numbas-lti-provider#341 (the institution roles come in every course); Moodle's site
+# administrator (Moodle 3.7, LTI 1.3), celtic-project/LTI-PHP#10; Moodle's teacher and student,
+# Moodle's lti_get_ims_role ("Instructor" for who may manage the activity, else "Learner") and
+# its Names and Roles service's CONTEXT_ROLE_INSTRUCTOR and CONTEXT_ROLE_LEARNER.
+INSTITUTION = "http://purl.imsglobal.org/vocab/lis/v2/institution/person#"
+SYSTEM = "http://purl.imsglobal.org/vocab/lis/v2/system/person#"
+CANVAS = {
+    "teacher": [INSTITUTION + "Instructor", INSTITUTION + "Student", MEMBERSHIP + "Instructor", SYSTEM + "User"],
+    "ta": [INSTITUTION + "Student", "http://purl.imsglobal.org/vocab/lis/v2/membership/Instructor#TeachingAssistant",
+           MEMBERSHIP + "Instructor", SYSTEM + "User"],
+    "ta, as Canvas's role map spells it": ["http://purl.imsglobal.org/vocab/lis/v2/membership/instructor#TeachingAssistant",
+                                          MEMBERSHIP + "Instructor"],
+    "designer": [INSTITUTION + "Instructor", MEMBERSHIP + "ContentDeveloper", SYSTEM + "User"],
+    "student": [INSTITUTION + "Student", MEMBERSHIP + "Learner", SYSTEM + "User"],
+    "teacher elsewhere, student here": [INSTITUTION + "Instructor", INSTITUTION + "Student", MEMBERSHIP + "Learner",
+                                        SYSTEM + "User"],
+    "account admin enrolled as a student": [INSTITUTION + "Administrator", INSTITUTION + "Instructor",
+                                            INSTITUTION + "Student", MEMBERSHIP + "Learner", SYSTEM + "User"],
+    "account admin, no course role": [INSTITUTION + "Administrator", INSTITUTION + "Instructor",
+                                      INSTITUTION + "Student", SYSTEM + "User"],
+    "observer": [INSTITUTION + "Student", MEMBERSHIP + "Mentor", SYSTEM + "User"],
+    "site admin (system)": [SYSTEM + "SysAdmin", SYSTEM + "User", MEMBERSHIP + "Learner"],
+}
+MOODLE = {
+    "teacher": [MEMBERSHIP + "Instructor"],
+    "student": [MEMBERSHIP + "Learner"],
+    "site administrator": [INSTITUTION + "Administrator", SYSTEM + "Administrator", MEMBERSHIP + "Instructor"],
+}
+TEACHES = {("canvas", "teacher"), ("canvas", "ta"), ("canvas", "ta, as Canvas's role map spells it"),
+           ("canvas", "designer"), ("moodle", "teacher"), ("moodle", "site administrator")}
+LEARNS = {("canvas", "student"), ("canvas", "teacher elsewhere, student here"),
+          ("canvas", "account admin enrolled as a student"), ("canvas", "site admin (system)"), ("moodle", "student")}
+
+
+@pytest.mark.parametrize(("lms", "who"), [("canvas", who) for who in CANVAS] + [("moodle", who) for who in MOODLE])
+def test_only_the_course_s_own_roles_decide_as_canvas_and_moodle_send_them(lms, who, tmp_path):
+    roles = (CANVAS if lms == "canvas" else MOODLE)[who]
+    assert teaching({ROLES: roles}) == ((lms, who) in TEACHES), roles
+    assert learning(roles) == ((lms, who) in LEARNS), roles
+    # and the launch decides as its course roles say: a recorded student with a teacher's
+    # institution role is that student; an unrecorded Learner is a stranger, never the instructor
+    signin = SignIn(tmp_path / "serve", is_student={"ana"}.__contains__)
+    expected = {(True, None): ("instructor", ""), (True, "ana"): ("forged", "ana"),
+                (False, None): ("stranger", ""), (False, "ana"): ("student", "ana")}
+    for recorded in (None, "ana"):
+        assert signin.lti_user("u-1", teaching=teaching({ROLES: roles}), recorded_as=recorded) == \
+            expected[((lms, who) in TEACHES, recorded)]
+
+
+def test_the_short_forms_and_sub_roles_are_read_as_lti_means_them():
+    assert context_roles(["Instructor", "Learner", "TeachingAssistant"]) == {"Instructor", "Learner",
+                                                                              "TeachingAssistant"}
+    assert teaching({ROLES: ["TeachingAssistant"]}) and teaching({ROLES: [MEMBERSHIP + "Administrator"]})
+    assert teaching({ROLES: [MEMBERSHIP + "TeachingAssistant"]})  # a platform's spelling of the TA
+    learner_instructor = "http://purl.imsglobal.org/vocab/lis/v2/membership/Learner#Instructor"
+    assert context_roles([learner_instructor]) == {"Learner"} and not teaching({ROLES: [learner_instructor]})
+    assert context_roles([CANVAS["ta, as Canvas's role map spells it"][0]]) == {"Instructor"}  # lower-case principal
+    for other in ("urn:lti:instrole:ims/lis/Instructor", INSTITUTION + "Instructor", SYSTEM + "Administrator",
+                  "http://purl.imsglobal.org/vocab/lis/v2/person#Administrator", "", 7, None):
+        assert not teaching({ROLES: [other]}) and not learning([other]), other
+    assert not teaching({ROLES: "Instructor"}) and not teaching({})  # not a list: no roles
 
 
 @pytest.mark.parametrize(("reason", "header", "says"), [
@@ -442,11 +639,18 @@ def test_the_lms_user_is_who_names_and_roles_recorded_never_a_name(tmp_path):
     ("Can't decode id_token: Signature verification failed", {}, "changed after the LMS signed it"),
     ("Incorrect version, expected 1.3.0", {}, "not LTI 1.3.0"),
     ("Unrecognized message type", {}, "message type"),
+    ("Message type not taken: LtiNotARealRequest", {}, "its message type or claims are not"),
+    ("Message type not taken: LtiDeepLinkingRequest", {}, "is a Deep Linking request"),
+    ("Message type not taken: LtiSubmissionReviewRequest", {}, "is a Submission Review request"),
+    ("No exp claim", {}, "has no expiry time"),
+    ("Can't decode id_token: The token is not yet valid (iat)", {}, "clock skew"),
+    ("Can't decode id_token: The token is not yet valid (nbf)", {}, "clock skew"),
     ("something new", {}, "could not be checked (something new)"),
 ])
 def test_each_refusal_is_a_sentence(reason, header, says):
     sentence = refusal_sentence(Exception(reason), header)
     assert says in sentence and sentence.endswith((".", ")")) and "Traceback" not in sentence
+    assert "clock skew" not in sentence or "changed after the LMS signed it" not in sentence
 
 
 def test_lti_config_prints_the_key_set_and_the_registration_and_keeps_the_key_private(tmp_path):

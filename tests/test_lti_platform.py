@@ -373,6 +373,23 @@ def test_each_attack_is_refused_by_pylti1p3(tool, platform, tamper):
     assert platform.launches[-1]["tamper"] == tamper
 
 
+def test_stock_pylti1p3_accepts_what_a_resource_link_tool_must_refuse_itself(tool, platform):
+    """Signed by the platform's own key: a launch without ``exp``, a Deep Linking request and a
+    Submission Review request all pass pylti1p3 2.0.0's checks (maxpool-grader's launch adds
+    its own); a clock 10 minutes ahead is refused, but in the words of a bad token."""
+    for tamper, kind in (("no_exp", "LtiResourceLinkRequest"), ("deep_linking", "LtiDeepLinkingRequest"),
+                         ("submission_review", "LtiSubmissionReviewRequest")):
+        answer = launch(requests.Session(), platform.launch_url("student-1", tamper=tamper))
+        assert answer.status_code == 200 and answer.json()["ok"] is True, (tamper, answer.text)
+        claims = platform.launches[-1]["claims"]
+        assert claims["https://purl.imsglobal.org/spec/lti/claim/message_type"] == kind
+        assert ("exp" in claims) == (tamper != "no_exp") and claims["iss"] == platform.issuer
+    early = launch(requests.Session(), platform.launch_url("student-1", tamper="iat_future"))
+    assert early.status_code == 403 and "Can't decode id_token: The token is not yet valid (iat)" in \
+        early.json()["error"], early.text
+    assert platform.launches[-1]["claims"]["iat"] > time.time() + 500
+
+
 def test_the_forged_tokens_are_what_they_say(tool, platform):
     browser = requests.Session()
     launch(browser, platform.launch_url("student-1"))

@@ -110,11 +110,11 @@ def _roster_parsers(commands: _Commands) -> tuple[argparse.ArgumentParser, argpa
                              "gradebook instead; students who left are removed and their links ended, with a diff")
     roster.add_argument("--members-url", default=None, help="with --from-lti: the Names and Roles address "
                                                             "(default: c.Lti.members_url, or the last launch's)")
-    lti = commands.add_parser("lti-config", help="print the tool's public key set and the JSON that Canvas's "
-                                                 "developer key and Moodle's external tool registration ask for "
-                                                 "(docs/lti.md)")
-    lti.add_argument("--base-url", required=True, help="the service's public address, e.g. "
-                                                       "https://grader.example.edu/")
+    roster.add_argument("--yes", action="store_true", help="with --from-lti: remove the students who left even "
+                        "when they are more than a fifth of the class (without it, such a sync changes nothing)")
+    lti = commands.add_parser("lti-config", help="print the tool's public key set and the JSON that Canvas's developer "
+                                                 "key and Moodle's external tool registration ask for (docs/lti.md)")
+    lti.add_argument("--base-url", required=True, help="the service's public address, e.g. https://grader.example.edu/")
     return roster, lti
 
 

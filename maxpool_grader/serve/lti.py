@@ -9,7 +9,14 @@ JWK pasted into the developer key). The tool's private key is made on first use,
 its owner only, under ``.maxpool-grader/``.
 
 Every check of a launch's token is pylti1p3's (serve/lti_web.py holds its tornado adapter);
-this module gives it the registration as its ``ToolConfDict``.
+this module gives it the registration as its ``ToolConfDict``, and says which of a launch's
+roles count here (``context_roles``, ``teaching``, ``learning``): only the roles the user has in
+the launch's course (the membership roles), never their institution or system roles.
+
+Every request LTI makes of the platform (its key set, an access token, the members, a line
+item, a score) goes through ``timed_session()``: none waits longer than ``NETWORK_TIMEOUT`` to
+connect, nor that long for the platform's answer to begin or go on (pylti1p3's own requests
+have no timeout).
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ import json
 import os
 from pathlib import Path
 
+import requests
 from pylti1p3.registration import Registration
 from pylti1p3.tool_config import ToolConfDict
 from traitlets import Bool, List, Unicode
@@ -32,6 +40,12 @@ SCOPES = ("https://purl.imsglobal.org/spec/lti-ags/scope/lineitem",
           "https://purl.imsglobal.org/spec/lti-ags/scope/score",
           "https://purl.imsglobal.org/spec/lti-nrps/scope/contextmembership.readonly")
 LOGIN, LAUNCH, JWKS = "lti/login", "lti/launch", "lti/jwks"
+NETWORK_TIMEOUT = 10.0  # seconds: to connect to the platform, and the most it may then stay silent
+ROLES_CLAIM = "https://purl.imsglobal.org/spec/lti/claim/roles"
+MEMBERSHIP = "http://purl.imsglobal.org/vocab/lis/v2/membership"  # the context roles' vocabulary (LTI 1.3, A.2.3)
+TEACHING_ROLES = frozenset({"Instructor", "TeachingAssistant", "ContentDeveloper", "Administrator"})
+PRINCIPAL = {name.lower(): name for name in ("Administrator", "ContentDeveloper", "Instructor", "Learner", "Mentor",
+                                             "Manager", "Member", "Officer")}  # LTI 1.3's principal context roles
 
 
 class Lti(Configurable):
@@ -67,10 +81,61 @@ class Lti(Configurable):
         config=True, unit="")
     members_url = Unicode("", help=(
         "The Names and Roles address of the course ('context_memberships_url'); empty: the one the last "
-        "launch named. 'maxpool-grader roster --from-lti' reads the members there.")).tag(config=True, unit="")
+        "accepted launch of the course named. 'maxpool-grader roster --from-lti' reads the members there.")).tag(
+        config=True, unit="")
     lineitems_url = Unicode("", help=(
-        "The course's line items address (AGS 'lineitems'); empty: the one the last launch named. The "
-        "assignment's line item is found there, or made.")).tag(config=True, unit="")
+        "The course's line items address (AGS 'lineitems'); empty: the one the last accepted launch of the "
+        "course named. The assignment's line item is found there, or made.")).tag(config=True, unit="")
+
+
+def context_roles(roles) -> set[str]:
+    """The principal context roles among ``roles`` (a launch's roles claim, or a member's roles
+    in Names and Roles): ``membership#Instructor`` is "Instructor"; a sub-role counts as its
+    principal role (``membership/Instructor#TeachingAssistant`` is "Instructor", whatever the
+    case of its principal, and ``membership/Learner#Instructor``, a learner, is "Learner"); the
+    short forms LTI allows for
+    context roles ("Instructor", "Learner") are read as they are, and so is
+    ``membership#TeachingAssistant``, which some platforms send. Institution roles
+    (``institution/person#Instructor``, which Canvas gives anyone who teaches anywhere in the
+    account) and system roles are never context roles."""
+    found = set()
+    for role in roles if isinstance(roles, (list, tuple)) else []:
+        if not isinstance(role, str):
+            continue
+        if role.startswith(MEMBERSHIP + "#"):
+            found.add(role[len(MEMBERSHIP) + 1:])
+        elif role.startswith(MEMBERSHIP + "/"):
+            principal = role[len(MEMBERSHIP) + 1:].partition("#")[0]
+            found.add(PRINCIPAL.get(principal.lower(), principal))
+        elif role.isalpha():  # a short form: no vocabulary, no sub-role
+            found.add(role)
+    return found
+
+
+def teaching(claims: dict) -> bool:
+    """Whether a launch's user teaches this course: an Instructor (a teaching assistant too), a
+    TeachingAssistant, a ContentDeveloper or an Administrator of the course's membership."""
+    return bool(context_roles(claims.get(ROLES_CLAIM)) & TEACHING_ROLES)
+
+
+def learning(roles) -> bool:
+    """Whether a member's roles make them a learner of this course (its membership's Learner)."""
+    return "Learner" in context_roles(roles)
+
+
+class TimedSession(requests.Session):
+    """A requests session whose every request has a timeout: NETWORK_TIMEOUT unless given."""
+
+    def request(self, *args, **kwargs):
+        kwargs["timeout"] = kwargs.get("timeout") or NETWORK_TIMEOUT
+        return super().request(*args, **kwargs)
+
+
+def timed_session() -> TimedSession:
+    """The session every LTI request of the platform is made with (pylti1p3's ``requests_session``)."""
+    session = TimedSession()
+    session.headers["User-Agent"] = "maxpool-grader (LTI 1.3 tool)"
+    return session
 
 
 def load_lti(course: Path) -> Lti:

@@ -4,7 +4,8 @@ of LTI: ``maxpool-grader roster --from-lti`` and ``maxpool-grader lti-config``.
 ``roster --from-lti`` reads the course's members from the platform (pylti1p3's client, signed
 with the tool's key) and makes roster.csv say what the LMS says, printing each change:
 
-* an active learner is a student. Which roster student an LMS user is, is recorded once, in
+* an active learner (a Learner of the course's membership: serve/lti.py's ``learning``; an
+  institution or system role never counts) is a student. Which roster student an LMS user is, is recorded once, in
   ``.maxpool-grader/lti.json``, by the user's ``sub``: a user recorded before keeps their
   student; a new one is the roster row whose id is the user's SIS id
   (``lis_person_sourcedid``), or a new row with that id (or, without one, an id made from the
@@ -13,6 +14,10 @@ with the tool's key) and makes roster.csv say what the LMS says, printing each c
   their row is removed and their link and session are ended as ``tokens --revoke`` ends them
   (their submissions and grades stay in the gradebook). Rows the LMS never knew are kept,
   and named.
+* never more than ``MOST_REMOVED`` of the class (roster.csv's rows) removed at once without
+  ``--yes``: a sync that would is refused, changing nothing, and names whom it would remove
+  (a Names and Roles address of another course, or an LMS answering with an empty page,
+  would otherwise empty the class).
 
 The gradebook gets the new and renamed students as ``maxpool-grader roster`` gives them.
 """
@@ -25,18 +30,26 @@ import io
 from pathlib import Path
 
 from pylti1p3.names_roles import NamesRolesProvisioningService
-from pylti1p3.roles import StudentRole
 
 from ..course.files import replace_file
 from ..course.roster import clean_name, import_roster, read_roster
 from ..glue.safecsvexport import csv_cell, shown
-from .lti import LtiSetupError, load_lti, missing, registration_text
+from .lti import LtiSetupError, learning, load_lti, missing, registration_text
 from .lti_store import LaunchStore, records, write_records
 from .passback import connector
 from .policy import SERVE_DIR, STUDENT_ID
 from .signin import revoke
 
 COLUMNS = ("id", "first_name", "last_name", "email", "lms_id")
+MOST_REMOVED = 0.2  # the share of the class one sync may remove without --yes
+
+
+class TooManyLeaving(Exception):
+    """A sync would remove more than MOST_REMOVED of the class: whom, and of how many."""
+
+    def __init__(self, leaving: list[str], of: int):
+        super().__init__(f"{len(leaving)} of {of}")
+        self.leaving, self.of = leaving, of
 
 
 def fetch_members(course: Path, members_url: str = "") -> list[dict]:
@@ -63,7 +76,7 @@ def fetch_members(course: Path, members_url: str = "") -> list[dict]:
 
 def learners(members: list[dict]) -> list[dict]:
     return [member for member in members if member.get("user_id") and member.get("status", "Active") == "Active"
-            and StudentRole({"https://purl.imsglobal.org/spec/lti/claim/roles": member.get("roles", [])}).check()]
+            and learning(member.get("roles", []))]
 
 
 def student_id(member: dict, taken: set[str]) -> str:
@@ -77,10 +90,13 @@ def student_id(member: dict, taken: set[str]) -> str:
     return "lti-" + hashlib.sha256(sub.encode()).hexdigest()[:16]
 
 
-def sync(course: Path, db_url: str, members: list[dict]) -> list[str]:
-    """roster.csv, lti.json and the gradebook made to say what the LMS says; the diff's lines."""
+def sync(course: Path, db_url: str, members: list[dict], *, yes: bool = False) -> list[str]:
+    """roster.csv, lti.json and the gradebook made to say what the LMS says; the diff's lines.
+    Raises TooManyLeaving, having changed nothing, when more than MOST_REMOVED of the class
+    would be removed and ``yes`` is not given."""
     path = course / "roster.csv"
     rows = {row["id"]: row for row in read_roster(path)} if path.is_file() else {}
+    before = set(rows)
     saved = records(course)
     by_sub = {info["sub"]: student for student, info in saved.items()}
     lines, active = [], set()
@@ -98,6 +114,9 @@ def sync(course: Path, db_url: str, members: list[dict]) -> list[str]:
         rows[student] = {**(rows.get(student) or {}), **{k: v for k, v in row.items() if v}}
         saved[student] = {**saved.get(student, {}), "sub": sub, "name": clean_name(str(member.get("name") or "")),
                           "matched_by": "recorded" if sub in by_sub else "nrps"}
+    leaving = sorted(student for student in set(saved) - active if student in rows)
+    if not yes and len(leaving) > MOST_REMOVED * len(before):  # nothing is written yet
+        raise TooManyLeaving(leaving, len(before))
     for student in sorted(set(saved) - active):
         if student in rows:
             del rows[student]
@@ -134,7 +153,15 @@ def roster_from_lti(args, db_url: str) -> int:
         print(f"maxpool-grader roster: the LMS's member list could not be read ({type(problem).__name__}: "
               f"{str(problem)[:300]}); nothing was changed")
         return 1
-    lines = sync(args.course_dir, db_url, members)
+    try:
+        lines = sync(args.course_dir, db_url, members, yes=args.yes)
+    except TooManyLeaving as refused:
+        print(f"maxpool-grader roster: the LMS's member list would remove {len(refused.leaving)} of the class's "
+              f"{refused.of} students, more than {MOST_REMOVED:.0%}; nothing was changed. Whom it would remove:")
+        for student in refused.leaving:
+            print(f"- {shown(student)}")
+        print("If that is right (they left the course in the LMS), run it again with --yes.")
+        return 3
     for line in lines:
         print(line)
     print(f"roster.csv: {len(learners(members))} learners of {len(members)} members in the LMS; "

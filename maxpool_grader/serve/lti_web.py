@@ -6,19 +6,33 @@ path), ``SessionService`` over ``LaunchStore`` (serve/lti_store.py: nonces and s
 SQLite, each taken once, so a launch replayed is refused after a restart too), ``Redirect``,
 ``OIDCLogin`` and ``MessageLaunch``. Every check of the token is the library's: the signature
 against the platform's key set, ``iss``, ``aud`` (its client id), the deployment, ``exp``/``iat``,
-the nonce, the state, the message type and the version. Two things it leaves to the tool are
-done here: ``azp`` must be the client id when it is given (or when ``aud`` names several), and
-the platform's key set is kept between launches and read again once when a launch names a
-key it does not have (the platform rotated its keys).
+the nonce, the state, the message type and the version. What it leaves to the tool is done
+here: ``azp`` must be the client id when it is given (or when ``aud`` names several); ``exp``
+must be there (the library checks it only when it is); only a resource link launch
+(``LtiResourceLinkRequest``) is taken, never a Deep Linking or Submission Review request; the
+platform's key set is kept between launches and read again when a launch names a key it does
+not have (the platform rotated its keys), at most once a minute per key set
+(``KEY_SET_EVERY``), and only for a launch whose state and nonce this service gave out (they
+are checked first); every read has serve/lti.py's timeout, and the whole check runs in a
+thread, off the service's event loop, so a key set that hangs stalls no page; and the
+library's copy of each launch is never stored, so nothing of a launch is kept before the
+service has taken it.
 
-Who the checked launch is, is serve/signin.py's decision (``SignIn.lti_user``). Every refusal
-is a page with a sentence, recorded for the instructor's live view.
+A checked launch is then taken only from the course the service is bound to
+(serve/lti_store.py's ``other_course``; the first instructor launch binds it), and only then
+are its Names and Roles and line items addresses kept. Who the launch is, is
+serve/signin.py's decision (``SignIn.lti_user``), from the launch's course roles alone
+(serve/lti.py's ``teaching``: an institution or system role never counts). Every refusal is
+a page with a sentence, recorded for the instructor's live view.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
+import threading
+import time
 from urllib.parse import parse_qs, urlparse
 
 from pylti1p3.cookie import CookieService
@@ -28,17 +42,16 @@ from pylti1p3.message_launch import MessageLaunch
 from pylti1p3.oidc_login import OIDCLogin
 from pylti1p3.redirect import Redirect
 from pylti1p3.request import Request
-from pylti1p3.roles import StaffRole, TeacherRole, TeachingAssistantRole
 from pylti1p3.session import SessionService
 
 from .handler import Handler
-from .lti import LtiSetupError, public_jwks, tool_conf, urls
-from .lti_store import LaunchStore, student_of
+from .lti import LtiSetupError, public_jwks, teaching, timed_session, tool_conf, urls
+from .lti_refusals import MESSAGE_TYPE, NOT_BOUND, RESOURCE_LINK, header_of, refusal_sentence
+from .lti_store import LaunchStore, course_of, described, other_course, student_of
 from .policy import NOT_ON_ROSTER, Refused
 
 STATE_SECONDS = 600
-START_AGAIN = "Start again from the assignment in your course's page in the LMS."
-
+KEY_SET_EVERY = 60.0  # seconds: a platform's key set is read at most once in this time
 
 class TornadoRequest(Request):
     def __init__(self, handler: Handler):
@@ -135,6 +148,8 @@ class TornadoOIDCLogin(OIDCLogin):
 
 class TornadoMessageLaunch(MessageLaunch):
     key_sets: dict = {}  # the platform's key set by its address, kept between launches (per process)
+    read_at: dict = {}  # when each key set was last read (time.monotonic()), kept with them
+    reading = threading.Lock()
 
     def _get_request_param(self, key: str) -> str:
         return self._request.get_param(key)
@@ -143,6 +158,23 @@ class TornadoMessageLaunch(MessageLaunch):
         super().validate_state()  # the library's: the state's cookie matches the form's
         if not self._session_service.store.take(f"state:{self._get_request_param('state')}"):
             raise LtiException("State not found")
+        return self
+
+    def validate_jwt_signature(self):
+        super().validate_jwt_signature()  # the library's: PyJWT checks exp and iat only when they are there
+        if not isinstance(self._jwt.get("body", {}).get("exp"), (int, float)):
+            raise LtiException("No exp claim")
+        return self
+
+    def validate_message(self):
+        kind = self._jwt.get("body", {}).get(MESSAGE_TYPE)
+        if kind != RESOURCE_LINK:
+            raise LtiException(f"Message type not taken: {re.sub(r'[^A-Za-z]', '', str(kind))[:40]}")
+        return super().validate_message()
+
+    def save_launch_data(self):
+        """Nothing: the library's copy of a launch (its claims, the service addresses among them)
+        is never read here, and nothing of a launch is kept before the service has taken it."""
         return self
 
     def validate_registration(self):
@@ -154,61 +186,25 @@ class TornadoMessageLaunch(MessageLaunch):
         return self
 
     def fetch_public_key(self, key_set_url: str):
-        if key_set_url not in self.key_sets:
-            self.key_sets[key_set_url] = super().fetch_public_key(key_set_url)
-        return self.key_sets[key_set_url]
+        with self.reading:  # one read at a time, and none within KEY_SET_EVERY of the last
+            if key_set_url not in self.key_sets:
+                if time.monotonic() - self.read_at.get(key_set_url, -KEY_SET_EVERY) < KEY_SET_EVERY:
+                    raise LtiException("Key set not read again: its last read failed less than a minute ago")
+                self.read_at[key_set_url] = time.monotonic()
+                self.key_sets[key_set_url] = super().fetch_public_key(key_set_url)
+            return self.key_sets[key_set_url]
 
     def get_public_key(self):
         try:
             return super().get_public_key()
         except LtiException as problem:
-            if "Unable to find public key" not in str(problem):
-                raise
             url = self._registration.get_key_set_url()
+            if ("Unable to find public key" not in str(problem)
+                    or time.monotonic() - self.read_at.get(url, -KEY_SET_EVERY) < KEY_SET_EVERY):
+                raise
             self.key_sets.pop(url, None)  # the platform may have rotated its keys: its key set once more
             self._registration.set_key_set(None)
             return super().get_public_key()
-
-
-def teaching(claims: dict) -> bool:
-    """Whether a launch's roles are a teacher's: instructor, teaching assistant, administrator."""
-    return any(role(claims).check() for role in (TeacherRole, TeachingAssistantRole, StaffRole))
-
-
-def refusal_sentence(problem: Exception, header: dict) -> str:
-    """What a refused launch's page says, from pylti1p3's reason."""
-    text = str(problem)
-    alg = re.sub(r"[^A-Za-z0-9]", "", str(header.get("alg", "")))[:12]  # the unchecked header's: a name at most
-    pairs = [
-        (("State not found", "Missing state"), "This launch does not belong to a sign-in this browser began here "
-                                               "(its state does not match, or it was used already). " + START_AGAIN),
-        (("Invalid Nonce", '"nonce" is empty'), "This launch was used already (its nonce was seen before): each "
-                                                "launch works once. " + START_AGAIN),
-        (("[client_id=",), "This launch was made for another tool (its audience is not this service's client id)."),
-        (("Registration not found", "Could not find issuer", "not found in settings"),
-         "This launch comes from a platform this service is not registered with (its issuer is not the course's)."),
-        (("Client id not registered", "azp is not"), "This launch was made for another tool (its audience is not "
-                                                     "this service's client id)."),
-        (("Unable to find deployment",), "This launch comes from a deployment of the tool this course does not "
-                                         "know (its deployment id is not the course's)."),
-        (("Unable to find public key",), f"This launch is signed with {alg}, which this service never accepts: "
-                                         "only the LMS's own RSA keys are." if not alg.startswith("RS") else
-                                         "This launch names a signing key the LMS's key set does not have (an "
-                                         "unknown key id), even after reading the key set again."),
-        (("expired",), "This launch has expired: it was made too long ago. " + START_AGAIN),
-        (("Signature verification failed", "Can't decode id_token"), "This launch's signature does not match its "
-                                                                     "content: it was changed after the LMS signed "
-                                                                     "it, so it is not taken."),
-        (("version",), "This launch is not LTI 1.3.0 (its version claim says otherwise)."),
-        (("message type", "Message validation", "Resource Link", "Must have a user", "Roles Claim"),
-         "This launch is not a link to a resource this service understands (its message type or claims are not "
-         "an LTI resource link launch's)."),
-        (("Missing id_token", "JWT"), "No valid launch token arrived with this request. " + START_AGAIN),
-    ]
-    for keys, sentence in pairs:
-        if any(key in text for key in keys):
-            return sentence
-    return f"This launch could not be checked ({text[:200]}). " + START_AGAIN
 
 
 class LtiHandler(Handler):
@@ -226,6 +222,11 @@ class LtiHandler(Handler):
         settings = self.service.lti
         return (tool_conf(self.service.course, settings), TornadoRequest(self),
                 StoredSession(TornadoRequest(self), self.service.launches))
+
+    def checked(self, conf, request, session) -> dict:
+        """The launch's claims, every check made (in a thread: the key set may be read)."""
+        return TornadoMessageLaunch(request, conf, session, TornadoCookies(self),
+                                    requests_session=timed_session()).get_launch_data()
 
 
 class LtiLogin(LtiHandler):
@@ -252,20 +253,29 @@ class LtiLogin(LtiHandler):
 class LtiLaunch(LtiHandler):
     """The launch: the token checked, the user decided (serve/signin.py), the session cookie set."""
 
-    def post(self):
+    async def post(self):
         try:
             conf, request, session = self.parts()
-            launch = TornadoMessageLaunch(request, conf, session, TornadoCookies(self))
-            claims = launch.get_launch_data()
+            claims = await asyncio.to_thread(self.checked, conf, request, session)  # off the event loop
         except LtiSetupError as problem:
             return self.refuse(f"LTI is not set up on this service: {problem}.", status=503)
         except Exception as problem:  # noqa: BLE001  pylti1p3 raises a bare Exception for an unknown issuer
-            return self.refuse(refusal_sentence(problem, _header(self.get_argument("id_token", ""))))
+            return self.refuse(refusal_sentence(problem, header_of(self.get_argument("id_token", ""))))
         self.clear_cookie(f"lti1p3-{self.get_argument('state', '')}", path=self.prefix)  # used: gone
-        self.service.launches.remember_services(claims)
-        sub = str(claims.get("sub"))
+        sub, store = str(claims.get("sub")), self.service.launches
+        course, bound = course_of(claims, self.service.lti.client_id), store.binding()
+        if why := other_course(bound, course):  # another course's launch: refused before anything of it is kept
+            return self.refuse(why, who=f"LTI user {sub[:64]}")
         recorded = student_of(self.service.course, sub)
         kind, who = self.service.signin.lti_user(sub, teaching=teaching(claims), recorded_as=recorded)
+        if bound is None and kind == "instructor":  # the first instructor launch binds the course
+            if why := other_course(store.bind(course), course):  # another course's was bound meanwhile
+                return self.refuse(why, who=f"LTI user {sub[:64]}")
+            self.service.events.append(f"LTI: this service now serves {described(course)}, bound by this launch")
+        elif bound is None and kind == "student":
+            return self.refuse(NOT_BOUND, who=who)
+        if kind in ("instructor", "student"):
+            store.remember_services(claims)  # an accepted launch of the bound course: its addresses are the course's
         if kind == "instructor":
             self.sign_in_instructor()
             return self.redirect(self.url("/instructor"), status=303)
@@ -285,14 +295,6 @@ class LtiJwks(Handler):
     def get(self):
         self.set_header("Content-Type", "application/json")
         self.finish(json.dumps(public_jwks(self.service.course, self.service.lti)))
-
-
-def _header(token: str) -> dict:
-    """A token's header, unchecked: only to say which algorithm a refused launch named."""
-    try:
-        return json.loads(MessageLaunch.urlsafe_b64decode(token.split(".")[0]))
-    except (ValueError, UnicodeDecodeError, IndexError):
-        return {}
 
 
 ROUTES = [(r"lti/login", LtiLogin), (r"lti/launch", LtiLaunch), (r"lti/jwks", LtiJwks)]

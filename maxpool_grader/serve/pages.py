@@ -5,7 +5,7 @@ style and its accessibility (a language, a main landmark, visible focus, no text
 colour alone). The brief feedback before the deadline (each test's points, and the mistakes
 found at 'mistakes'), the same as a page of its own for the exchange's Fetch Feedback, and
 the instructor's live view (the queue, attempts per student, each test's pass rate so far,
-the most common mistakes) are here.
+the most common mistakes, and with LTI the course the service is bound to) are here.
 
 A page that keeps itself up to date (an attempt waiting to be graded, the live view) runs
 one script of the service's own, ``poll.js``: it asks the service for the status and writes
@@ -30,6 +30,7 @@ from nbgrader.utils import notebook_hash
 
 from ..course.directory import course_path
 from ..glue.deadline import NOT_ANSWERED, NOT_GRADED
+from .lti_store import described
 from .policy import when_text
 
 if TYPE_CHECKING:
@@ -182,6 +183,18 @@ def queue_summary(service: Service) -> str:
     return f"{sum(by_status.values())} attempts: {counts or 'none yet'}; {len(service.in_flight)} being graded now."
 
 
+def lti_course(service: Service) -> str:
+    """The live view's sentence on the course this service serves (LTI), or "" without LTI."""
+    if service.launches is None:
+        return ""
+    bound = service.launches.binding()
+    if bound is None:
+        return ("No course yet: the first instructor launch from the LMS binds this service to its course; "
+                "a launch from any other course is refused.")
+    return (f"This service serves one course: {described(bound)}, bound by its instructor's first launch on "
+            f"{bound.get('bound', '?')}. A launch from any other course is refused.")
+
+
 def instructor_view(service: Service) -> dict:
     """The live view's tables: the queue, pass rate of each test so far, the common mistakes,
     attempts per student, refusals and failures, events (the template's context)."""
@@ -216,6 +229,7 @@ def instructor_view(service: Service) -> dict:
                      for a in attempts if a.status in ("refused", "failed", "forged")][:30],
         "events": service.events[-30:],
         "lti": service.passback is not None,
+        "lti_course": lti_course(service),
         "unposted": [{"student": score.student, "score": f"{score.score:g} of {score.maximum:g} ({score.progress})",
                       "tries": score.tries, "error": score.error or "not tried yet"}
                      for score in (service.passback.outbox.pending() if service.passback else [])][:100],

@@ -31,7 +31,7 @@ from pylti1p3.service_connector import ServiceConnector
 
 from ..course.directory import say
 from .grading_job import scores_of
-from .lti import SCOPES, Lti, missing, tool_conf
+from .lti import SCOPES, Lti, missing, timed_session, tool_conf
 from .lti_store import LaunchStore, records
 from .outbox import Outbox, Score
 from .pages import final_feedback
@@ -45,9 +45,10 @@ class NotReady(Exception):
 
 
 def connector(course: Path, settings: Lti) -> ServiceConnector:
-    """pylti1p3's client of the platform's services, signed with the tool's key."""
+    """pylti1p3's client of the platform's services, signed with the tool's key; each of its
+    requests (the access token, members, line items, scores) with serve/lti.py's timeout."""
     registration = tool_conf(course, settings).find_registration(settings.issuer)
-    return ServiceConnector(registration)
+    return ServiceConnector(registration, timed_session())
 
 
 class Passback:
