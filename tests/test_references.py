@@ -47,6 +47,8 @@ OTHER_CONSTANTS = {
     "CONFIG_BSD_PROCESS_ACCT": "the Linux kernel's build option (benchmarks/profile_grading.py needs it)",
     "PYDEVD_USE_FRAME_EVAL": "debugpy's environment variable",
     "ZMQ_MAXMSGSIZE": "libzmq's socket option",
+    "CONTEXT_ROLE_INSTRUCTOR": "Moodle's (its Names and Roles service, in PHP)",
+    "CONTEXT_ROLE_LEARNER": "Moodle's (its Names and Roles service, in PHP)",
 }
 # Configurable classes set as c.<Class> that live in nbgrader, nbconvert, traitlets or JupyterHub
 CONFIG_PLACEHOLDERS = {"Class": "settings_doc's docstring: the shape of a line", "X": "a test's made-up class"}
