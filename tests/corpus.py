@@ -158,6 +158,27 @@ except Exception as problem:
     print("could not write the gradebook:", problem)
 """ % COURSE_FROM_KERNEL + ZEROS
 
+def beats_then_detaches(name: str, loop: str) -> str:
+    """The end of a loop body of ``loop`` (at two indents) that writes a heartbeat file in the
+    course and in /tmp every quarter second, then the code that starts ``loop`` as a daemon
+    (forked twice, in a session of its own) and goes on."""
+    return f"""        for path in (os.path.join(COURSE, "heartbeat_{name}"), "/tmp/heartbeat_{name}"):
+            try:
+                with open(path, "w") as handle:
+                    handle.write(str(time.time()))
+            except OSError:
+                pass
+        time.sleep(0.25)
+
+
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        {loop}()
+    os._exit(0)
+"""
+
+
 DETACHED_REWRITER = """
 import os
 import sqlite3
@@ -177,21 +198,7 @@ def rewrite_forever():
             db.close()
         except Exception:
             pass
-        for path in (os.path.join(COURSE, "heartbeat_detached_rewriter"), "/tmp/heartbeat_detached_rewriter"):
-            try:
-                with open(path, "w") as handle:
-                    handle.write(str(time.time()))
-            except OSError:
-                pass
-        time.sleep(0.25)
-
-
-if os.fork() == 0:
-    os.setsid()
-    if os.fork() == 0:
-        rewrite_forever()
-    os._exit(0)
-""" % COURSE_FROM_KERNEL + ZEROS
+""" % COURSE_FROM_KERNEL + beats_then_detaches("detached_rewriter", "rewrite_forever") + ZEROS
 
 # Right on its first call only, so that its report starts its cells again in fresh verdict
 # processes (verdict/evidence.py: FreshStarts): each start runs the solution cell again, and each
@@ -207,25 +214,11 @@ COURSE = os.path.abspath("%s")
 
 def _haunt():
     for _ in range(240):
-        for path in (os.path.join(COURSE, "heartbeat_fresh_start"), "/tmp/heartbeat_fresh_start"):
-            try:
-                with open(path, "a") as handle:
-                    handle.write(str(time.time()))
-            except OSError:
-                pass
-        time.sleep(0.25)
-
-
-if os.fork() == 0:
-    os.setsid()
-    if os.fork() == 0:
-        _haunt()
-    os._exit(0)
-
+""" % COURSE_FROM_KERNEL + beats_then_detaches("fresh_start", "_haunt") + """
 _calls = []
 
 
-""" % COURSE_FROM_KERNEL + LOOP_CORRECT.replace("def max_pool_backward(", "def _right(", 1) + """
+""" + LOOP_CORRECT.replace("def max_pool_backward(", "def _right(", 1) + """
 
 
 def max_pool_backward(d_output, x, pool_size, stride=None):

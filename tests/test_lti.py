@@ -100,12 +100,13 @@ def platform():
         yield running
 
 
-@pytest.fixture(scope="module")
-def course(tmp_path_factory, platform):
+def lti_course(folder, platform, policy: str = ""):
+    """A copy of the course with LTI on for ``platform`` (and ``policy``'s lines), its roster
+    one local student, "dee" (tests/test_lti_network.py makes its course so too)."""
     from helpers import copy_course
-    course = copy_course(tmp_path_factory.mktemp("lti") / "course", with_submissions=False)
+    course = copy_course(folder / "course", with_submissions=False)
     with open(course / "nbgrader_config.py", "a") as config:
-        config.write(POLICY + f"""
+        config.write(policy + f"""
 c.Lti.enabled = True
 c.Lti.issuer = {platform.issuer!r}
 c.Lti.client_id = {platform.client_id!r}
@@ -117,6 +118,11 @@ c.Lti.key_set_url = {platform.jwks_url!r}
     with open(course / "roster.csv", "w", newline="") as handle:
         csv.writer(handle).writerows([["id", "first_name", "last_name", "email"], ["dee", "Dee", "Local", ""]])
     return course
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory, platform):
+    return lti_course(tmp_path_factory.mktemp("lti"), platform, POLICY)
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,6 @@ makes of the platform carries that timeout. One platform, course and service, in
 
 from __future__ import annotations
 
-import csv
 import html
 import json
 import socket
@@ -19,6 +18,7 @@ import pytest
 import requests
 from helpers import BIN, free_port
 from lti_platform import Platform
+from test_lti import lti_course
 from test_lti_platform import form_of, launch, submit
 from test_serve import Running
 
@@ -37,20 +37,7 @@ def platform():
 
 @pytest.fixture(scope="module")
 def service(tmp_path_factory, platform):
-    from helpers import copy_course
-    course = copy_course(tmp_path_factory.mktemp("lti-network") / "course", with_submissions=False)
-    with open(course / "nbgrader_config.py", "a") as config:
-        config.write(f"""
-c.Lti.enabled = True
-c.Lti.issuer = {platform.issuer!r}
-c.Lti.client_id = {platform.client_id!r}
-c.Lti.deployment_ids = [{platform.deployment_id!r}]
-c.Lti.auth_login_url = {platform.auth_login_url!r}
-c.Lti.auth_token_url = {platform.auth_token_url!r}
-c.Lti.key_set_url = {platform.jwks_url!r}
-""")
-    with open(course / "roster.csv", "w", newline="") as handle:
-        csv.writer(handle).writerows([["id", "first_name", "last_name", "email"], ["dee", "Dee", "Local", ""]])
+    course = lti_course(tmp_path_factory.mktemp("lti-network"), platform)
     port = free_port()
     printed = subprocess.run([str(BIN / "maxpool-grader"), "lti-config", "--base-url", f"http://127.0.0.1:{port}{PREFIX}",
                               "--course-dir", str(course)], capture_output=True, text=True, check=True)
