@@ -64,7 +64,9 @@ Choices a tool's test may meet: a user who is launched becomes a member (``add_m
 one (of this course: a launch from another course, ``launch_url(..., context_id=...)``, enrols no one); a
 score for a user who is not a member is refused (422, as Canvas does); a score older than the
 newest one on record (by its ``timestamp``) is answered 200 and ignored by ``gradebook()``, as the AGS spec
-allows, and kept in ``platform.scores`` with ``"applied": False``; ``scoreGiven`` above ``scoreMaximum`` is
+allows, and kept in ``platform.scores`` with ``"applied": False`` (with ``platform.timestamps =
+"later only"``, one not later than it is answered 409, as Moodle's rule has it, and kept with
+``"refused": 409``); ``scoreGiven`` above ``scoreMaximum`` is
 accepted (extra credit, as the spec allows) unless ``platform.allow_extra_credit = False``.
 """
 
@@ -532,6 +534,7 @@ class Platform:
         self.lineitems: list[dict] = []
         self.scores: list[dict] = []
         self.allow_extra_credit = True
+        self.timestamps = "any"  # "later only": a score not later than the one on record is answered 409 (Moodle)
         self.login_method = "post"  # how the launch page sends the OIDC login initiation: "post" or "get"
         self.client_id, self.deployment_id = client_id, deployment_id
         self.context_id, self.context_label, self.context_title = "course-maxpool", "MAXPOOL", "Max pooling, backward"
@@ -1082,5 +1085,10 @@ def _post_score(service: _AGS, line_item_id: str) -> Response:
     _validate_score(score, item, platform.allow_extra_credit)
     if platform._member(score["userId"]) is None:
         raise _Refused(422, f"userId {score['userId']!r} is not a member of the context")
+    newest = platform._newest(line_item_id, score["userId"])
+    if platform.timestamps == "later only" and newest is not None and \
+            _when(score["timestamp"]) <= _when(newest["timestamp"]):
+        platform.scores.append(dict(score, lineitem=line_item_id, applied=False, refused=409))
+        raise _Refused(409, "the score's timestamp is not later than the one on record")  # as Moodle answers
     status = service.update_score(line_item_id, score)
     return Response(None, UPDATE_SCORE_STATUSCODE.get(status, 200), status.value)

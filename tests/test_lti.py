@@ -59,6 +59,7 @@ INTEGRATION = pytest.mark.integration  # a platform, a service, its workers, Chr
 
 POLICY = "\nc.Serve.attempts_per_hour = 2\nc.Serve.poll_interval = 0.3\n"
 ANA, BO, CY, DI, TEACHER = "s-ana", "s-bo", "s-cy", "s-di", "t-teacher"
+MOE, REX = "s-moe", "s-rex"  # under Moodle's timestamp rule; dropped from the course for a while
 PREFIX = "/maxpool/"  # behind a reverse proxy's path, as --base-url puts it: every LTI route and cookie under it
 REFUSALS = {  # each attack of the platform, and what the page says
     "wrong_issuer": "not registered with (its issuer",
@@ -350,6 +351,13 @@ def _pending(outbox) -> list:
         return db.execute("SELECT id FROM scores WHERE status='pending'").fetchall()
 
 
+def _scores_of(outbox, student: str) -> list[tuple]:
+    """(status, tries, error) of each of ``student``'s scores in the outbox, oldest first."""
+    import sqlite3
+    with sqlite3.connect(outbox) as db:
+        return db.execute("SELECT status, tries, error FROM scores WHERE student=? ORDER BY id", (student,)).fetchall()
+
+
 @INTEGRATION
 def test_a_student_who_left_the_lms_course_is_removed_and_their_session_ends(service, platform):
     bo = requests.Session()
@@ -399,6 +407,67 @@ def test_a_kill_in_the_middle_of_a_post_loses_no_score_and_changes_none(service,
     assert {(score["scoreGiven"], score["timestamp"], score["gradingProgress"]) for score in posted} == \
         {(15, first[0]["timestamp"], "Pending")}
     assert platform.gradebook()[CY]["scoreGiven"] == 15
+
+
+@INTEGRATION
+def test_under_moodle_s_rule_a_repost_after_a_kill_is_answered_409_and_counts_as_posted(service, platform):
+    """Moodle takes a score only with a timestamp later than the one it has, and answers 409
+    otherwise: the score the kill left unanswered, posted again with its own timestamp, is there
+    already, so the 409 marks it posted, and nothing waits behind it."""
+    platform.add_member(MOE, "Moe Moodle", "learner")
+    launch(requests.Session(), platform.launch_url(TEACHER, roles="instructor", name="Tess Teacher"))  # binds
+    roster_from_lti(service.course)
+    moe = requests.Session()
+    assert launch(moe, platform.launch_url(MOE)).status_code == 200
+    outbox = service.course / ".maxpool-grader" / "serve" / "ags-outbox.sqlite"
+    platform.timestamps = "later only"
+    try:
+        platform.stall_scores()
+        try:
+            assert upload(moe, service.base, notebook_of(LOOP_CORRECT)).status_code == 200
+            assert platform.wait_stalled(120), "no score was posted for Moe"
+            service.running.process.send_signal(signal.SIGKILL)
+            service.running.process.wait(timeout=30)
+        finally:
+            platform.release_scores()
+        service.restart()
+        wait_for(lambda: not _pending(outbox), timeout=90)
+    finally:
+        platform.timestamps = "any"
+    answers = [score for score in platform.scores if score["userId"] == MOE]
+    assert [score.get("refused") for score in answers] == [None, 409]  # taken, then the repost answered 409
+    assert len({score["timestamp"] for score in answers}) == 1 and platform.gradebook()[MOE]["scoreGiven"] == 15
+    assert [(status, error) for status, _, error in _scores_of(outbox, MOE)] == [
+        ("posted", "the platform had this score or a later one (HTTP 409)")]
+
+
+@INTEGRATION
+def test_a_score_the_lms_refuses_for_good_is_shown_and_blocks_none_of_the_student_s_later_ones(service, platform,
+                                                                                               browser):
+    """A student dropped from the LMS's course: the platform refuses their score with 422 (as
+    Canvas does), which a repost would get again. The live view shows it with the LMS's answer,
+    it is not tried again, and the student's next score, once they are back, goes in."""
+    platform.add_member(REX, "Rex Dropped", "learner")
+    launch(requests.Session(), platform.launch_url(TEACHER, roles="instructor", name="Tess Teacher"))  # binds
+    roster_from_lti(service.course)
+    rex = requests.Session()
+    assert launch(rex, platform.launch_url(REX)).status_code == 200
+    platform.remove_member(REX)
+    assert upload(rex, service.base, notebook_of(LOOP_CORRECT.replace("+=", "="))).status_code == 200
+    service.running.wait_idle()
+    view = wait_for(lambda: (text := instructor_view(service)) and "Scores the LMS refused" in text and text)
+    assert "the platform answered HTTP 422" in view and "is not a member of the context" in view
+    live = browser.new_page()
+    live.goto((service.course / ".maxpool-grader" / "serve" / "instructor-link").read_text().strip())
+    assert_accessible(live, "the live view with a score the LMS refused")
+    live.close()
+    platform.add_member(REX, "Rex Back")
+    assert upload(rex, service.base, notebook_of(LOOP_CORRECT)).status_code == 200
+    wait_for(lambda: (got := platform.gradebook().get(REX)) and got["scoreGiven"] == 15, timeout=90)
+    outbox = service.course / ".maxpool-grader" / "serve" / "ags-outbox.sqlite"
+    # sent once (a failure would have been tried again after 2 s, while the next attempt was graded)
+    wait_for(lambda: _scores_of(outbox, REX)[-1][0] == "posted", timeout=30)  # once the LMS's answer is read
+    assert [(status, tries) for status, tries, _ in _scores_of(outbox, REX)] == [("refused", 1), ("posted", 0)]
 
 
 @INTEGRATION
@@ -469,19 +538,34 @@ def test_the_outbox_keeps_every_score_in_order_and_backs_off_after_a_failure(tmp
     box = Outbox(tmp_path)
     assert box.add("ana", "sub-ana", "attempt:1", 5, 15, progress="Pending", activity="Submitted")
     assert not box.add("ana", "sub-ana", "attempt:1", 5, 15, progress="Pending", activity="Submitted")  # once
-    box.add("ana", "sub-ana", "attempt:2", 9, 15, progress="Pending", activity="Submitted")
     box.add("ben", "sub-ben", "attempt:3", 1, 15, progress="Pending", activity="Submitted")
     assert [score.source for score in box.due()] == ["attempt:1", "attempt:3"]  # each student's oldest first
     assert box.failed(box.due()[0].id, "the platform answered HTTP 500") == 2.0
-    assert [score.source for score in box.due()] == ["attempt:3"]  # ana's waits, and her later one behind it
+    assert [score.source for score in box.due()] == ["attempt:3"]  # ana's waits
     box.close()
     again = Outbox(tmp_path)  # a restart (or a kill -9: every write is committed before it is acted on)
-    assert [score.source for score in again.pending()] == ["attempt:1", "attempt:2", "attempt:3"]
+    assert [score.source for score in again.pending()] == ["attempt:1", "attempt:3"]
     assert again.pending()[0].error == "the platform answered HTTP 500"
     assert [score.source for score in again.due(time.time() + 3)] == ["attempt:1", "attempt:3"]
+    assert again.failed(again.pending()[0].id, "x") == 4.0 and again.failed(again.pending()[0].id, "x") == 8.0
     again.posted(again.pending()[0].id)
-    assert [score.source for score in again.due(time.time() + 3)] == ["attempt:2", "attempt:3"]
-    assert again.failed(again.pending()[0].id, "x") == 2.0 and again.failed(again.pending()[0].id, "x") == 4.0
+    assert [score.source for score in again.due(time.time() + 3)] == ["attempt:3"]
+
+
+def test_the_newest_score_supersedes_the_older_pending_ones_and_a_refusal_blocks_nothing(tmp_path):
+    box = Outbox(tmp_path)
+    for number, points in ((1, 5), (2, 9), (4, 12)):
+        box.add("ana", "sub-ana", f"attempt:{number}", points, 15, progress="Pending", activity="Submitted")
+    box.add("ben", "sub-ben", "attempt:3", 1, 15, progress="Pending", activity="Submitted")
+    assert [score.source for score in box.due()] == ["attempt:4", "attempt:3"]  # ana's newest, alone
+    assert [score.status for score in box.all() if score.student == "ana"] == ["superseded", "superseded", "pending"]
+    box.refused(box.due()[0].id, "the platform answered HTTP 422: userId 'sub-ana' is not a member")
+    assert [score.source for score in box.due()] == ["attempt:3"] and box.refusals()[0].source == "attempt:4"
+    box.add("ana", "sub-ana", "attempt:5", 15, 15, progress="Pending", activity="Submitted")
+    assert [score.source for score in box.due()] == ["attempt:3", "attempt:5"]  # the refusal blocks nothing
+    assert [score.status for score in box.all() if score.student == "ana"][-2:] == ["refused", "pending"]
+    box.posted(box.due()[1].id, "the platform had this score or a later one (HTTP 409)")
+    assert box.all()[-1].status == "posted" and "409" in box.all()[-1].error
 
 
 def test_a_nonce_or_state_is_taken_once_and_still_there_after_a_restart(tmp_path):

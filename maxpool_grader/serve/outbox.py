@@ -5,10 +5,14 @@ attempts (serve/queue.py).
 A score is written here, synced, before anything is sent; it is ``pending`` until the
 platform has taken it (``posted``). A failed post stays pending, tried again after 2, 4, 8 ...
 seconds (at most ``BACKOFF_MAX``), its last error kept for the live view; a service killed
-while posting sends it again at its next start (the platform keeps the latest of a user's
-scores by its timestamp, so a score sent twice is the same score). A student's scores go in
-the order they were made: a later one waits for the earlier. Each score has a ``source``
-(``attempt:12``, ``final:<release time>``) and is recorded once per source.
+while posting sends it again at its next start, with the timestamp it was made with (the
+platform keeps the latest of a user's scores by its timestamp, so a score sent twice is the
+same score; one that answers a repost with 409, as Moodle does for a timestamp it has, has it).
+A score the platform refuses for good (a 4xx it will answer again, serve/passback.py) is
+``refused``, its answer kept for the instructor, and never blocks the student's later scores.
+A student's scores go in the order they were made, and the newest one supersedes the older
+ones still pending (``superseded``): the gradebook shows the latest anyway. Each score has a
+``source`` (``attempt:12``, ``final:<release time>``) and is recorded once per source.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ CREATE TABLE IF NOT EXISTS scores (
     activity TEXT NOT NULL,         -- AGS activityProgress: Submitted, Completed
     comment TEXT NOT NULL DEFAULT '',
     timestamp TEXT NOT NULL,        -- ISO 8601, when the score was made (the platform keeps the latest)
-    status TEXT NOT NULL DEFAULT 'pending',
+    status TEXT NOT NULL DEFAULT 'pending',  -- pending, posted, refused, superseded
     tries INTEGER NOT NULL DEFAULT 0,
     next_try REAL NOT NULL DEFAULT 0,
     error TEXT NOT NULL DEFAULT '',
@@ -82,11 +86,21 @@ class Outbox:
         """Record a score to post (False: one of this source is recorded already)."""
         stamp = datetime.now(timezone.utc).isoformat(timespec="milliseconds")
         with self._lock:
-            cursor = self._db.execute(
-                "INSERT OR IGNORE INTO scores (student, sub, source, score, maximum, progress, activity, comment, "
-                "timestamp) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (student, sub, source, score, maximum, progress, activity, comment, stamp))
-        return cursor.rowcount == 1
+            self._db.execute("BEGIN IMMEDIATE")  # the score and what it supersedes, together
+            try:
+                cursor = self._db.execute(
+                    "INSERT OR IGNORE INTO scores (student, sub, source, score, maximum, progress, activity, "
+                    "comment, timestamp) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (student, sub, source, score, maximum, progress, activity, comment, stamp))
+                added = cursor.rowcount == 1
+                if added:  # the newest: the student's older scores not sent yet need not go
+                    self._db.execute("UPDATE scores SET status='superseded' WHERE student=? AND status='pending' "
+                                     "AND id<?", (student, cursor.lastrowid))
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+        return added
 
     def has(self, source: str) -> bool:
         return bool(self._run("SELECT 1 FROM scores WHERE source=?", source))
@@ -105,8 +119,15 @@ class Outbox:
     def all(self) -> list[Score]:
         return [Score(**dict(row)) for row in self._run("SELECT * FROM scores ORDER BY id")]
 
-    def posted(self, score_id: int) -> None:
-        self._run("UPDATE scores SET status='posted', posted=?, error='' WHERE id=?", time.time(), score_id)
+    def posted(self, score_id: int, note: str = "") -> None:
+        self._run("UPDATE scores SET status='posted', posted=?, error=? WHERE id=?", time.time(), note, score_id)
+
+    def refused(self, score_id: int, error: str) -> None:
+        """A post the platform refused for good: kept with its answer, never tried again."""
+        self._run("UPDATE scores SET status='refused', tries=tries+1, error=? WHERE id=?", error[:500], score_id)
+
+    def refusals(self) -> list[Score]:
+        return [Score(**dict(row)) for row in self._run("SELECT * FROM scores WHERE status='refused' ORDER BY id")]
 
     def failed(self, score_id: int, error: str) -> float:
         """A post that failed: tried again later (backoff); the delay."""

@@ -233,4 +233,6 @@ def instructor_view(service: Service) -> dict:
         "unposted": [{"student": score.student, "score": f"{score.score:g} of {score.maximum:g} ({score.progress})",
                       "tries": score.tries, "error": score.error or "not tried yet"}
                      for score in (service.passback.outbox.pending() if service.passback else [])][:100],
+        "refused": [{"student": score.student, "score": f"{score.score:g} of {score.maximum:g}", "why": score.error}
+                    for score in (service.passback.outbox.refusals() if service.passback else [])][-100:],
     }

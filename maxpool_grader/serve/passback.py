@@ -143,7 +143,13 @@ class Passback:
             try:
                 await asyncio.to_thread(self.post, score)
             except Exception as problem:  # noqa: BLE001  any failure: kept, and tried again later
-                self.outbox.failed(score.id, _why(problem))
+                status = getattr(getattr(problem, "response", None), "status_code", None)
+                if status == 409:  # a score of this timestamp or a later one is there (a repost, Moodle)
+                    self.outbox.posted(score.id, "the platform had this score or a later one (HTTP 409)")
+                elif status in REFUSED_FOR_GOOD:
+                    self.outbox.refused(score.id, _why(problem))
+                else:
+                    self.outbox.failed(score.id, _why(problem))
             else:
                 self.outbox.posted(score.id)
                 sent += 1
@@ -155,10 +161,17 @@ class Passback:
             await asyncio.sleep(every)
 
 
+# Answers a platform gives again to the same score: sent again, it is refused again (401 is a token
+# that expired, 404 a column deleted, 408 and 429 a busy platform: those are tried again)
+REFUSED_FOR_GOOD = frozenset({400, 403, 405, 406, 410, 413, 415, 422})
+
+
 def _why(problem: Exception) -> str:
+    """What went wrong, for the instructor: the platform's status and the start of its answer."""
     response = getattr(problem, "response", None)
     if response is not None and getattr(response, "status_code", None):
-        return f"the platform answered HTTP {response.status_code}"
+        said = " ".join(str(getattr(response, "text", "") or "").split())[:200]
+        return f"the platform answered HTTP {response.status_code}" + (f": {said}" if said else "")
     return f"{type(problem).__name__}: {problem}"[:300]
 
 
