@@ -2,7 +2,7 @@
 library lti1p3platform): ``lti-config``'s registration is what the platform registers; an
 instructor's launch lands on the live view; ``roster --from-lti`` fills the roster from Names
 and Roles; a student launches in Chromium, uploads, reads their feedback and their score
-appears in the platform's gradebook ("Pending": Part A waits); every forged or broken launch
+appears in the platform's gradebook ("PendingManual": Part A waits for a person); every forged or broken launch
 is a page with a sentence and an entry on the live view; a failing platform and a ``kill -9``
 while a score waits lose nothing; a student who left the LMS's course is removed and their
 session ends; revocation, the attempt limit and the deadline hold for LTI students; and once
@@ -307,7 +307,7 @@ def test_a_student_launches_uploads_and_the_score_reaches_the_lms(service, platf
     graded = [row for row in service.running.attempts() if row["status"] == "graded"][-1]
     tests = json.loads(graded["result"])["tests"]
     part_b = sum(test["score"] for test in tests if not test["manual"])
-    assert score["scoreGiven"] == part_b and score["gradingProgress"] == "Pending", score
+    assert score["scoreGiven"] == part_b and score["gradingProgress"] == "PendingManual", score
     assert score["scoreMaximum"] == json.loads(graded["result"])["max_score"]
 
 
@@ -338,7 +338,7 @@ def test_a_failing_platform_and_a_kill_lose_no_score(service, platform, browser)
     platform.up()
     service.restart()
     latest = wait_for(lambda: (got := platform.gradebook().get(ANA)) and got["scoreGiven"] < 15 and got, timeout=90)
-    assert latest["gradingProgress"] == "Pending"
+    assert latest["gradingProgress"] == "PendingManual"
     wait_for(lambda: not _pending(outbox), timeout=30)  # marked posted once the platform's answer is read
     # the attempt limit holds: Ana has used her 2 attempts of the hour
     refused = upload(ana, service.base, notebook_of(LOOP_CORRECT))
@@ -399,13 +399,13 @@ def test_a_kill_in_the_middle_of_a_post_loses_no_score_and_changes_none(service,
     finally:
         platform.release_scores()
     first = [score for score in platform.scores if score["userId"] == CY]
-    assert len(first) == 1 and first[0]["scoreGiven"] == 15 and first[0]["gradingProgress"] == "Pending"
+    assert len(first) == 1 and first[0]["scoreGiven"] == 15 and first[0]["gradingProgress"] == "PendingManual"
     service.restart()
     wait_for(lambda: not _pending(outbox), timeout=90)
     posted = [score for score in platform.scores if score["userId"] == CY]
     assert len(posted) >= 2, "the score the kill left unanswered was not posted again"
     assert {(score["scoreGiven"], score["timestamp"], score["gradingProgress"]) for score in posted} == \
-        {(15, first[0]["timestamp"], "Pending")}
+        {(15, first[0]["timestamp"], "PendingManual")}
     assert platform.gradebook()[CY]["scoreGiven"] == 15
 
 
@@ -484,7 +484,7 @@ def test_a_launch_that_names_the_lms_s_own_column_gets_its_score_there(service, 
         score = wait_for(lambda: platform.gradebook(column).get(DI), timeout=120)
     finally:
         platform.column = None  # later launches name no column again
-    assert score["scoreGiven"] == 15 and score["gradingProgress"] == "Pending"
+    assert score["scoreGiven"] == 15 and score["gradingProgress"] == "PendingManual"
     assert all(got["lineitem"] == column for got in platform.scores if got["userId"] == DI)
 
 
@@ -536,9 +536,9 @@ MEMBERSHIP = "http://purl.imsglobal.org/vocab/lis/v2/membership#"
 
 def test_the_outbox_keeps_every_score_in_order_and_backs_off_after_a_failure(tmp_path):
     box = Outbox(tmp_path)
-    assert box.add("ana", "sub-ana", "attempt:1", 5, 15, progress="Pending", activity="Submitted")
-    assert not box.add("ana", "sub-ana", "attempt:1", 5, 15, progress="Pending", activity="Submitted")  # once
-    box.add("ben", "sub-ben", "attempt:3", 1, 15, progress="Pending", activity="Submitted")
+    assert box.add("ana", "sub-ana", "attempt:1", 5, 15, progress="PendingManual", activity="Submitted")
+    assert not box.add("ana", "sub-ana", "attempt:1", 5, 15, progress="PendingManual", activity="Submitted")  # once
+    box.add("ben", "sub-ben", "attempt:3", 1, 15, progress="PendingManual", activity="Submitted")
     assert [score.source for score in box.due()] == ["attempt:1", "attempt:3"]  # each student's oldest first
     assert box.failed(box.due()[0].id, "the platform answered HTTP 500") == 2.0
     assert [score.source for score in box.due()] == ["attempt:3"]  # ana's waits
@@ -555,13 +555,13 @@ def test_the_outbox_keeps_every_score_in_order_and_backs_off_after_a_failure(tmp
 def test_the_newest_score_supersedes_the_older_pending_ones_and_a_refusal_blocks_nothing(tmp_path):
     box = Outbox(tmp_path)
     for number, points in ((1, 5), (2, 9), (4, 12)):
-        box.add("ana", "sub-ana", f"attempt:{number}", points, 15, progress="Pending", activity="Submitted")
-    box.add("ben", "sub-ben", "attempt:3", 1, 15, progress="Pending", activity="Submitted")
+        box.add("ana", "sub-ana", f"attempt:{number}", points, 15, progress="PendingManual", activity="Submitted")
+    box.add("ben", "sub-ben", "attempt:3", 1, 15, progress="PendingManual", activity="Submitted")
     assert [score.source for score in box.due()] == ["attempt:4", "attempt:3"]  # ana's newest, alone
     assert [score.status for score in box.all() if score.student == "ana"] == ["superseded", "superseded", "pending"]
     box.refused(box.due()[0].id, "the platform answered HTTP 422: userId 'sub-ana' is not a member")
     assert [score.source for score in box.due()] == ["attempt:3"] and box.refusals()[0].source == "attempt:4"
-    box.add("ana", "sub-ana", "attempt:5", 15, 15, progress="Pending", activity="Submitted")
+    box.add("ana", "sub-ana", "attempt:5", 15, 15, progress="PendingManual", activity="Submitted")
     assert [score.source for score in box.due()] == ["attempt:3", "attempt:5"]  # the refusal blocks nothing
     assert [score.status for score in box.all() if score.student == "ana"][-2:] == ["refused", "pending"]
     box.posted(box.due()[1].id, "the platform had this score or a later one (HTTP 409)")
@@ -780,7 +780,7 @@ def test_an_attempt_s_score_is_part_b_less_the_late_penalty_and_waits_for_part_a
     passback.graded("nobody-from-the-lms", 8, {"tests": tests, "max_score": 20.0})  # no sub: nothing to post
     [score] = passback.outbox.pending()
     assert (score.sub, score.source, score.score, score.maximum, score.progress, score.activity) == (
-        "u-1", "attempt:7", 9.0, 20.0, "Pending", "Submitted")
+        "u-1", "attempt:7", 9.0, 20.0, "PendingManual", "Submitted")
     passback.graded("ana", 9, {"tests": tests[:2], "max_score": 15.0, "late_penalty": 20.0})  # never below 0
     assert passback.outbox.pending()[-1].score == 0.0 and passback.outbox.pending()[-1].progress == "FullyGraded"
 

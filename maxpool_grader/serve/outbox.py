@@ -33,7 +33,7 @@ CREATE TABLE IF NOT EXISTS scores (
     source TEXT NOT NULL UNIQUE,    -- attempt:<id> or final:<release time>
     score REAL NOT NULL,
     maximum REAL NOT NULL,
-    progress TEXT NOT NULL,         -- AGS gradingProgress: Pending, FullyGraded
+    progress TEXT NOT NULL,         -- AGS gradingProgress: PendingManual, FullyGraded
     activity TEXT NOT NULL,         -- AGS activityProgress: Submitted, Completed
     comment TEXT NOT NULL DEFAULT '',
     timestamp TEXT NOT NULL,        -- ISO 8601, when the score was made (the platform keeps the latest)

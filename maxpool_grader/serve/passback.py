@@ -2,7 +2,8 @@
 
 * Each graded attempt of a student the LMS knows (recorded in ``.maxpool-grader/lti.json``)
   is a score: Part B's points, less the late penalty nbgrader gave the submission, of the
-  assignment's maximum, with ``gradingProgress`` "Pending" while Part A waits for a person.
+  assignment's maximum, with ``gradingProgress`` "PendingManual" while Part A waits for a
+  person (in AGS's words, a final score still to come that needs a person).
   The service grades a student's attempts in order and only the latest counts (an older one
   still queued is superseded), so the latest score the platform keeps is the attempt that
   counts, as ``grade --force`` counts it.
@@ -74,7 +75,7 @@ class Passback:
         part_b = sum(test["score"] for test in tests if not test["manual"])
         waiting = any(test["manual"] for test in tests)
         self.outbox.add(student, sub, f"attempt:{attempt_id}", max(0.0, part_b - result.get("late_penalty", 0.0)),
-                        result.get("max_score", 0.0), progress="Pending" if waiting else "FullyGraded",
+                        result.get("max_score", 0.0), progress="PendingManual" if waiting else "FullyGraded",
                         activity="Submitted")
 
     def scan_released(self) -> int:
