@@ -581,6 +581,15 @@ def test_a_nonce_or_state_is_taken_once_and_still_there_after_a_restart(tmp_path
     assert store.services() == ({"context_memberships_url": "http://127.0.0.1:1/nrps"}, None)
 
 
+def test_the_column_is_the_one_the_first_launch_named_never_a_later_launch_s(tmp_path):
+    store = LaunchStore(tmp_path)
+    endpoint = "https://purl.imsglobal.org/spec/lti-ags/claim/endpoint"
+    store.remember_services({endpoint: {"lineitems": "https://lms/items", "lineitem": "https://lms/items/1"}})
+    store.remember_services({endpoint: {"lineitems": "https://lms/items", "lineitem": "https://lms/items/2"}})
+    store.remember_services({endpoint: {"lineitems": "https://lms/items?v=2"}})  # a link that names no column
+    assert store.services()[1] == {"lineitems": "https://lms/items?v=2", "lineitem": "https://lms/items/1"}
+
+
 def test_the_first_binding_holds_and_a_launch_of_another_course_is_a_sentence(tmp_path):
     context, deployment = "https://purl.imsglobal.org/spec/lti/claim/context", \
         "https://purl.imsglobal.org/spec/lti/claim/deployment_id"

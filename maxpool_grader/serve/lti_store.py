@@ -87,12 +87,17 @@ class LaunchStore:
 
     def remember_services(self, claims: dict) -> None:
         """The Names and Roles and line items addresses an accepted launch of the bound course
-        named (kept a year); never call it for any other launch."""
+        named (kept a year); never call it for any other launch. The assignment's own column
+        (``lineitem``) is the one the first launch that named one named: a launch from another
+        link of the course (another column) never moves the scores."""
         nrps = claims.get("https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice") or {}
         ags = claims.get("https://purl.imsglobal.org/spec/lti-ags/claim/endpoint") or {}
         if isinstance(nrps, dict) and nrps.get("context_memberships_url"):
             self.put("service:nrps", nrps, YEAR)
         if isinstance(ags, dict) and ags.get("lineitems"):
+            first = (self.get("service:ags") or {}).get("lineitem")
+            if first:  # the column is the one the first launch named, whatever a later launch names
+                ags = dict(ags, lineitem=first)
             self.put("service:ags", ags, YEAR)
 
     def services(self) -> tuple[dict | None, dict | None]:

@@ -96,7 +96,8 @@ class Passback:
         return added
 
     def ags_claim(self) -> dict:
-        """The course's line items address and scopes: c.Lti.lineitems_url, or the last launch's."""
+        """The course's line items address and scopes: c.Lti.lineitems_url, or the last launch's
+        (with the column the first launch named: LaunchStore.remember_services)."""
         if self.settings.lineitems_url:
             return {"scope": AGS_SCOPES, "lineitems": self.settings.lineitems_url}
         claim = self.launches.services()[1]
