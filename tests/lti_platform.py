@@ -291,7 +291,8 @@ class _MessageLaunch(LTIAdvantageMessageLaunchAbstract):
         self.set_ags(p.lineitems_url if own else f"{p.issuer}/courses/{context}/lineitems",
                      lineitem_url=p.column if own else None, allow_creating_lineitems=True,
                      results_service_enabled=True, scores_service_enabled=True)
-        self.set_nrps(p.nrps_url if own else f"{p.issuer}/courses/{context}/members")
+        paged = f"?limit={p.nrps_page_size}" if p.nrps_page_size else ""
+        self.set_nrps(p.nrps_url + paged if own else f"{p.issuer}/courses/{context}/members")
         tamper = spec["tamper"]
         claims: dict[str, t.Any] = {}
         if tamper == "wrong_issuer":
@@ -560,7 +561,8 @@ class Platform:
         self.jwks_url = self.issuer + "/jwks"
         self.auth_login_url = self.issuer + "/auth"
         self.auth_token_url = self.issuer + "/token"
-        self.nrps_url = self.issuer + "/nrps/members"
+        self.nrps_url = self.issuer + "/nrps/Members"  # case matters, as in Canvas's addresses
+        self.nrps_page_size: int | None = None  # members a page, in the launch's address (``?limit=``)
         self.lineitems_url = self.issuer + "/ags/lineitems"
         private, public = _new_key()
         self.registration = (Registration().set_iss(self.issuer).set_client_id(client_id)

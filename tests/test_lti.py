@@ -187,7 +187,10 @@ def test_the_platform_registered_what_lti_config_printed(service, platform):
 
 @INTEGRATION
 def test_an_instructor_lands_on_the_live_view_and_names_and_roles_fill_the_roster(service, platform):
+    """The roster is read over pages of two members, at the addresses the platform gives, capitals
+    and all (pylti1p3 lowercases them: serve/lti.py's ServiceConnector keeps them as written)."""
     assert "No course yet: the first instructor launch" in instructor_view(service)
+    platform.nrps_page_size = 2  # the launch's Names and Roles address asks for pages of two
     arrived = launch(requests.Session(), platform.launch_url(TEACHER, roles="instructor", name="Tess Teacher"))
     assert arrived.status_code == 200 and arrived.url == service.base + "instructor", arrived.text
     assert "Scores not yet in the LMS" in arrived.text

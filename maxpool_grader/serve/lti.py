@@ -16,17 +16,21 @@ the launch's course (the membership roles), never their institution or system ro
 Every request LTI makes of the platform (its key set, an access token, the members, a line
 item, a score) goes through ``timed_session()``: none waits longer than ``NETWORK_TIMEOUT`` to
 connect, nor that long for the platform's answer to begin or go on (pylti1p3's own requests
-have no timeout).
+have no timeout). ``ServiceConnector`` is pylti1p3's client of the platform's services with the
+next page's address as the platform wrote it: pylti1p3 2.0.0 lowercases the whole Link header,
+so a case-sensitive address (Canvas's page tokens, a path with capitals) was lost on page two.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import requests
 from pylti1p3.registration import Registration
+from pylti1p3.service_connector import ServiceConnector as _LibraryConnector
 from pylti1p3.tool_config import ToolConfDict
 from traitlets import Bool, List, Unicode
 from traitlets.config import Configurable
@@ -129,6 +133,20 @@ class TimedSession(requests.Session):
     def request(self, *args, **kwargs):
         kwargs["timeout"] = kwargs.get("timeout") or NETWORK_TIMEOUT
         return super().request(*args, **kwargs)
+
+
+class ServiceConnector(_LibraryConnector):
+    """pylti1p3's, with each answer's next page read from its Link header as written (a fix
+    whatever pylti1p3's version: with one that keeps the case, the two readings agree)."""
+
+    def make_service_request(self, *args, **kwargs):
+        answer = super().make_service_request(*args, **kwargs)
+        if answer["next_page_url"]:
+            link = next((value for name, value in answer["headers"].items() if name.lower() == "link"), "")
+            found = re.search(r'<([^>]*)>;\s*rel="next"', str(link).replace("\n", " "), re.IGNORECASE)
+            if found and found.group(1).lower() == answer["next_page_url"]:
+                answer["next_page_url"] = found.group(1)
+        return answer
 
 
 def timed_session() -> TimedSession:

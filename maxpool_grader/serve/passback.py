@@ -28,11 +28,10 @@ from pylti1p3.assignments_grades import AssignmentsGradesService
 from pylti1p3.exception import LtiServiceException
 from pylti1p3.grade import Grade
 from pylti1p3.lineitem import LineItem
-from pylti1p3.service_connector import ServiceConnector
 
 from ..course.directory import say
 from .grading_job import scores_of
-from .lti import SCOPES, Lti, missing, timed_session, tool_conf
+from .lti import SCOPES, Lti, ServiceConnector, missing, timed_session, tool_conf
 from .lti_store import LaunchStore, records
 from .outbox import Outbox, Score
 from .pages import final_feedback
