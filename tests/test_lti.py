@@ -216,7 +216,7 @@ def test_a_launch_from_another_course_is_refused_before_anything_of_it_is_kept(s
     items addresses): its instructor and its student are refused with a sentence, and the
     service keeps its own course's addresses, so the next ``roster --from-lti`` reads this course."""
     kept = stored_services(service.course)
-    assert kept["service:nrps"]["context_memberships_url"] == platform.nrps_url
+    assert kept["service:nrps"]["context_memberships_url"] == f"{platform.nrps_url}?limit={platform.nrps_page_size}"
     for who, roles in (("t-other", "instructor"), (ANA, "learner"), ("s-other", "learner")):
         refused = launch(requests.Session(), platform.launch_url(who, roles=roles, context_id="course-other"))
         says = html.unescape(refused.text)

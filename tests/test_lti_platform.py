@@ -42,6 +42,8 @@ from pylti1p3.service_connector import ServiceConnector
 from pylti1p3.session import SessionService
 from pylti1p3.tool_config import ToolConfDict
 
+from maxpool_grader.serve.lti import ServiceConnector as CaseKeeping  # the fix of pylti1p3's paging
+
 pytestmark = pytest.mark.integration
 
 AGS_SCOPES = ["https://purl.imsglobal.org/spec/lti-ags/scope/lineitem",
@@ -562,9 +564,14 @@ def test_nrps_lists_members_and_follows_changes(tool, platform):
     assert [m["user_id"] for m in teachers] == ["instructor-1"]
     page, following = nrps.get_members_page(platform.nrps_url + "?limit=2")
     assert [m["user_id"] for m in page] == ["student-1", "instructor-1"] and following
-    assert [m["user_id"] for m in nrps.get_members_page(following)[0]] == ["student-3"]
-    paged = NamesRolesProvisioningService(connector(tool), {"context_memberships_url": platform.nrps_url + "?limit=1"})
-    assert [m["user_id"] for m in paged.get_members()] == ["student-1", "instructor-1", "student-3"]
+    # pylti1p3 2.0.0 lowercases the next page's address, and the platform's path has capitals (as
+    # Canvas's addresses do): page two is lost. serve/lti.py's ServiceConnector keeps it as written.
+    assert following == following.lower() != platform.nrps_url + "?limit=2&page=2"
+    with pytest.raises(LtiServiceException):
+        nrps.get_members_page(following)
+    kept = NamesRolesProvisioningService(CaseKeeping(tool.registration()),
+                                         {"context_memberships_url": platform.nrps_url + "?limit=1"})
+    assert [m["user_id"] for m in kept.get_members()] == ["student-1", "instructor-1", "student-3"]
 
 
 def test_nrps_needs_its_scope(tool, platform):
