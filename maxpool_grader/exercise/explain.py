@@ -248,10 +248,10 @@ def explain(check: GradedCheck, function, failed: Outcome, named: list[str] | No
         # state kept between calls first: a function right on a first call only is implemented.
         # A fresh start (a new process) is tried once a page.
         kept = kept_between_calls(check, function, failed, None if page.fresh_tried else fresh, source)
-        found_before, page.fresh_tried = page.keeps_state, True
-        page.keeps_state = page.keeps_state or bool(kept)
-        if kept or found_before:  # once found, it is what explains every failure of the page
-            return report(check, f"Input: {failed.case.describe()}\n{kept or KEPT_AS_SHOWN_ABOVE}" + after)
+        kept = kept or (KEPT_AS_SHOWN_ABOVE if page.keeps_state else None)  # once found, it explains the page
+        page.fresh_tried, page.keeps_state = True, bool(kept)
+        if kept:
+            return report(check, f"Input: {failed.case.describe()}\n{kept}" + after)
     # a function that passed a test of the page is implemented: the page would contradict a
     # report that says it is not
     missing = None if page.passed_tests else not_implemented(check, function, failed)

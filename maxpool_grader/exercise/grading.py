@@ -37,14 +37,14 @@ _PAGES: list = []  # (function, its Page): the last few functions evaluated
 _PASSED: list = []  # (function, the grade ids of the tests it passed in evaluate): the last few
 
 
-def _passed_in_cells(function, grade_id: str = "") -> frozenset[str]:
-    """The tests ``function`` passed when ``evaluate`` ran them (``grade_id``: one more)."""
-    for index, (known, passed) in enumerate(_PASSED):
-        if known is function:
-            _PASSED[index] = (function, passed | {grade_id} - {""})
-            return _PASSED[index][1]
-    _PASSED[:] = [*_PASSED[-7:], (function, frozenset({grade_id} - {""}))]
-    return _PASSED[-1][1]
+def _passed_in_cells(function) -> frozenset[str]:
+    """The tests ``function`` passed when ``evaluate`` ran them."""
+    return next((passed for known, passed in _PASSED if known is function), frozenset())
+
+
+def _passed_now(function, grade_id: str) -> None:
+    others = [(known, passed) for known, passed in _PASSED if known is not function]
+    _PASSED[:] = [*others[-7:], (function, _passed_in_cells(function) | {grade_id})]
 
 
 def evaluate(grade_id: str, student_function, source: str | Callable[[], str] = "",
@@ -62,7 +62,7 @@ def evaluate(grade_id: str, student_function, source: str | Callable[[], str] = 
     finally:
         show_captured(output)
     if failed is None:
-        _passed_in_cells(student_function, grade_id)
+        _passed_now(student_function, grade_id)
         return None
     if isinstance(failed, str):
         return report(check, failed)
