@@ -119,7 +119,7 @@ import numpy as _inside_np
 _INSIDE_POWERS = {}
 
 
-def _inside_matches(data, targets, chunk=4 << 20):
+def _inside_matches(data, targets, chunk=1 << 20):
     # The labels of ``targets`` ({hash: label}, all of SECRET_BYTES bytes) whose hash some
     # window of ``data`` has: one pass over the windows, whatever the number of targets.
     base, length = 1000003, SECRET_LENGTH
@@ -143,6 +143,8 @@ def _inside_matches(data, targets, chunk=4 << 20):
             count = len(piece) - length + 1
             if count <= 0:
                 break
+            if not piece.any():
+                continue  # all zeros (untouched pages, mostly): no secret is
             prefix = _inside_np.zeros(len(piece) + 1, dtype=_inside_np.uint64)
             _inside_np.cumsum(piece * down[:len(piece)], out=prefix[1:])
             windows = (prefix[length:length + count] - prefix[:count]) * up[:count]
@@ -248,7 +250,7 @@ def _hostile_attack(P):
             if got <= 0:
                 break
             scanned += got
-            look("memory " + (fields[5] if len(fields) > 5 else "anonymous"), buffer.raw[:got])
+            look("memory " + (fields[5] if len(fields) > 5 else "anonymous"), memoryview(buffer)[:got])
     global _inside_found
     _inside_found = sorted(found)
     _hostile_report({"found": sorted(found), "where": where, "imported": imported, "paths": paths[:50],
