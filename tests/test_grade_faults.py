@@ -218,3 +218,21 @@ def test_a_timestamp_the_student_side_wrote_badly_is_a_grade_not_a_fault(tmp_pat
     rows = {row["student_id"]: row for row in csv.DictReader(open(course / "grades.csv"))}
     assert rows["loop_correct"]["timestamp"] == "" and rows["vectorized_correct"]["timestamp"] == ""
     assert rows["forum_verbatim"]["timestamp"].startswith("2026-11-20 09:00:00")  # a readable one is kept
+
+
+def test_plugins_in_the_wrong_order_grade_nobody_under_plain_nbgrader_and_say_the_order(tmp_path):
+    """SafeExecute needs the verdicts OutOfProcessVerdicts decides before it: with the two swapped
+    in nbgrader_config.py, plain ``nbgrader autograde`` fails the submission loudly, naming the
+    order, and records no grade (never a 0 for a correct solution)."""
+    course = copy_course(tmp_path / "course", students=["loop_correct"])
+    config = course / "nbgrader_config.py"
+    verdicts = '    "maxpool_grader.glue.outofprocessverdicts.OutOfProcessVerdicts",\n'
+    execute = '    "maxpool_grader.glue.safeexecute.SafeExecute",  # nbgrader\'s Execute, made safe\n'
+    text = config.read_text()
+    assert verdicts + execute in text  # the course's own order
+    config.write_text(text.replace(verdicts + execute, execute + verdicts))
+    nbgrader(course, "generate_assignment", ASSIGNMENT, "--force")
+    graded = nbgrader(course, "autograde", ASSIGNMENT, check=False)
+    assert graded.returncode != 0, graded.stdout[-3000:]
+    assert "must list maxpool_grader.glue.outofprocessverdicts.OutOfProcessVerdicts before" in flat(graded.stdout)
+    assert _submission(course, "loop_correct") is None  # nothing recorded, no 0

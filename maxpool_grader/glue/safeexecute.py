@@ -47,6 +47,11 @@ from .recording import forget_new_submission
 from .sealedbox import SealedBox, box_for
 from .thisexercise import is_exercise
 
+PLUGINS_OUT_OF_ORDER = (
+    "The exercise's verdicts were not decided before its notebook ran: in nbgrader_config.py, "
+    "c.Autograde.autograde_preprocessors must list maxpool_grader.glue.outofprocessverdicts.OutOfProcessVerdicts "
+    "before maxpool_grader.glue.safeexecute.SafeExecute (as this course's nbgrader_config.py does). No grade was "
+    "recorded.")
 KERNEL_CPU_MARGIN_SECONDS = 30  # the kernel's CPU time beyond ``notebook_seconds``
 
 
@@ -83,6 +88,9 @@ class SafeExecute(Execute):
         if self._plain:  # the instructor's choice for other assignments: nbgrader's own kernel
             self.kernel_manager_class = AsyncKernelManager
             return super().preprocess(nb, resources, km)
+        if "verdicts" not in ours:  # the tests' verdicts would be missing: everyone would score 0
+            forget_new_submission(resources)
+            raise GraderFault(PLUGINS_OUT_OF_ORDER)
         self._pending: Future | None = ours.get("verdicts")
         self._graded: set[str] = ours.get("graded", set())
         self._verdicts: dict[str, Verdict] | None = None if self._pending else {}
