@@ -39,7 +39,7 @@ from helpers import (
 from hostile_pages import KINDS
 
 sys.path.insert(0, str(ROOT / "scripts"))
-from make_sample_class import LOOP_CORRECT, VECTORIZED_CORRECT, fill  # noqa: E402
+from make_sample_class import LOOP_CORRECT, TIES_ALL_MAXIMA, VECTORIZED_CORRECT, fill  # noqa: E402
 
 pytestmark = pytest.mark.integration  # real kernels, sandboxes, nbgrader or servers
 
@@ -308,12 +308,13 @@ def test_the_web_way_the_token_decides_who_and_the_policy_refuses_at_once(course
     assert {row["status"] for row in carols} <= {"graded", "superseded"} and carols[-1]["status"] == "graded"
 
 
-def _newest_feedback(student: str, course: Path) -> str:
+def _newest_feedback(student: str, course: Path, which: int = -1) -> str:
+    """The page Fetch Feedback put in the folder of the student's submission ``which`` (by time)."""
     fetched = student_nbgrader(student, course, "fetch_feedback", ASSIGNMENT)
     assert fetched.returncode == 0, fetched.stdout + fetched.stderr
     pages = sorted((Path(user_account(student).pw_dir) / ASSIGNMENT / "feedback").glob(f"*/{ASSIGNMENT}.html"))
     assert pages, fetched.stdout + fetched.stderr
-    return pages[-1].read_text()  # the folders are named by submission time
+    return pages[which].read_text()  # the folders are named by submission time
 
 
 def test_before_the_deadline_the_blank_notebook_shows_nothing_of_part_a_either_way(course, service):
@@ -486,6 +487,51 @@ def test_through_the_exchange_the_policy_decides_what_feedback_shows_before_the_
     assert part_a_answer_in(page) == []
 
 
+def _part_b(course: Path, student: str) -> float:
+    return sum(score or 0 for (who, cell), score in all_grades(sqlite(course)).items() if who == student)
+
+
+def test_a_worse_attempt_after_a_full_score_is_graded_and_told_but_the_full_score_counts(course, service):
+    """The rule ``c.Serve.counts = 'best'`` (serve/standing.py), both ways: a 12/15 attempt after a
+    15/15 one gets its feedback, which says it does not count and which does; the gradebook
+    keeps the 15 (and grade --force at the deadline, the next test, gives what it holds)."""
+    with open(course / "nbgrader_config.py", "a") as config:
+        config.write("c.Serve.before_deadline = 'reports'\n")  # nbgrader's feedback page, through both ways
+    running = Running(course, free_port())
+    try:
+        dave, xsrf = _session(links(course)["dave"].replace(service.base, running.base))
+        first = _upload(running, dave, xsrf, notebook_of(LOOP_CORRECT))
+        _feedback(running, dave, first.headers["Location"], timeout=300)
+        second = _upload(running, dave, xsrf, notebook_of(TIES_ALL_MAXIMA))
+        worse = " ".join(BeautifulSoup(_feedback(running, dave, second.headers["Location"], timeout=300).text,
+                                       "html.parser").get_text(" ").split())
+        number = int(first.headers["Location"].rsplit("/", 1)[1])
+        assert (f"This attempt does not count: attempt {number} (Part B 15 of 15) stays the one that counts, "
+                "because your best Part B score counts") in worse, worse[:3000]
+        assert "Attempts used: 2 of 3 in the last hour" in worse and "This assignment has no deadline." in worse
+        home = " ".join(BeautifulSoup(dave.get(running.base, timeout=30).text, "html.parser").get_text(" ").split())
+        assert re.search(rf"Attempt {number} , received [^;]+ UTC: graded: Part B 15 of 15; Part A [a-z ]+ "
+                         r"\(counts\)", home), home
+        assert home.count("(counts)") == 1 and "Which attempt counts: your best Part B score" in home
+        assert _part_b(course, "dave") == 15  # the course holds the attempt that counts
+
+        fetch_and_fill(ALICE, course, TIES_ALL_MAXIMA)  # Alice's first attempt scored 15 of 15
+        submitted = student_nbgrader(ALICE, course, "submit", ASSIGNMENT)
+        assert submitted.returncode == 0, submitted.stdout + submitted.stderr
+        deadline = time.monotonic() + 300
+        while sum(row["student"] == ALICE and row["status"] == "graded" for row in running.attempts()) < 2:
+            assert time.monotonic() < deadline, (running.attempts(), running.output())
+            time.sleep(0.3)
+    finally:
+        assert running.stop() == 130
+    assert _part_b(course, ALICE) == 15
+    fetched = student_nbgrader(ALICE, course, "fetch_feedback", ASSIGNMENT)
+    assert fetched.returncode == 0, fetched.stdout + fetched.stderr
+    pages = [" ".join(BeautifulSoup(path.read_text(), "html.parser").get_text(" ").split()) for path in
+             (Path(user_account(ALICE).pw_dir) / ASSIGNMENT / "feedback").glob(f"*/{ASSIGNMENT}.html")]
+    assert any("This attempt does not count: attempt" in page and "Part B 12 of 15" in page for page in pages), pages
+
+
 def test_at_the_deadline_the_grade_is_grade_force_and_later_uploads_are_refused(course, service):
     with open(course / "nbgrader_config.py", "a") as config:
         config.write("c.Serve.deadline = '2020-01-01 00:00'\n")
@@ -509,9 +555,8 @@ def test_at_the_deadline_the_grade_is_grade_force_and_later_uploads_are_refused(
     released = subprocess.run([str(BIN / "nbgrader"), "release_feedback", ASSIGNMENT], cwd=course,
                               capture_output=True, text=True, timeout=300)
     assert released.returncode == 0, released.stdout + released.stderr
-    final = _newest_feedback(ALICE, course)
+    final = _newest_feedback(ALICE, course, 0)  # her first: her later 12 of 15 did not count
     assert {"Part A: the model answer", "How your Part A answer is graded", "Figure 2's image"} <= set(
         part_a_answer_in(final))
     assert "Part A is graded by a person after the deadline" not in final
-    assert {student for student, _ in served} == {ALICE, BOB, EVE, "carol", "erin", "frank", "grace", "heidi", "ivan",
-                                               *HOSTILE.values()}
+    assert {student for student, _ in served} == {ALICE, BOB, EVE, *WEB, *HOSTILE.values()}

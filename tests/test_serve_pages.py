@@ -24,12 +24,12 @@ def _pages() -> dict[str, str]:
                           link=link),
         "home": render("home.html.j2", title="t", student=HOSTILE, refusal=HOSTILE, assignment="a", open=True,
                        action="/upload", xsrf=Markup('<input type="hidden" name="_xsrf" value="x">'), level="l",
-                       deadline="none", hour=0, per_hour=3, day=0, per_day=10,
-                       attempts=[{"id": 1, "url": "/attempt/1", "received": "now", "status": HOSTILE}]),
+                       deadline="none", used=HOSTILE, why=HOSTILE,
+                       attempts=[{"id": 1, "url": "/attempt/1", "received": "now", "status": HOSTILE, "counts": True}]),
         "waiting": render("waiting.html.j2", script=True, title="Attempt 1", progress=HOSTILE, status_url="/s",
                           every=1000, number=1, here="/attempt/1", back="/"),
         "brief": brief_page("a", {"tests": [{"title": HOSTILE, "manual": False, "score": 0, "points": 2,
-                                             "mistakes": [HOSTILE]}]}, "mistakes"),
+                                             "mistakes": [HOSTILE]}], "standing": [HOSTILE]}, "mistakes"),
     }
 
 
@@ -59,7 +59,7 @@ def test_the_home_page_says_what_each_level_shows_the_deadline_or_none_and_part_
     "Before the deadline"), that Part A is not graded yet until a person grades it, and, once the
     final feedback is released, its link."""
     common = dict(title="t", student="kim", refusal="", assignment="a", open=True, action="/upload", xsrf="",
-                  hour=0, per_hour=3, day=0, per_day=10, attempts=[], part_a=serve_pages.PART_A_WAITS,
+                  used="Attempts used: 0 of 3 in the last hour", why="w", attempts=[], part_a=serve_pages.PART_A_WAITS,
                   final_comes=serve_pages.FINAL_COMES)
     for level, text in serve_pages.LEVEL_TEXT.items():
         page = " ".join(BeautifulSoup(render("home.html.j2", level=text, deadline="2026-12-01 23:59 UTC", final="",

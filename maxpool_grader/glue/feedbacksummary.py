@@ -26,7 +26,7 @@ import re
 from nbconvert.preprocessors import Preprocessor
 from nbformat.v4 import new_markdown_cell
 from nbgrader.utils import parse_utc
-from traitlets import Bool, Int, Unicode
+from traitlets import Bool, Int, List, Unicode
 
 from ..exercise.catalogue import BUGS
 from ..exercise.checks import GRADED_CHECKS, HIDDEN_CHECKS
@@ -56,6 +56,8 @@ class FeedbackSummary(Preprocessor):
     attempt = Int(0, help="the attempt's number on serve's pages, in the page's title (0: none)").tag(config=True)
     attempts_link = Unicode("", help="the address of the student's attempts, linked from the page "
                                      "(serve's web way; empty: no link)").tag(config=True)
+    standing = List(Unicode(), default_value=[], help="serve's sentences on the attempt: whether it counts and "
+                    "why, the attempts left, the deadline (serve/standing.py; empty: none)").tag(config=True)
 
     def preprocess(self, nb, resources):
         if not is_exercise(self, resources):  # another assignment's page: nbgrader's own
@@ -73,6 +75,7 @@ class FeedbackSummary(Preprocessor):
         ours["header"] = _header(nb, resources)
         ours["page_title"] = page_title(resources, self.attempt)
         ours["attempts_link"] = self.attempts_link
+        ours["standing"] = list(self.standing)
         summary = new_markdown_cell(html_block(_summary_html(nb, tests, resources)),
                                     metadata={"tags": [SUMMARY_TAG]})
         summary.id = SUMMARY_TAG

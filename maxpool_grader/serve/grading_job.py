@@ -34,6 +34,7 @@ from ..sandbox import box
 from ..sandbox.kernels import kernel_zygote
 from ..verdict.process import verdict_zygote
 from .policy import on_roster
+from .standing import attempt_lines, counts, part_b
 
 ATTEMPTS_LINK = "../../"  # from <prefix>attempt/<n>/feedback, the student's page: <prefix>
 
@@ -52,21 +53,31 @@ def serve_worker_setup() -> None:
 
 
 def serve_followup(student: str, assignment: str, graded: JobResult, release: bool, before: str = "",
-                   attempt: int = 0, web: bool = False) -> dict:
+                   attempt: int = 0, web: bool = False, standing: dict | None = None) -> dict:
     """In a grading worker, right after the attempt in submitted/ was autograded (as ``grade``
     grades it, here or on a Dask worker): unless its student left the roster meanwhile (then
     what ``before`` kept is put back: module doc), write its feedback, release it through the
     exchange when it came that way, and return its scores per test and the mistakes named.
-    The page is titled with the attempt's number, and the web way's links back to the
-    student's attempts (relative: from ``attempt/<n>/feedback`` to the page's prefix)."""
+    The page is titled with the attempt's number, says whether it counts (``standing``: the
+    rule, the attempt it is measured against, the policy's lines; serve/standing.py), and the
+    web way's links back to the student's attempts (relative: from ``attempt/<n>/feedback`` to
+    the page's prefix). An attempt that does not count is put back once its page is made."""
     api = worker_api()
     started = time.monotonic()
     course = Path(api.coursedir.root)
     if before and not on_roster(course, student):
         put_back(course, api.coursedir.db_url, student, assignment, Path(before))
         return {"success": False, "off_roster": True, "log": f"{student} left the roster while it was graded"}
+    scores = scores_of(api.coursedir.db_url, course, student, assignment)
+    counted, lines = True, []
+    if standing is not None:
+        score, most = part_b(scores)
+        counted = counts(standing["rule"], score, standing["before"])
+        lines = attempt_lines(standing["rule"], attempt, standing["received"], score, most, standing["before"],
+                              standing["policy"])
     api.config.FeedbackSummary.attempt = attempt  # read by the converter generate_feedback makes
     api.config.FeedbackSummary.attempts_link = ATTEMPTS_LINK if web else ""
+    api.config.FeedbackSummary.standing = lines
     feedback = api.generate_feedback(assignment, student, force=True)
     if not feedback["success"]:
         return {"success": False, "log": failure_log(feedback, 4000)}
@@ -74,7 +85,9 @@ def serve_followup(student: str, assignment: str, graded: JobResult, release: bo
         released = api.release_feedback(assignment, student)
         if not released["success"]:
             return {"success": False, "log": failure_log(released, 4000)}
-    return {"success": True, "released": release, **scores_of(api.coursedir.db_url, course, student, assignment),
+    if not counted:  # graded and told; the course keeps the attempt that counts
+        put_back(course, api.coursedir.db_url, student, assignment, Path(before))
+    return {"success": True, "released": release, **scores, "counts": counted, "standing": lines,
             "seconds": time.monotonic() - started + (graded.seconds or 0) + (graded.record_seconds or 0)}
 
 

@@ -32,6 +32,7 @@ from ..course.directory import course_path
 from ..glue.deadline import NOT_ANSWERED, NOT_GRADED
 from .lti_store import described
 from .policy import when_text
+from .standing import WHY, counting, policy_lines
 
 if TYPE_CHECKING:
     from .service import Service
@@ -73,7 +74,7 @@ def final_feedback(service, student: str) -> Path | None:
     """The final feedback the instructor released for ``student`` (``nbgrader release_feedback``
     after the deadline: the page with Part A's grade and model answer), in the exchange's feedback
     folder (``service.released``) where Fetch Feedback finds it, or None. A web student's page is
-    released under the submission secret the service gave their last graded attempt, which no one
+    released under the submission secret the service gave their attempt that counts, which no one
     else knows; a page released before the deadline is not the final one."""
     policy = service.policy
     if service.released is None or policy.open_now() and policy.deadline() is not None:
@@ -107,15 +108,17 @@ def home_view(service: Service, student: str, url) -> dict:
     feedback once it is released, their attempts."""
     deadline, now = service.policy.deadline(), time.time()
     settings, final = service.settings, final_feedback(service, student)
+    attempts = service.queue.of_student(student)
+    counts = counting(attempts)
     return {"title": f"{service.assignment}: submit for feedback", "student": student, "assignment": service.assignment,
             "open": service.policy.open_now(), "action": url("/upload"), "level": LEVEL_TEXT[service.policy.level()],
             "deadline": (when_text(deadline.timestamp()) + (" (passed)" if now > deadline.timestamp() else ""))
             if deadline else "", "part_a": PART_A_WAITS, "final_comes": FINAL_COMES,
             "final": url("/final") if final else "",
-            "hour": len(service.queue.counted_since(student, now - 3600)), "per_hour": settings.attempts_per_hour,
-            "day": len(service.queue.counted_since(student, now - 86400)), "per_day": settings.attempts_per_day,
+            "used": policy_lines(service, student, now)[0], "why": WHY[settings.counts],
             "attempts": [{"id": a.id, "url": url(f"/attempt/{a.id}"), "received": when_text(a.received),
-                          "status": status_text(a)} for a in service.queue.of_student(student)]}
+                          "status": status_text(a), "counts": counts is not None and a.id == counts.id}
+                         for a in attempts]}
 
 
 def attempt_progress(service: Service, attempt, here: str) -> dict:
@@ -150,7 +153,7 @@ def brief(result: dict, level: str) -> Markup:
     tests = result.get("tests", [])
     automatic = [test for test in tests if not test["manual"]]
     return Markup(_PAGES.get_template("brief.html.j2").render(
-        tests=[_shown(test, level) for test in tests], level=LEVEL_TEXT[level],
+        tests=[_shown(test, level) for test in tests], level=LEVEL_TEXT[level], standing=result.get("standing", []),
         scored=f"{sum(test['score'] for test in automatic):g}",
         possible=f"{sum(test['points'] for test in automatic):g}"))
 
@@ -200,8 +203,9 @@ def instructor_view(service: Service) -> dict:
     attempts per student, refusals and failures, events (the template's context)."""
     attempts = service.queue.all()
     now = time.time()
-    latest = {}
-    for attempt in sorted((a for a in attempts if a.status == "graded"), key=lambda a: a.id):
+    latest = {}  # each student's attempt that counts (serve/standing.py)
+    for attempt in sorted((a for a in attempts if a.status == "graded" and a.result.get("counts", True)),
+                          key=lambda a: a.id):
         latest[attempt.student] = attempt
     tests: dict[str, list] = {}
     mistakes: Counter = Counter()

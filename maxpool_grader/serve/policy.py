@@ -51,6 +51,11 @@ class Serve(Configurable):
         "dx, and what their code does). None shows Part A's answer or the full explanations: the "
         "final feedback the instructor releases does. After the deadline it is 'reports' "
         "('everything' is read as 'reports').")).tag(config=True, unit="")
+    counts = Enum(("best", "latest"), default_value="best", help=(
+        "Which graded attempt counts at the deadline: 'best' (the best Part B score, the latest of equal "
+        "ones: an attempt that scores less never takes the place of a better one) or 'latest' (the latest, "
+        "whatever its score). The gradebook, submitted/ and autograded/ always hold the attempt that counts, "
+        "so grade --force and the LMS agree with the pages (serve/standing.py).")).tag(config=True, unit="")
     deadline = Unicode("", help=(
         "The last moment a submission is taken, e.g. '2026-12-01 23:59' (UTC) or 2026-12-01T23:59+01:00; "
         "empty: the assignment's due date in the gradebook (none: no deadline).")).tag(config=True, unit="")
@@ -149,7 +154,7 @@ class Policy:
         deadline = self.deadline()
         if deadline is not None and now > deadline.timestamp():
             raise Refused(f"The deadline has passed ({when_text(deadline.timestamp())}): no more submissions are "
-                          "taken. Your last on-time submission is the one that counts.", 403)
+                          "taken. Your feedback pages say which of your attempts counts.", 403)
         for limit, window, span in ((self.settings.attempts_per_hour, 3600, "hour"),
                                     (self.settings.attempts_per_day, 86400, "24 hours")):
             used = self.queue.counted_since(student, now - window)

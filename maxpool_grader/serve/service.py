@@ -14,12 +14,10 @@ persistent queue (serve/queue.py) and two ways in:
   the instructor has released the final feedback (``nbgrader release_feedback``), that page
   too, behind the same link (``pages.final_feedback``).
 
-The instructor's policy is the ``Serve`` settings below (nbgrader_config.py): attempts per
-hour and per day (an attempt over the limit is refused at once, with the time the next
-one is possible), how much the feedback shows before the deadline, and the deadline
-(the gradebook's due date unless set). What a submission is graded on is copied into
-``submitted/<student>/``, and graded exactly as ``maxpool-grader grade --force`` grades
-it, so the last on-time submission's grade is the one ``grade --force`` gives too.
+The instructor's policy is ``c.Serve`` (serve/policy.py): attempts per hour and per day, how
+much the feedback shows before the deadline, the deadline, which attempt counts. What a
+submission is graded on is copied into ``submitted/<student>/``, graded exactly as ``grade
+--force`` grades it, and put back when it does not count (serve/standing.py).
 """
 
 from __future__ import annotations
@@ -48,6 +46,7 @@ from .passback import enable_lti
 from .policy import NOT_ON_ROSTER, SERVE_DIR, Policy, Serve, load_settings
 from .queue import Attempt, Queue
 from .signin import SignIn
+from .standing import standing_of
 
 
 class CannotServe(Exception):
@@ -117,8 +116,8 @@ class Service:
         # otherwise _finished releases the brief page the web way shows
         release = attempt.way == "exchange" and self.policy.feedback_level() == "reports"
         loop = asyncio.get_running_loop()
-        future = self.backend.submit(attempt.student, then=serve_followup,
-                                     args=(release, str(before), attempt.id, attempt.way != "exchange"))
+        future = self.backend.submit(attempt.student, then=serve_followup, args=(
+            release, str(before), attempt.id, attempt.way != "exchange", standing_of(self, attempt)))
         future.add_done_callback(lambda done: _back_on(loop, self._finished, attempt, done))
 
     def _stage(self, attempt: Attempt) -> None:
@@ -170,7 +169,7 @@ class Service:
                 exchange.release_graded(attempt.id, bool(result.get("released")),
                                         lambda: brief_page(attempt.assignment, result, self.policy.feedback_level()))
             self.queue.finish(attempt.id, "graded", result=result)
-            if self.passback is not None:  # its score, to the LMS's gradebook
+            if self.passback is not None and result.get("counts", True):  # its score, to the LMS's gradebook
                 self.passback.graded(attempt.student, attempt.id, result)
             say(f"serve: graded {attempt.student} (attempt {attempt.id}): {result['score']:g} of "
                 f"{result['max_score']:g} in {result.get('seconds', 0):.1f} s")
