@@ -18,7 +18,8 @@ def test_version_is_the_installed_packages(capsys):
     assert capsys.readouterr().out.strip() == f"maxpool-grader {version('maxpool-grader')}"
 
 
-@pytest.mark.parametrize("command", ["grade", "roster", "collect-lms", "export-lms", "cluster-certs", "check"])
+@pytest.mark.parametrize("command", ["grade", "roster", "collect-lms", "export-lms", "cluster-certs", "check",
+                                     "add-to-course"])
 def test_each_command_says_what_it_does(command, capsys):
     with pytest.raises(SystemExit):
         main([command, "--help"])
@@ -46,7 +47,7 @@ def test_cluster_options_without_a_cluster_are_refused(options, named, capsys):
 
 
 @pytest.mark.parametrize("command", ["grade", "roster", "collect-lms", "export-lms", "cluster-certs", "doctor",
-                                     "check"])
+                                     "check", "add-to-course"])
 def test_each_command_shows_examples(command, capsys):
     with pytest.raises(SystemExit):
         main([command, "--help"])

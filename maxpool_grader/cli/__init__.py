@@ -2,8 +2,10 @@
 
 * ``entry``: the console script; for ``grade`` it hears Ctrl-C before the imports;
 * ``main``: the commands (``grade``, ``serve``, ``tokens``, ``roster``, ``collect-lms``,
-  ``export-lms``, ``check``, ``doctor``, ``cluster-certs``), each handing over to its package;
+  ``export-lms``, ``check``, ``doctor``, ``cluster-certs``, ``add-to-course``), each handing over to its
+  package;
 * ``doctor``: which guarantees hold on this machine for this user;
+* ``add_to_course``: ``add-to-course``'s options and what it prints;
 * ``settings_doc``: docs/settings.md made from the settings' declarations.
 
 May import: every package before it.

@@ -5,8 +5,10 @@ It asks exactly what grading asks (``box.bwrap_works``, ``cgroups.available``, t
 filter, the gradebook's connection, ``glue.patches.mismatches``, and the control submission
 every grading backend grades first), as the same user, so what it prints is what a grading
 run here gets (tests/test_doctor.py runs it as root and as a normal user and compares). It
-also says whether git tracks, or would offer for the next commit, a file that grants access
-(a student's link, the service's secret, a private key), or whether one is readable by others.
+also says whether the course's nbgrader_config.py names the exercise and leaves none of its
+plugins out (a course the exercise was added to: tests/test_add_to_course.py), whether git
+tracks, or would offer for the next commit, a file that grants access (a student's link, the
+service's secret, a private key), or whether one is readable by others.
 """
 
 from __future__ import annotations
@@ -16,12 +18,15 @@ import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from nbgrader.coursedir import CourseDirectory
 from sqlalchemy import create_engine, text
 
 from ..backend.control import run_control
-from ..course.directory import configured_db_url, course_config, exercise_in, notebook_path
+from ..course.directory import configured_db_url, course_config, exercise_in, notebook_path, read_course_config
 from ..course.files import exposed_to_git
+from ..glue.exercise_config import missing
 from ..glue.patches import mismatches
+from ..glue.thisexercise import exercise_notebooks
 from ..names import ASSIGNMENT
 from ..sandbox import box, cgroups, seccomp
 from ..serve.signin import ACCESS_FILES
@@ -141,6 +146,41 @@ def _seccomp() -> Guarantee:
                                     "(docs/security.md#shared)")
 
 
+def _exercise(course: Path) -> Guarantee:
+    """The course's nbgrader_config.py, loaded as nbgrader loads it, names one assignment as
+    the exercise, that assignment's source notebook is the exercise's, and the course's own
+    settings leave none of its plugins out (glue/exercise_config.py: ``missing``)."""
+    if not (course / "nbgrader_config.py").is_file():
+        return Guarantee("exercise", True, f"not checked: {course} has no nbgrader_config.py (pass --course-dir)",
+                         needed=False)
+    try:
+        config = read_course_config(course)
+        config.CourseDirectory.setdefault("root", str(course.resolve()))
+        found = exercise_notebooks(config)
+    except (Exception, SystemExit) as problem:  # noqa: BLE001  the course's own file, whatever it raises
+        return Guarantee("exercise", False, f"nbgrader_config.py does not load: {type(problem).__name__}: "
+                         f"{str(problem)[:200]}", "fix nbgrader_config.py: nbgrader cannot use it either")
+    if not found:
+        return Guarantee("exercise", True, "not checked: no assignment of this course is the max_pool_backward "
+                         "exercise (maxpool-grader add-to-course puts it in)", needed=False)
+    if len(found) > 1:
+        return Guarantee("exercise", False, f"{len(found)} assignments are the exercise ("
+                         + ", ".join(assignment for assignment, _ in found) + "): grade cannot tell which",
+                         "set c.ThisExercise.assignment in nbgrader_config.py")
+    assignment, notebook = found[0]
+    where = Path(CourseDirectory(config=config).format_path("source", ".", assignment)) / f"{notebook}.ipynb"
+    if not where.is_file():
+        return Guarantee("exercise", False, f"c.ThisExercise names {assignment}, but {where} is missing",
+                         "maxpool-grader add-to-course --as " + assignment)
+    problems = missing(config)
+    if problems:
+        return Guarantee("exercise", False, "; ".join(problems) + ": the exercise is not graded with its "
+                         "guarantees", "add them to your setting (maxpool_grader/glue/exercise_config.py "
+                         "lists them), or delete your line: docs/instructor.md#your-course")
+    return Guarantee("exercise", True, f"{assignment} is the exercise ({os.path.relpath(where, course)}), "
+                     "graded with all of its plugins")
+
+
 def _control(course: Path, db_url: str | None) -> Guarantee:
     """The control submission every grading backend runs first (backend/control.py)."""
     assignment = ASSIGNMENT
@@ -182,7 +222,7 @@ def _secrets(course: Path) -> Guarantee:
 
 
 def guarantees(course: Path, db_url: str | None = None) -> list[Guarantee]:
-    return [*_sandbox(), _cgroup(), _seccomp(), _user(), _gradebook(course, db_url), _patches(),
+    return [*_sandbox(), _cgroup(), _seccomp(), _user(), _gradebook(course, db_url), _patches(), _exercise(course),
             _control(course, db_url), _secrets(course)]
 
 

@@ -13,6 +13,7 @@
 * ``doctor`` says which grading guarantees hold on this machine (cli/doctor.py).
 * ``check`` checks the source notebook against the grader; ``--fix`` fixes what it can and
   refreshes the release, the sample class and its graded copies (authoring/check.py).
+* ``add-to-course`` puts the exercise into another nbgrader course (cli/add_to_course.py).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from ..lms.cli import collect_lms, export_lms
 from ..lms.zip_upload import LAYOUTS, LmsError, ZipLimits
 from ..serve import cli as serve_cli
 from ..serve import lti_roster
+from . import add_to_course
 from .doctor import doctor
 
 COLLECT_EXIT = ("Exit status: 0 when every file of the zip is in submitted/ or lms-unmatched/ (each file not "
@@ -90,10 +92,14 @@ def _parser() -> argparse.ArgumentParser:
     certs.add_argument("--days", type=int, default=tls.DAYS,
                        help=f"how long they are valid (default {tls.DAYS})")
     checkup = commands.add_parser("doctor", help="check which grading guarantees hold on this machine for this "
-                                                 "user (sandbox, cgroup caps, gradebook, nbgrader versions), each "
-                                                 "with the step that would fix it")
+                                                 "user and course (sandbox, cgroup caps, gradebook, nbgrader "
+                                                 "versions, the exercise's plugins), each with the step that fixes it")
     checkup.add_argument("--json", action="store_true", help="print the findings as JSON")
-    checking = _check_parser(commands)
+    checking = commands.add_parser("check", help="check the source notebook against the grader (hidden cells, "
+                                   "points, solution, model answer, leaks, outputs): each problem, its cell and fix")
+    checking.add_argument("--fix", action="store_true", help="fix what can be fixed from the grader, then regenerate "
+                                                             "the release, the sample class and its graded copies")
+    add_to_course.add_parser(commands)
     serving, tokens = serve_cli.add_parsers(commands, _cluster_options)
     for command in (grading, roster, collect, export, checkup, checking, serving, tokens, lti):
         _course_options(command)
@@ -181,16 +187,9 @@ EXAMPLES = {  # shown under each command's --help
     "tokens": ["maxpool-grader tokens --base-url https://grader.example.edu/"],
     "check": ["maxpool-grader check          # after editing the notebook in JupyterLab",
               "maxpool-grader check --fix    # repair, then refresh release/ and the sample class"],
+    "add-to-course": ["maxpool-grader add-to-course ~/courses/ml101 --as hw3   # run in this course's folder",
+                      "maxpool-grader doctor --course-dir ~/courses/ml101     # then check that course"],
 }
-
-
-def _check_parser(commands: _Commands) -> argparse.ArgumentParser:
-    checking = commands.add_parser("check", help="check the source notebook against the grader (hidden cells, "
-                                                 "points, solution, model answer, leaks, outputs), naming the cell "
-                                                 "and the fix of each problem")
-    checking.add_argument("--fix", action="store_true", help="fix what can be fixed from the grader, then regenerate "
-                                                             "the release, the sample class and its graded copies")
-    return checking
 
 
 def _version() -> str:
@@ -235,8 +234,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     directory.VERBOSITY = 1 + getattr(args, "verbose", False) - getattr(args, "quiet", False)
-    if args.command == "cluster-certs":
-        return cluster_certs(args, parser)
+    if args.command in ("cluster-certs", "add-to-course"):  # no course of their own: each writes elsewhere
+        return (cluster_certs if args.command == "cluster-certs" else add_to_course.add_to_course)(args, parser)
     if args.command == "doctor":
         return doctor(args.course_dir, args.db, as_json=args.json)
     if not (args.course_dir / "nbgrader_config.py").is_file():

@@ -93,10 +93,18 @@ _NBGRADER_MAIN = ("import sys, maxpool_grader; from nbgrader.apps.nbgraderapp im
                   "sys.argv[0] = 'nbgrader'; sys.exit(main())")
 
 
-def read_course_config(course: Path):
+def read_course_config(course: Path, text: str | None = None):
     """The course's nbgrader_config.py as written (traitlets' Config): the one place the
-    package reads it."""
-    return PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
+    package reads it. ``text``: what the file would say instead, run as nbgrader runs the file
+    (``c``, ``get_config``, ``load_subconfig`` and ``__file__`` as it gives them)."""
+    loader = PyFileConfigLoader("nbgrader_config.py", path=str(course))
+    if text is None:
+        return loader.load_config()
+    loader.full_filename = os.path.abspath(os.path.join(course, "nbgrader_config.py"))  # as load_config finds it
+    namespace = {"c": loader.config, "get_config": lambda: loader.config, "load_subconfig": loader.load_subconfig,
+                 "__file__": loader.full_filename}
+    exec(compile(text, loader.full_filename, "exec"), namespace, namespace)  # noqa: S102  (the course's own file)
+    return loader.config
 
 
 def course_config(course: Path, db_url: str):

@@ -30,6 +30,9 @@ named after its class as nbgrader's own ``preprocessors/`` are.
   goes through nbgrader's own steps (what protects every assignment excepted);
   ``everyassignment`` (``EveryAssignment``, ``c.EveryAssignment``): what protects every
   assignment (the sealed box, inert notebooks, formula-safe CSV), each a setting;
+* ``exercise_config``: what the exercise needs in a course's ``nbgrader_config.py``, declared
+  once, and ``apply(c, assignment=...)``, which sets only what the course did not set (the
+  block ``maxpool-grader add-to-course`` adds to an instructor's course calls it);
 * ``nbgrader_costs``: costs nbgrader pays again for every submission, paid once;
   ``patches``: every run-time change of nbgrader's code, each checked against the
   installed versions, applied by ``install()`` (``nbgrader_config.py`` calls it).
