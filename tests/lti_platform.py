@@ -551,6 +551,7 @@ class Platform:
         self._down = False
         self.column: str | None = None  # add_column(): launches name this line item (AGS 'lineitem'), as Canvas does
         self._stalling = False  # stall_scores(): a score is kept, and its answer held until release_scores()
+        self._stall_of: str | None = None  # whose scores stall (None: everyone's)
         self._stalled, self._released = threading.Event(), threading.Event()
         self._jwks_stall, self._jwks_released = 0.0, threading.Event()  # stall_jwks()
         self.jwks_read_at = 0.0  # time.monotonic() of the last answer of /jwks
@@ -611,12 +612,13 @@ class Platform:
         self.column = item["id"]
         return item["id"]
 
-    def stall_scores(self) -> None:
-        """From now on a score posted is recorded, and then its answer is held (the connection open)
-        until ``release_scores()``: the tool is in the middle of its post. ``wait_stalled`` says when
-        one is held."""
+    def stall_scores(self, of: str | None = None) -> None:
+        """From now on a score posted (of the user ``of`` alone, if given) is recorded, and then its
+        answer is held (the connection open) until ``release_scores()``: the tool is in the middle of
+        its post. ``wait_stalled`` says when one is held."""
         self._stalled.clear()
         self._released.clear()
+        self._stall_of = of
         self._stalling = True
 
     def wait_stalled(self, timeout: float = 60) -> bool:
@@ -1059,7 +1061,10 @@ class _Handler(BaseHTTPRequestHandler):
             service.scopes = [SCOPE_SCORE]
             status, headers, body = self._from_response(self._bearer_or_401(
                 lambda: service.handle_resp(_post_score, service=service, line_item_id=item_id)))
-            if p._stalling and status < 400:  # recorded; the answer waits (the tool may be killed meanwhile)
+            with p._lock:
+                whose = p.scores[-1]["userId"] if p.scores else None
+            if p._stalling and status < 400 and p._stall_of in (None, whose):  # recorded; the answer waits
+                # (the tool may be killed meanwhile)
                 p._stalled.set()
                 p._released.wait(120)
             return status, {}, None if status < 400 else body

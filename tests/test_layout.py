@@ -463,9 +463,9 @@ def test_the_sandbox_knows_nothing_of_the_exercise():
     assert found == [] and any(package_of(module) == "sandbox" for module in graph)
 
 
-SERVE_CORE = ("service", "policy", "queue", "grading_job", "exchange", "signin", "pages", "lti", "lti_store",
-              "outbox", "passback")
-SERVE_WEB = ("handler", "web", "hub", "lti_web", "lti_refusals")
+SERVE_CORE = ("service", "policy", "queue", "grading_job", "standing", "exchange", "signin", "pages", "lti",
+              "lti_store", "outbox", "passback")
+SERVE_WEB = ("handler", "web", "hub", "lti_web", "lti_refusals", "lti_frame")
 
 
 def test_serve_s_core_never_imports_its_web_layer():

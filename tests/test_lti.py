@@ -60,6 +60,7 @@ INTEGRATION = pytest.mark.integration  # a platform, a service, its workers, Chr
 POLICY = "\nc.Serve.attempts_per_hour = 2\nc.Serve.poll_interval = 0.3\n"
 ANA, BO, CY, DI, TEACHER = "s-ana", "s-bo", "s-cy", "s-di", "t-teacher"
 MOE, REX = "s-moe", "s-rex"  # under Moodle's timestamp rule; dropped from the course for a while
+UMA, FAY = "s-uma", "s-fay"  # a risky change after a full score; a launch in the LMS's frame
 PREFIX = "/maxpool/"  # behind a reverse proxy's path, as --base-url puts it: every LTI route and cookie under it
 REFUSALS = {  # each attack of the platform, and what the page says
     "wrong_issuer": "not registered with (its issuer",
@@ -333,7 +334,9 @@ def test_a_failing_platform_and_a_kill_lose_no_score(service, platform, browser)
     ana = requests.Session()
     assert launch(ana, platform.launch_url(ANA)).status_code == 200
     platform.down()
-    assert upload(ana, service.base, notebook_of(LOOP_CORRECT.replace("+=", "="))).status_code == 200
+    before = platform.gradebook()[ANA]
+    # the same 15 of 15 again: it counts (of equal scores, the latest: serve/standing.py), so it is posted
+    assert upload(ana, service.base, notebook_of(LOOP_CORRECT)).status_code == 200
     service.running.wait_idle()
     outbox = service.course / ".maxpool-grader" / "serve" / "ags-outbox.sqlite"
     wait_for(lambda: _pending(outbox))
@@ -341,8 +344,9 @@ def test_a_failing_platform_and_a_kill_lose_no_score(service, platform, browser)
     service.running.process.wait(timeout=30)
     platform.up()
     service.restart()
-    latest = wait_for(lambda: (got := platform.gradebook().get(ANA)) and got["scoreGiven"] < 15 and got, timeout=90)
-    assert latest["gradingProgress"] == "PendingManual"
+    latest = wait_for(lambda: (got := platform.gradebook().get(ANA)) and got["timestamp"] > before["timestamp"]
+                      and got, timeout=90)
+    assert latest["gradingProgress"] == "PendingManual" and latest["scoreGiven"] == 15
     wait_for(lambda: not _pending(outbox), timeout=30)  # marked posted once the platform's answer is read
     # the attempt limit holds: Ana has used her 2 attempts of the hour
     refused = upload(ana, service.base, notebook_of(LOOP_CORRECT))
@@ -472,6 +476,61 @@ def test_a_score_the_lms_refuses_for_good_is_shown_and_blocks_none_of_the_studen
     # sent once (a failure would have been tried again after 2 s, while the next attempt was graded)
     wait_for(lambda: _scores_of(outbox, REX)[-1][0] == "posted", timeout=30)  # once the LMS's answer is read
     assert [(status, tries) for status, tries, _ in _scores_of(outbox, REX)] == [("refused", 1), ("posted", 0)]
+
+
+@INTEGRATION
+def test_an_attempt_that_does_not_count_never_reaches_the_lms(service, platform):
+    """Under the rule that the best Part B score counts (serve/standing.py), a worse attempt after
+    a full score is graded and told, and the LMS keeps the full score: it is never posted."""
+    platform.add_member(UMA, "Uma Risk", "learner")
+    roster_from_lti(service.course)
+    uma = requests.Session()
+    assert launch(uma, platform.launch_url(UMA)).status_code == 200
+    assert upload(uma, service.base, notebook_of(LOOP_CORRECT)).status_code == 200
+    full = wait_for(lambda: platform.gradebook().get(UMA), timeout=120)
+    assert full["scoreGiven"] == 15
+    worse = upload(uma, service.base, notebook_of(LOOP_CORRECT.replace("+=", "=")))  # overlapping windows overwrite
+    assert worse.status_code == 200
+    service.running.wait_idle()
+    outbox = service.course / ".maxpool-grader" / "serve" / "ags-outbox.sqlite"
+    graded = [row for row in service.running.attempts() if row["status"] == "graded" and row["result"]
+              and json.loads(row["result"]).get("counts") is False]
+    assert graded, service.running.attempts()  # graded, and not the one that counts
+    time.sleep(3)  # a post would have been made by now (the outbox is read every second)
+    assert len(_scores_of(outbox, next(row["student"] for row in graded))) == 1
+    assert [score["scoreGiven"] for score in platform.scores if score["userId"] == UMA] == [15]
+
+
+@INTEGRATION
+def test_a_launch_in_the_lms_s_frame_goes_on_in_a_new_tab(service, platform, browser):
+    """Canvas left to load the tool in its iframe: the framed login gets the one page any site
+    may frame, whose link (reached with the keyboard) opens the same launch in a new tab, where
+    the student lands signed in on their page (serve/lti_frame.py)."""
+    from pages import offline_page
+    launch(requests.Session(), platform.launch_url(TEACHER, roles="instructor", name="Tess Teacher"))  # binds
+    platform.add_member(FAY, "Fay Framed", "learner")
+    roster_from_lti(service.course)
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = offline_page(browser, context)
+    course_page = (f'<!doctype html><html lang="en"><head><title>The course</title></head><body><main>'
+                   f'<iframe title="The assignment" src="{platform.launch_url(FAY)}" width="900" height="500">'
+                   '</iframe></main></body></html>')  # the LMS's course page, which frames the tool
+    course_url = platform.issuer + "/the-course-page"  # on the LMS's origin (answered by Playwright)
+    page.route(course_url, lambda route: route.fulfill(body=course_page, content_type="text/html"))
+    page.goto(course_url)
+    framed = wait_for(lambda: next((frame for frame in page.frames if "/lti/login" in frame.url), None), timeout=60)
+    link = framed.get_by_role("link", name="Open the grader (opens in a new tab)")
+    link.wait_for(timeout=30_000)
+    assert "This grader opens in a tab of its own" in framed.content()
+    with context.expect_page(timeout=60_000) as opened:
+        link.focus()
+        page.keyboard.press("Enter")
+    tab = opened.value
+    tab.wait_for_url(service.base, timeout=60_000)
+    assert "Signed in as" in tab.content() and "This launch was refused" not in tab.content()
+    framed_home = requests.get(service.base, timeout=30)  # every other page still refuses any frame
+    assert "frame-ancestors 'none'" in framed_home.headers["Content-Security-Policy"]
+    context.close()
 
 
 @INTEGRATION
@@ -769,6 +828,8 @@ def test_lti_config_prints_the_key_set_and_the_registration_and_keeps_the_key_pr
     assert canvas["target_link_uri"] == "https://g.example.edu/m/lti/launch"
     assert canvas["public_jwk_url"] == "https://g.example.edu/m/lti/jwks" and canvas["public_jwk"]["kty"] == "RSA"
     assert found["moodle"]["Initiate login URL"] == canvas["oidc_initiation_url"]
+    placements = canvas["extensions"][0]["settings"]["placements"]
+    assert [place["windowTarget"] for place in placements] == ["_blank", "_blank"]  # a new tab, never a frame
     assert registration(tmp_path, Lti(), "https://g.example.edu/m") == found  # the same with or without the /
     settings = Lti(issuer="https://lms", client_id="c1", deployment_ids=["d"], auth_login_url="https://lms/a",
                    auth_token_url="https://lms/t", key_set_url="https://lms/k")

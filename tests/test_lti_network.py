@@ -3,7 +3,8 @@ the key set is read again at most once a minute, and only for a launch whose sta
 the service gave out, however many launches name a key it does not know; a key set that hangs
 holds no page of the service (the launch's checks run off its event loop) and its launch is
 refused with a sentence once serve/lti.py's ``NETWORK_TIMEOUT`` has passed; every request LTI
-makes of the platform carries that timeout. One platform, course and service, in order."""
+makes of the platform carries that timeout; a score post that hangs holds no page, no upload
+and no other student's score. One platform, course and service, in order."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ import pytest
 import requests
 from helpers import BIN, free_port
 from lti_platform import Platform
-from test_lti import lti_course
+from test_lti import LOOP_CORRECT, lti_course, notebook_of, roster_from_lti, upload
 from test_lti_platform import form_of, launch, submit
 from test_serve import Running
 
@@ -26,7 +27,7 @@ from maxpool_grader.serve.lti import NETWORK_TIMEOUT, TimedSession, timed_sessio
 from maxpool_grader.serve.lti_web import KEY_SET_EVERY
 
 PREFIX = "/maxpool/"
-TEACHER = "t-teacher"
+TEACHER, ANA, BO = "t-teacher", "s-ana", "s-bo"
 
 
 @pytest.fixture(scope="module")
@@ -57,6 +58,39 @@ def patient_launch(browser: requests.Session, url: str) -> requests.Response:
 
 def key_set_reads(platform) -> int:
     return sum(hit.path == "/jwks" for hit in platform.requests)
+
+
+@pytest.mark.integration
+def test_a_score_post_that_hangs_holds_no_page_no_upload_and_no_other_student_s_score(service, platform):
+    """The platform takes Ana's score and never answers: meanwhile every page answers, Bo's
+    upload is graded and his score reaches the LMS (each post has NETWORK_TIMEOUT, off the
+    event loop; Ana's is tried again), and once the platform answers again Ana's is there."""
+    assert launch(requests.Session(), platform.launch_url(TEACHER, roles="instructor")).status_code == 200  # binds
+    for sub, name in ((ANA, "Ana Hang"), (BO, "Bo Next")):
+        platform.add_member(sub, name, "learner")
+    roster_from_lti(service.course)
+    ana, bo = requests.Session(), requests.Session()
+    for session, sub in ((ana, ANA), (bo, BO)):
+        assert launch(session, platform.launch_url(sub)).status_code == 200
+    platform.stall_scores(of=ANA)
+    try:
+        assert upload(ana, service.base, notebook_of(LOOP_CORRECT)).status_code == 200
+        assert platform.wait_stalled(180), "no score was posted for Ana"
+        link = (service.course / ".maxpool-grader" / "serve" / "instructor-link").read_text().strip()
+        for url in (link, service.base + "lti/jwks"):  # answered at once (timeout=5: a held page raises)
+            assert requests.get(url, timeout=5).status_code == 200, url
+        assert bo.get(service.base, timeout=5).status_code == 200
+        assert upload(bo, service.base, notebook_of(LOOP_CORRECT)).status_code == 200
+        deadline = time.monotonic() + 180
+        while not (platform.gradebook().get(BO) or {}).get("scoreGiven") == 15:  # his goes in meanwhile
+            assert time.monotonic() < deadline, "Bo's score waited behind Ana's"
+            time.sleep(0.5)
+    finally:
+        platform.release_scores()
+    deadline = time.monotonic() + 120
+    while not (platform.gradebook().get(ANA) or {}).get("scoreGiven") == 15:
+        assert time.monotonic() < deadline, "Ana's score was lost"
+        time.sleep(0.5)
 
 
 @pytest.mark.integration

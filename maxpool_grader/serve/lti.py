@@ -234,7 +234,7 @@ def registration(course: Path, settings: Lti, base_url: str, title: str = f"{ASS
     "Paste JSON"), and the fields of Moodle's "Configure a tool manually"."""
     where, jwks = urls(base_url), public_jwks(course, settings)
     placement = {"placement": "assignment_selection", "message_type": "LtiResourceLinkRequest",
-                 "target_link_uri": where["launch"], "text": title}
+                 "target_link_uri": where["launch"], "text": title, "windowTarget": "_blank"}  # serve/lti_frame.py
     canvas = {"title": title, "description": "Feedback within seconds on the max_pool_backward assignment; "
                                              "scores go back to the gradebook.",
               "oidc_initiation_url": where["login"], "target_link_uri": where["launch"],

@@ -7,20 +7,17 @@ SQLite, each taken once, so a launch replayed is refused after a restart too), `
 ``OIDCLogin`` and ``MessageLaunch``. Every check of the token is the library's: the signature
 against the platform's key set, ``iss``, ``aud`` (its client id), the deployment, ``exp``/``iat``,
 the nonce, the state, the message type and the version. What it leaves to the tool is done
-here: ``azp`` must be the client id when it is given (or when ``aud`` names several); ``exp``
-must be there (the library checks it only when it is); only a resource link launch
-(``LtiResourceLinkRequest``) is taken, never a Deep Linking or Submission Review request; the
-platform's key set is kept between launches and read again when a launch names a key it does
-not have (the platform rotated its keys), at most once a minute per key set
-(``KEY_SET_EVERY``), and only for a launch whose state and nonce this service gave out (they
-are checked first); every read has serve/lti.py's timeout, and the whole check runs in a
-thread, off the service's event loop, so a key set that hangs stalls no page; and the
-library's copy of each launch is never stored, so nothing of a launch is kept before the
-service has taken it.
+here: ``azp`` is the client id when given (or when ``aud`` names several); ``exp`` is there;
+only a resource link launch is taken (never Deep Linking or Submission Review); a login in
+the LMS's frame goes on in a new tab (serve/lti_frame.py); the platform's key set is kept
+and read again when a launch names a key it does not have (rotated keys), at most once a
+minute per key set (``KEY_SET_EVERY``), and only for a launch whose state and nonce this
+service gave out (checked first); every read has serve/lti.py's timeout, and the whole check
+runs in a thread, off the event loop, so a key set that hangs stalls no page; the library's
+copy of a launch is never stored: nothing of a launch is kept before the service takes it.
 
-A checked launch is then taken only from the course the service is bound to
-(serve/lti_store.py's ``other_course``; the first instructor launch binds it), and only then
-are its Names and Roles and line items addresses kept. Who the launch is, is
+A checked launch is then taken only from the course the service is bound to (lti_store's
+``other_course``: the first instructor launch binds it); only then are its addresses kept. Who the launch is, is
 serve/signin.py's decision (``SignIn.lti_user``), from the launch's course roles alone
 (serve/lti.py's ``teaching``: an institution or system role never counts). Every refusal is
 a page with a sentence, recorded for the instructor's live view.
@@ -46,6 +43,7 @@ from pylti1p3.session import SessionService
 
 from .handler import Handler
 from .lti import LtiSetupError, public_jwks, teaching, timed_session, tool_conf, urls
+from .lti_frame import framed, new_tab_page
 from .lti_refusals import MESSAGE_TYPE, NOT_BOUND, RESOURCE_LINK, header_of, refusal_sentence
 from .lti_store import LaunchStore, course_of, described, other_course, student_of
 from .policy import NOT_ON_ROSTER, Refused
@@ -240,6 +238,8 @@ class LtiLogin(LtiHandler):
         self.login()
 
     def login(self):
+        if framed(self):  # in the LMS's frame: on in a new tab (serve/lti_frame.py)
+            return new_tab_page(self, urls(self.service.base_url)["login"])
         try:
             conf, request, session = self.parts()
             login = TornadoOIDCLogin(request, conf, session, TornadoCookies(self))
