@@ -82,3 +82,11 @@ def test_the_waiting_page_says_a_finished_attempt_in_sentences():
     assert said == f"Failed: {message}" and ".." not in said and "told. this" not in said
     graded = Attempt(2, "s", "a", "web", "", 0.0, "graded", 1, "", {"score": 3, "max_score": 20}, None)
     assert attempt_progress(None, graded, "/attempt/2")["text"] == "Graded: 3 of 20. Your feedback is ready."
+
+
+def test_the_brief_page_shows_a_mistake_s_code_as_code_and_escapes_the_rest():
+    page = brief_page("a", {"tests": [{"title": "T", "manual": False, "score": 0, "points": 2,
+                                       "mistakes": ["windows overwrite (`dx[...] = <b>`)"]}]}, "mistakes")
+    soup = BeautifulSoup(page, "html.parser")
+    assert [code.get_text() for code in soup.find_all("code")] == ["dx[...] = <b>"]
+    assert soup.find("b") is None and "`" not in soup.get_text()

@@ -30,6 +30,7 @@ from nbgrader.utils import notebook_hash
 
 from ..course.directory import course_path
 from ..glue.deadline import NOT_ANSWERED, NOT_GRADED
+from ..glue.feedbacksummary import inline_code
 from .lti_store import described
 from .policy import when_text
 from .standing import WHY, counting, policy_lines
@@ -142,7 +143,8 @@ def _shown(test: dict, level: str) -> dict:
         return {"title": test["title"], "shown": f"{waiting} (of {test['points']:g}; graded by a person after the "
                                                  "deadline)", "passed": None, "mistakes": []}
     passed = test["score"] >= test["points"]
-    mistakes = test["mistakes"] if level == "mistakes" and not passed else []
+    # a title's `code` as code (its text escaped first), never backticks shown as text
+    mistakes = [Markup(inline_code(title)) for title in test["mistakes"]] if level == "mistakes" and not passed else []
     return {"title": test["title"], "shown": f"{test['score']:g} of {test['points']:g}", "passed": passed,
             "mistakes": mistakes}
 
