@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import json
 from dataclasses import dataclass
 from html import escape
 from itertools import combinations
@@ -146,14 +145,6 @@ def pairs_of(prints: dict[str, CodeFingerprint], threshold: float = THRESHOLD) -
     return sorted(pairs, key=lambda pair: (-pair.score, pair.first, pair.second))
 
 
-def class_codes(course: Path, students: list[str], assignment: str) -> tuple[dict[str, str], list[str]]:
-    """Each student's own code (from submitted/) and the release's code (the boilerplate)."""
-    release = class_release_code(course, assignment)
-    codes = {student: code for student in students
-             if (code := submitted_code(course, student, assignment, set(release))) is not None}
-    return codes, release
-
-
 def class_release_code(course: Path, assignment: str) -> list[str]:
     release_path = notebook_path(course, "release", ".", assignment)
     return release_code(nbformat.read(release_path, as_version=4)) if release_path.exists() else []
@@ -176,8 +167,3 @@ def sides(pair: Pair) -> list[dict]:
             if slices.shape[-1] else escape(code)
         found.append({"student": student, "marked": marked})
     return found
-
-
-def save(pairs: list[Pair], folder: Path, threshold: float) -> None:
-    (folder / "similarity.json").write_text(json.dumps(
-        {"threshold": threshold, "pairs": [pair.summary() for pair in pairs]}, indent=1))
