@@ -6,10 +6,11 @@ One ``maxpool-grader grade --workers 2`` run grades three submissions, two at a 
 - ``cpu_a_spinner``: correct and fast. Once its verdict is decided, its kernel forks
   ``SPINNERS`` processes that spin (each ends itself after ``SPIN_SECONDS``), stops them
   while its own function runs (its visible tests stay fast), and sleeps in its solution cell
-  and in cells it added at the end, so that its box stays open meanwhile (48 s).
-- ``cpu_b_slow_classmate`` and ``cpu_c_slow_classmate``: correct but slow, about ``CALL_SECONDS`` of CPU per call (some 200
-  calls: 6 s on an idle core). A cell it added sleeps ``HEAD_START`` s before the solution
-  cell, so that its function's calls begin when the spinners spin.
+  and in cells it added at the end, so that its box stays open meanwhile (45 s).
+- ``cpu_b_slow_classmate`` and ``cpu_c_slow_classmate``: correct but slow, about
+  ``CALL_SECONDS`` of CPU per call (some 200 calls: 6 s on an idle core). A cell each added
+  sleeps ``HEAD_START`` s before the solution cell, so that its function's calls begin when
+  the spinners spin.
 
 The run is started in a cgroup of the ``cpu`` controller of its own (``own_cpu_cgroup``), as
 systemd starts every service and login session: the kernel's autogroups, which share the CPU
@@ -117,7 +118,8 @@ def _spinner(folder: Path, release: nbformat.NotebookNode) -> None:
     code = (GUARD + f"\n_hostile_params = _hostile_json.loads({json.dumps(params)!r})\n\n" + SPIN + RUN
             + "\n\n" + SPINNER_FUNCTION.strip("\n") + "\n")
     nb = notebook_with(release, code)
-    nb.cells += [nbformat.v4.new_code_cell(f"import time\ntime.sleep({SLEEP_SECONDS!r})") for _ in range(SLEEPING_CELLS)]
+    nb.cells += [nbformat.v4.new_code_cell(f"import time\ntime.sleep({SLEEP_SECONDS!r})")
+                 for _ in range(SLEEPING_CELLS)]
     nbformat.write(nb, folder / f"{ASSIGNMENT}.ipynb")
 
 
@@ -150,7 +152,9 @@ def own_cpu_cgroup(base: Path) -> Path:
 
 
 def remove_cgroup(directory: Path) -> None:
+    """Remove the run's cgroup, and those its ended grading processes left in it."""
     for _ in range(100):
+        cgroups.sweep(directory)
         try:
             directory.rmdir()
             return

@@ -31,6 +31,7 @@ import numpy as np
 from ..sandbox import box, filesystem, zygote
 from ..sandbox.limits import PRLIMIT, prlimit, rlimits
 from . import replies, untrusted
+from .fairness import CpuWatch, Starved
 from .inputs import SharedInputs
 
 
@@ -136,8 +137,8 @@ class SolutionProcess:
     submission's box (``wrap``, see untrusted_process_wrapper), or unsandboxed
     with limits when ``wrap`` is None."""
 
-    def __init__(self, limits: Limits, wrap: Callable | None = None):
-        self.limits = limits
+    def __init__(self, limits: Limits, wrap: Callable | None = None, watch: CpuWatch | None = None):
+        self.limits, self.watch = limits, watch
         self.directory = box.private_directory("untrusted-")
         request_read, self._request = os.pipe()
         self._reply, reply_write = os.pipe()
@@ -198,13 +199,27 @@ class SolutionProcess:
             launch.close()
 
     # -------------------------------------------------------------- talking to it
+    @property
+    def deadline(self) -> float:
+        return self._deadline
+
+    @deadline.setter
+    def deadline(self, when: float) -> None:
+        """A new deadline starts an interval of the CPU watch (fairness.py)."""
+        self._deadline = when
+        if self.watch is not None:
+            self.watch.start()
+
     def _wait(self, fd: int, event: int) -> None:
         poller = select.poll()  # one system call a wait (an epoll selector takes four)
         poller.register(fd, (select.POLLOUT if event == selectors.EVENT_WRITE else select.POLLIN)
                         | select.POLLERR | select.POLLHUP)
         remaining = self.deadline - time.monotonic()
         if remaining <= 0 or not poller.poll(math.ceil(remaining * 1000)):
+            interval = self.watch.stop() if self.watch is not None else None  # before its processes end
             self.close()
+            if interval is not None and interval.starved():
+                raise Starved(interval)
             raise Timeout()
 
     def _send(self, data: bytes) -> None:
