@@ -74,8 +74,9 @@ class Interval:
         return self.seconds if self.starved() else min(self.seconds, self.waited)
 
     def sentence(self) -> str:
-        return (f"in {self.seconds:.1f} s its processes received {self.used:.2f} s of CPU time, though "
-                f"they were ready to run for {self.used + self.waited:.1f} s (at least {self.owed:.1f} s was owed)")
+        return (f"in {self.seconds:.1f} s its processes received {self.used:.2f} s of CPU time, though their "
+                f"threads were running or ready to run for {self.used + self.waited:.1f} s in all (at least "
+                f"{self.owed:.1f} s was owed)")
 
 
 def share(cgroup: Cgroup | None) -> float:
