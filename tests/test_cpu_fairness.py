@@ -54,6 +54,25 @@ def test_a_box_is_owed_its_quota_when_less_than_one_cpu():
     assert interval.owed == pytest.approx(0.25) and interval.fair()
 
 
+@pytest.mark.unit
+@pytest.mark.parametrize("together", [True, False], ids=["cpu,cpuacct", "apart"])
+def test_v1_boxes_join_the_cpu_hierarchies_once_each(monkeypatch, tmp_path, together):
+    """cpu and cpuacct mounted together are one hierarchy (one directory a box enters), apart two;
+    neither is needed: without them the memory and pids hierarchies are the box."""
+    def mount(*controllers):
+        return str(tmp_path / ",".join(controllers)), "cgroup", {"rw", *controllers}
+
+    table = [mount("memory"), mount("pids")]
+    table += [mount("cpu", "cpuacct")] if together else [mount("cpu"), mount("cpuacct")]
+    monkeypatch.setattr(cgroups, "mounts", lambda: table)
+    monkeypatch.setattr(cgroups, "_own_paths", lambda: dict.fromkeys(("memory", "pids", "cpu", "cpuacct"), "/"))
+    monkeypatch.setattr(cgroups, "_writable", lambda directory: True)
+    found = cgroups._v1_bases()
+    assert sorted(found) == (["cpu", "memory", "pids"] if together else ["cpu", "cpuacct", "memory", "pids"])
+    monkeypatch.setattr(cgroups, "mounts", lambda: table[:2])
+    assert sorted(cgroups._v1_bases()) == ["memory", "pids"]
+
+
 def _box() -> Box:
     if not cgroups.cpu_share_available():
         pytest.skip("no cpu controller for the boxes here (docs/security.md#cpu-share)")
