@@ -98,8 +98,8 @@ def _cpu_share() -> Guarantee:
     """Whether each box gets its share of the CPU (docs/security.md#cpu-share)."""
     if cgroups.cpu_share_available():
         return Guarantee("cpu", True, "each submission's cgroup has the cpu controller: its processes share "
-                                    "one CPU at most (c.SealedBox.cpus), and a time limit that runs out while "
-                                    "its box was starved of CPU is graded again, never failed")
+                                    "at most c.SealedBox.cpus CPUs (1 by default), and a time limit that runs "
+                                    "out while its box was starved of CPU is graded again, never failed")
     fix = ("grade as root, or delegate the cpu controller to your user (systemctl edit user@.service: "
            "Delegate=cpu memory pids) and grade under systemd-run --user --scope -p Delegate=yes")
     return Guarantee("cpu", False, "no cpu controller for the submissions' cgroups here: a submission's "
