@@ -185,6 +185,7 @@ class Run:
         self.seconds = time.monotonic() - started
         self.after = digests(self.course)
         self.left = self._left_in_boxes()
+        self.left_cgroups = self._left_cgroups()
 
     def run(self, *argv: str) -> subprocess.CompletedProcess:
         env = {"PATH": os.pathsep.join([str(BIN), "/usr/bin", "/bin"]), "TMPDIR": str(self.tmpdir),
@@ -214,6 +215,14 @@ class Run:
             if not found or time.monotonic() > deadline:
                 return found
             time.sleep(0.5)
+
+    def _left_cgroups(self) -> list[str]:
+        """The cgroups of this run still there: below the run's own cpu cgroup, and in the other
+        hierarchies (where its cgroups are this process's)."""
+        tag = cgroups.run_tag(str(self.tmpdir), os.getuid())
+        bases = [self.cgroup, *(cgroups._v1_bases() or {}).values(), cgroups._v2_base()]
+        return sorted(str(path) for base in bases if base is not None and base.is_dir() for path in base.iterdir()
+                      if path.name.startswith(cgroups.PREFIX) and tag in path.name.rsplit("-", 1)[-1])
 
     def score(self, student: str) -> float:
         with Gradebook(f"sqlite:///{self.course / 'gradebook.db'}") as gradebook:
@@ -247,6 +256,7 @@ def test_the_slow_classmates_keep_full_marks_beside_a_spinner(spin_run):
 
 def test_the_spinners_end_with_their_box_and_the_course_is_unchanged(spin_run):
     assert spin_run.left == []
+    assert spin_run.left_cgroups == []
     changed = sorted(path for path in set(spin_run.before) | set(spin_run.after)
                      if spin_run.before.get(path) != spin_run.after.get(path))
     assert changed == []

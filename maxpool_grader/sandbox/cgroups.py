@@ -393,7 +393,8 @@ def run_tag(tmpdir: str, uid: int) -> str:
 def without_cgroup_warning(processes: int = 256) -> str:
     return ("GRADING WITHOUT A CGROUP: " + why_unavailable() + ".\n"
             f"A submission's processes are capped by RLIMIT_NPROC ({processes}) and its memory\n"
-            "per process only. Grade as root, or in a delegated cgroup, for the full caps\n"
+            "per process only, and it has no share of the CPU: time limits hold on the wall clock alone\n"
+            "(docs/security.md#cpu-share). Grade as root, or in a delegated cgroup, for the full caps\n"
             "(docs/security.md#delegated-cgroup).")
 
 

@@ -273,7 +273,6 @@ def verdicts(solution: str | list[Cell], helpers: str = "", grade_ids=None, limi
         session.close()
 
 
-
 def _guarded(check: GradedCheck | _Failed, session: _Session, page: Page | None = None) -> Verdict | _Failed:
     """verdict_of (or, for a ``_Failed`` check, its report), except that a failure of the
     grader's own code on strange output fails the test with a message (and a loud log line)
