@@ -8,7 +8,7 @@ and for each of its threads, and the grader's thread that calls it, the time it 
 queue, ready to run (``/proc/PID/task/TID/schedstat``, its second field); ``between`` compares
 two samples:
 
-* **fair**: the box received at least ``FAIR_FRACTION`` of the interval's CPU time (of one
+* **fair**: the box received at least ``FAIR_FRACTION`` of the time limit in CPU time (of one
   CPU, or of its quota when that is less): a time limit that ran out counts against it;
 * **starved**: it received less, though its threads were running or ready to run for at
   least that long: it was owed CPU it did not get, and a time limit that ran out is the
@@ -55,16 +55,21 @@ class Interval:
     used: float
     waited: float
     share: float
+    limit: float = 0.0  # the time limit the interval had (it may have run past it); 0: its length
 
     @property
     def owed(self) -> float:
-        return FAIR_FRACTION * self.share * self.seconds
+        return FAIR_FRACTION * self.share * (self.limit or self.seconds)
 
     def fair(self) -> bool:
         return self.used >= self.owed
 
+    def asked(self) -> bool:
+        """Whether its threads were running or ready to run for as long as it was owed."""
+        return self.used + self.waited >= self.owed
+
     def starved(self) -> bool:
-        return self.seconds >= SHORTEST_SECONDS and not self.fair() and self.used + self.waited >= self.owed
+        return (self.limit or self.seconds) >= SHORTEST_SECONDS and not self.fair() and self.asked()
 
     def credit(self) -> float:
         """The wall time of the interval not charged to the box: all of it when it was starved,
@@ -96,11 +101,11 @@ def sample(cgroup: Cgroup | None) -> Sample | None:
     return Sample(time.monotonic(), used, found)
 
 
-def between(before: Sample, after: Sample, cpus: float) -> Interval:
+def between(before: Sample, after: Sample, cpus: float, limit: float = 0.0) -> Interval:
     """The interval from ``before`` to ``after``: the waits of the threads alive at its end
     (a thread that ended meanwhile took its own with it)."""
     waited = sum(max(0.0, seconds - before.waits.get(thread, 0.0)) for thread, seconds in after.waits.items())
-    return Interval(after.wall - before.wall, max(0.0, after.used - before.used), waited, cpus)
+    return Interval(after.wall - before.wall, max(0.0, after.used - before.used), waited, cpus, limit)
 
 
 def waits(pids: list[int]) -> dict[int, float]:
