@@ -39,8 +39,8 @@ class SealedBox(Configurable):
         "and the feedback says so.")).tag(config=True, unit="processes")
     cpus = Float(_CAPS.cpus, help=(
         "CPUs all the submission's processes together may use at once (the cgroup's cpu controller; 0: "
-        "no cap). A verdict's time limit that runs out while its box did not get its share is graded "
-        "again, never failed (docs/security.md#cpu-share).")).tag(config=True, unit="CPUs")
+        "no cap). A verdict's time limit that runs out while its box did not get its share is put off, "
+        "then graded again, never failed (docs/security.md#cpu-share).")).tag(config=True, unit="CPUs")
     scratch_mib = Integer(_CAPS.scratch_bytes >> 20, help=(
         "Size of the scratch folder of each sandbox (a tmpfs; /dev/shm is separate); writes fail "
         "beyond it and the feedback says so.")).tag(config=True, unit="MiB")
