@@ -41,6 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_grading import BIN, ENV, build_class  # noqa: E402
 
 from maxpool_grader.names import ASSIGNMENT  # noqa: E402
+from maxpool_grader.sandbox import cgroups  # noqa: E402
 
 RECORD = struct.Struct("<BBHIIIIIIf8H16s")  # struct acct_v3 (linux/acct.h), 64 bytes
 AHZ = 100  # acct's clock ticks per second
@@ -102,6 +103,7 @@ class CpuGroup:
     def __exit__(self, *_):
         for _ in range(50):
             try:
+                cgroups.sweep(self.path)  # the boxes' cgroups its ended grading workers left below it
                 self.path.rmdir()
                 return
             except OSError:  # a process not reaped yet

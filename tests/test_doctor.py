@@ -17,7 +17,8 @@ from helpers import BIN, as_instructor, copy_course, instructor
 pytestmark = pytest.mark.integration  # real sandboxes, cgroups and users
 
 OBSERVED = ("import json; from maxpool_grader.sandbox import box, cgroups; "
-            "print(json.dumps({'sandbox': box.bwrap_works(), 'cgroup': cgroups.available()}))")
+            "print(json.dumps({'sandbox': box.bwrap_works(), 'cgroup': cgroups.available(), "
+            "'cpu': cgroups.cpu_share_available()}))")
 
 
 @pytest.fixture(scope="module")
@@ -52,6 +53,7 @@ def test_doctor_says_what_grading_as_this_user_gets(course, as_root):
 
     assert found["sandbox"]["holds"] == observed["sandbox"], found["sandbox"]
     assert found["cgroup"]["holds"] == observed["cgroup"], found["cgroup"]
+    assert found["cpu"]["holds"] == observed["cpu"], found["cpu"]
     assert found["gradebook"]["holds"] and found["nbgrader"]["holds"], found
     assert ("root" in found["user"]["seen"]) == as_root
     for finding in found.values():  # every guarantee that does not hold comes with its fix
@@ -61,9 +63,13 @@ def test_doctor_says_what_grading_as_this_user_gets(course, as_root):
     text = _run(course, [str(BIN / "maxpool-grader"), "doctor"], as_root).stdout
     sandboxed = "yes" if observed["sandbox"] else "NO"
     caps = "per submission (cgroup)" if observed["cgroup"] else "per process only"
-    assert f"Student code sandboxed: {sandboxed}. Memory and process caps: {caps}." in text, text
+    cpu = "yes" if observed["cpu"] else "NO (time limits on the wall clock alone)"
+    assert (f"Student code sandboxed: {sandboxed}. Memory and process caps: {caps}. "
+            f"CPU share per submission: {cpu}.") in text, text
     if not observed["cgroup"]:
         assert "fix:" in text and "GRADING WITHOUT A CGROUP" in text, text
+    if not observed["cpu"]:  # the wall clock alone: said plainly
+        assert "NO CPU SHARE PER SUBMISSION" in text and "can still cost a slow student points" in text, text
 
 
 def test_an_unreachable_gradebook_is_named_with_the_fix(course):

@@ -1,7 +1,8 @@
 """``maxpool-grader doctor``: which of the grading guarantees hold on this machine, for the
 user who runs it, each with the one step that would make it hold.
 
-It asks exactly what grading asks (``box.bwrap_works``, ``cgroups.available``, the seccomp
+It asks exactly what grading asks (``box.bwrap_works``, ``cgroups.available``,
+``cgroups.cpu_share_available``, the seccomp
 filter, the gradebook's connection, ``glue.patches.mismatches``, and the control submission
 every grading backend grades first), as the same user, so what it prints is what a grading
 run here gets (tests/test_doctor.py runs it as root and as a normal user and compares). It
@@ -96,6 +97,20 @@ def _cgroup() -> Guarantee:
         fix = "run the grading command under systemd-run --user --scope -p Delegate=yes"
     return Guarantee("cgroup", False, f"{seen}, but {cgroups.why_unavailable()}: memory is capped per process "
                                     "only, processes by RLIMIT_NPROC (GRADING WITHOUT A CGROUP)", fix)
+
+
+def _cpu_share() -> Guarantee:
+    """Whether each box gets its share of the CPU (docs/security.md#cpu-share)."""
+    if cgroups.cpu_share_available():
+        return Guarantee("cpu", True, "each submission's cgroup has the cpu controller: its processes share "
+                                    "at most c.SealedBox.cpus CPUs (1 by default), and a time limit that runs "
+                                    "out while its box was starved of CPU is graded again, never failed")
+    fix = ("grade as root, or delegate the cpu controller to your user (systemctl edit user@.service: "
+           "Delegate=cpu memory pids) and grade under systemd-run --user --scope -p Delegate=yes")
+    return Guarantee("cpu", False, "no cpu controller for the submissions' cgroups here: a submission's "
+                                 "processes may take every CPU, and the time limits hold on the wall clock "
+                                 "alone, so a starved run can still cost a slow student points "
+                                 "(NO CPU SHARE PER SUBMISSION)", fix)
 
 
 def _user() -> Guarantee:
@@ -222,15 +237,16 @@ def _secrets(course: Path) -> Guarantee:
 
 
 def guarantees(course: Path, db_url: str | None = None) -> list[Guarantee]:
-    return [*_sandbox(), _cgroup(), _seccomp(), _user(), _gradebook(course, db_url), _patches(), _exercise(course),
-            _control(course, db_url), _secrets(course)]
+    return [*_sandbox(), _cgroup(), _cpu_share(), _seccomp(), _user(), _gradebook(course, db_url), _patches(),
+            _exercise(course), _control(course, db_url), _secrets(course)]
 
 
 def summary(found: list[Guarantee]) -> str:
     by_name = {finding.name: finding for finding in found}
     sandboxed = "yes" if by_name["sandbox"].holds else "NO"
     caps = "per submission (cgroup)" if by_name["cgroup"].holds else "per process only"
-    return f"Student code sandboxed: {sandboxed}. Memory and process caps: {caps}."
+    cpu = "yes" if by_name["cpu"].holds else "NO (time limits on the wall clock alone)"
+    return f"Student code sandboxed: {sandboxed}. Memory and process caps: {caps}. CPU share per submission: {cpu}."
 
 
 def doctor(course: Path, db_url: str | None = None, as_json: bool = False) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from traitlets import Bool, Enum, Integer
+from traitlets import Bool, Enum, Float, Integer
 from traitlets.config import Configurable
 
 from ..names import RESOURCES_KEY
@@ -37,6 +37,10 @@ class SealedBox(Configurable):
     processes = Integer(_CAPS.processes, help=(
         "Processes of the submission at once (a cgroup, else RLIMIT_NPROC); fork fails beyond it "
         "and the feedback says so.")).tag(config=True, unit="processes")
+    cpus = Float(_CAPS.cpus, help=(
+        "CPUs all the submission's processes together may use at once (the cgroup's cpu controller; 0: "
+        "no cap). A verdict's time limit that runs out while its box did not get its share is put off, "
+        "then graded again, never failed (docs/security.md#cpu-share).")).tag(config=True, unit="CPUs")
     scratch_mib = Integer(_CAPS.scratch_bytes >> 20, help=(
         "Size of the scratch folder of each sandbox (a tmpfs; /dev/shm is separate); writes fail "
         "beyond it and the feedback says so.")).tag(config=True, unit="MiB")
@@ -57,7 +61,7 @@ class SealedBox(Configurable):
                                 ).tag(config=True, unit="MiB")
 
     def caps(self) -> Caps:
-        return Caps(memory_bytes=self.memory_mib << 20, processes=self.processes,
+        return Caps(memory_bytes=self.memory_mib << 20, processes=self.processes, cpus=self.cpus,
                     scratch_bytes=self.scratch_mib << 20, output_bytes=self.output_kib << 10,
                     notebook_output_bytes=self.notebook_output_mib << 20)
 

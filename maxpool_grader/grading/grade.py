@@ -22,7 +22,7 @@ from ..course.jobs import JobResult, error_summary
 from ..course.roster import RosterError, import_roster
 from ..glue.collecttime import recover_interrupted_collects
 from ..names import ASSIGNMENT
-from ..sandbox import box, cgroups, zygote
+from ..sandbox import box, cgroups, cpushare, zygote
 from . import interrupt, report, similarity, state
 from .table import format_table, score_table
 
@@ -115,7 +115,9 @@ class GradingRun:
         if not box.bwrap_works():
             print(f"\n!!! {box.without_sandbox_warning()} !!!\n", file=sys.stderr)
         elif not cgroups.available():
-            print(f"\n!!! {box.without_cgroup_warning()} !!!\n", file=sys.stderr)
+            print(f"\n!!! {cgroups.without_cgroup_warning()} !!!\n", file=sys.stderr)
+        elif not cgroups.cpu_share_available():
+            print(f"\n!!! {cpushare.WITHOUT_CPU_SHARE} !!!\n", file=sys.stderr)
         if (self.course / ROSTER).is_file():  # names for formgrader, grades.csv and the report
             try:
                 say(f"roster: {import_roster(self.course / ROSTER, self.db_url)} students from {ROSTER}")

@@ -13,7 +13,8 @@ submission's *box* (``box``, ``filesystem``) and its cgroup (``cgroups``):
 * it runs as an unprivileged uid with no capability, no network, in its own PID and IPC
   namespaces, with no keyring call (``seccomp``) and an environment that holds nothing of
   the grader's; its descriptors 0, 1 and 2 are /dev/null, never the grader's;
-* the submission as a whole has caps on memory, processes, scratch space and output.
+* the submission as a whole has caps on memory, processes, CPUs at once, scratch space and
+  output; ``cpushare`` says whether it received the CPU it was owed over an interval.
 
 ``kernels`` runs the notebook's kernel in the box, and ``kernel_client`` caps what the
 grader reads from it; ``limits`` are each process's own rlimits; ``seccomp`` is the

@@ -9,8 +9,8 @@ notebook's kernel and each out-of-process verdict process, each in its own bubbl
   that user's uid inside a user namespace, with no capability. No network (an empty
   network namespace), its own PID namespace: killing the sandbox kills everything in it.
 * **Caps for the submission as a whole** (``Caps``): one cgroup (cgroups.py) holds all
-  its sandboxes: memory (no swap) and processes for all of them together; each process has
-  rlimits too (limits.py). Without a cgroup, processes fall back to RLIMIT_NPROC and memory
+  its sandboxes: memory (no swap), processes, CPUs (cpushare.py) for all of them together; each
+  process has rlimits too (limits.py). Without a cgroup, processes fall back to RLIMIT_NPROC and memory
   to a per-process cap, loudly; ``sandbox = "required"`` refuses to grade then.
 
 Where bwrap is missing or does not work (an instructor's laptop), grading still runs,
@@ -31,7 +31,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import cgroups, seccomp
+from . import cgroups, cpushare, seccomp
 from .filesystem import (
     AS_ROOT,
     HOME,
@@ -66,6 +66,7 @@ class Caps:
 
     memory_bytes: int = 2 << 30  # all its processes together, no swap
     processes: int = 256  # all its processes together
+    cpus: float = 1.0  # CPUs all its processes together may use at once (the cgroup's cpu quota; 0: none)
     scratch_bytes: int = 256 << 20  # /scratch of each sandbox
     shm_bytes: int = 16 << 20  # /dev/shm of each sandbox
     output_bytes: int = 1 << 20  # what one cell of the notebook may print
@@ -167,11 +168,13 @@ class Box:
         self.caps = caps
         self.log = log or logging.getLogger(__name__)
         self.files = regular_files(files_from) if files_from else []
-        self.cgroup = cgroups.open_cgroup(caps.memory_bytes, caps.processes)
+        self.cgroup = cgroups.open_cgroup(caps.memory_bytes, caps.processes, caps.cpus)
         if self.cgroup is None:
             self._without("cgroup", mode, f"no cgroup can be made here for the caps of a submission "
                           f"({cgroups.why_unavailable()}). See docs/security.md#where-the-caps-come-from",
-                          without_cgroup_warning(caps))
+                          cgroups.without_cgroup_warning(caps.processes))
+        elif caps.cpus > 0 and not self.cgroup.cpus:
+            _warn_once("cpu", self.log, cpushare.WITHOUT_CPU_SHARE)
         self.seccomp = seccomp.filter_program()
         if self.seccomp is None:
             self._without("seccomp", mode, seccomp.why_unavailable(),
@@ -270,13 +273,6 @@ class Box:
         if self.cgroup is not None:
             self.cgroup.close()
             self.cgroup = None
-
-
-def without_cgroup_warning(caps: Caps = Caps()) -> str:
-    return ("GRADING WITHOUT A CGROUP: " + cgroups.why_unavailable() + ".\n"
-            f"A submission's processes are capped by RLIMIT_NPROC ({caps.processes}) and its memory\n"
-            "per process only. Grade as root, or in a delegated cgroup, for the full caps\n"
-            "(docs/security.md#delegated-cgroup).")
 
 
 def _size(count: int) -> str:

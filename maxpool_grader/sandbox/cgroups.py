@@ -14,6 +14,12 @@ Two kinds of machine are supported:
   submission's cgroup is made below this process's own cgroup in each hierarchy; that
   needs write access there (root, or a subtree an administrator gave to the user).
 
+Where they are offered, the ``cpu`` controller (v1: its hierarchy, and ``cpuacct``'s where that
+is mounted apart) gives each box at most its share of the CPU (``cpu.max``, v1
+``cpu.cfs_quota_us``) and counts the CPU time it received (``cpu_seconds``); without them a box
+has no CPU cap, and a verdict's time limits are judged on the wall clock alone (cpushare.py,
+docs/security.md#cpu-share).
+
 Where neither works, ``open_cgroup`` returns None and the sandbox falls back to
 per-process limits (see box.py), which the grading run says loudly.
 
@@ -43,6 +49,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 CONTROLLERS = ("memory", "pids")
+CPU_CONTROLLERS = ("cpu", "cpuacct")  # optional: each where it is offered and writable
+CPU_PERIOD_US = 100_000  # the period of a box's CPU quota
 PREFIX = "maxpool-grader-"
 
 
@@ -104,6 +112,7 @@ def _v2_base() -> Path | None:
         except OSError:
             return None
         if set(CONTROLLERS) <= set(available) and _writable(candidate):
+            _enable_v2_cpu(candidate)
             enabled = (candidate / "cgroup.subtree_control").read_text().split()
             if set(CONTROLLERS) <= set(enabled):
                 return candidate
@@ -114,17 +123,30 @@ def _v2_base() -> Path | None:
             return None
 
 
+def _enable_v2_cpu(directory: Path) -> None:
+    """Give the children of a v2 cgroup the cpu controller, where it offers it (else nothing)."""
+    with contextlib.suppress(OSError):
+        if "cpu" in (directory / "cgroup.controllers").read_text().split():
+            (directory / "cgroup.subtree_control").write_text("+cpu")
+
+
 def _v1_bases() -> dict[str, Path] | None:
-    """This process's own cgroup in the v1 memory and pids hierarchies, if writable."""
+    """This process's own cgroup in the v1 memory and pids hierarchies, if writable, and in the
+    cpu and cpuacct ones where they are mounted and writable (one entry for the two mounted together)."""
     own = _own_paths()
     bases = {}
-    for controller in CONTROLLERS:
+    for controller in CONTROLLERS + CPU_CONTROLLERS:
         mount = next((point for point, kind, options in mounts()
                       if kind == "cgroup" and controller in options), None)
+        if controller in CPU_CONTROLLERS and (mount is None or controller not in own
+                                              or Path(mount + own[controller].rstrip("/")) in bases.values()):
+            continue  # not offered here, or the hierarchy it shares with cpu
         if mount is None or controller not in own:
             return None
         base = Path(mount + own[controller].rstrip("/"))
         if not _writable(base):
+            if controller in CPU_CONTROLLERS:
+                continue
             return None
         bases[controller] = base
     return bases
@@ -136,20 +158,46 @@ class Cgroup:
     def __init__(self, directories: dict[str, Path], version: int):
         self.directories = directories  # controller (v2: "") -> directory
         self.version = version
+        self.cpus = 0.0  # the CPUs its quota allows at once (``limit``); 0: no quota here
 
     # ---------------------------------------------------------------- limits
-    def limit(self, memory_bytes: int, processes: int) -> None:
+    def limit(self, memory_bytes: int, processes: int, cpus: float = 0.0) -> None:
+        """Its caps; ``cpus``: the CPU quota, in CPUs (0: none), set where the cpu controller is."""
+        quota = f"{max(1000, round(cpus * CPU_PERIOD_US))}"
         if self.version == 2:
             directory = self.directories[""]
             _write(directory / "memory.max", memory_bytes)
             _write(directory / "memory.swap.max", 0, optional=True)
             _write(directory / "pids.max", processes)
+            if cpus > 0 and (directory / "cpu.max").exists():
+                _write(directory / "cpu.max", f"{quota} {CPU_PERIOD_US}")
+                self.cpus = cpus
             return
         memory = self.directories["memory"]
         _write(memory / "memory.limit_in_bytes", memory_bytes)
         _write(memory / "memory.memsw.limit_in_bytes", memory_bytes, optional=True)  # no swap
         _write(memory / "memory.swappiness", 0, optional=True)
         _write(self.directories["pids"] / "pids.max", processes)
+        if cpus > 0 and "cpu" in self.directories:
+            _write(self.directories["cpu"] / "cpu.cfs_period_us", CPU_PERIOD_US)
+            _write(self.directories["cpu"] / "cpu.cfs_quota_us", quota)
+            self.cpus = cpus
+
+    def cpu_seconds(self) -> float | None:
+        """The CPU time all its processes received so far, or None where it is not counted."""
+        if self.version == 2:
+            used = _keyed(self.directories[""] / "cpu.stat").get("usage_usec")
+            return None if used is None else used / 1e6
+        accounting = self.directories.get("cpuacct") or self.directories.get("cpu")
+        used = _number(accounting / "cpuacct.usage") if accounting else None
+        return None if used is None else used / 1e9
+
+    def pids(self) -> list[int]:
+        """The processes inside now (their threads are in /proc/PID/task)."""
+        with contextlib.suppress(OSError, ValueError):
+            directory = self.directories["" if self.version == 2 else "pids"]
+            return [int(pid) for pid in (directory / "cgroup.procs").read_text().split()]
+        return []
 
     def enter_files(self) -> list[str]:
         """The files a process writes its pid to, to enter this cgroup."""
@@ -292,6 +340,7 @@ def _process_parents() -> tuple[dict[str, Path], int] | None:
                 made[controller] = base / name
             if version == 2:
                 (made[""] / "cgroup.subtree_control").write_text(" ".join(f"+{c}" for c in CONTROLLERS))
+                _enable_v2_cpu(made[""])
             _parents = made, version
             atexit.register(_remove_own, dict(made))
             return _parents
@@ -305,9 +354,9 @@ def _process_parents() -> tuple[dict[str, Path], int] | None:
     return None
 
 
-def open_cgroup(memory_bytes: int, processes: int) -> Cgroup | None:
+def open_cgroup(memory_bytes: int, processes: int, cpus: float = 0.0) -> Cgroup | None:
     """A new cgroup for one submission with these caps, or None where none can be made
-    (``why_unavailable`` says why)."""
+    (``why_unavailable`` says why); ``cpus``: its CPU quota, where the cpu controller is."""
     found = _process_parents()
     if found is None:
         return None
@@ -319,7 +368,7 @@ def open_cgroup(memory_bytes: int, processes: int) -> Cgroup | None:
             (parent / box).mkdir()
             directories[controller] = parent / box
         cgroup = Cgroup(directories, version)
-        cgroup.limit(memory_bytes, processes)
+        cgroup.limit(memory_bytes, processes, cpus)
         return cgroup
     except OSError as problem:
         global _unavailable
@@ -339,6 +388,28 @@ def run_tag(tmpdir: str, uid: int) -> str:
     """Six hex digits in the names of a grading run's cgroups, the same for all processes of
     runs that share a temporary directory and a user: tells two runs' cgroups apart."""
     return hashlib.sha256(f"{os.path.realpath(tmpdir)}:{uid}".encode()).hexdigest()[:6]
+
+
+def without_cgroup_warning(processes: int = 256) -> str:
+    return ("GRADING WITHOUT A CGROUP: " + why_unavailable() + ".\n"
+            f"A submission's processes are capped by RLIMIT_NPROC ({processes}) and its memory\n"
+            "per process only, and it has no share of the CPU: time limits hold on the wall clock alone\n"
+            "(docs/security.md#cpu-share). Grade as root, or in a delegated cgroup, for the full caps\n"
+            "(docs/security.md#delegated-cgroup).")
+
+
+def cpu_share_available() -> bool:
+    """Whether the boxes made here get a CPU quota: the cpu controller is given to them."""
+    found = _process_parents()
+    if found is None:
+        return False
+    parents, version = found
+    if version == 1:
+        return "cpu" in parents
+    try:
+        return "cpu" in (parents[""] / "cgroup.subtree_control").read_text().split()
+    except OSError:
+        return False
 
 
 def why_unavailable() -> str:

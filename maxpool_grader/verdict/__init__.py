@@ -8,7 +8,8 @@ reply read with bounds and checked field by field (``replies``), then judges the
 exercise's checks in the grader. ``shortcuts`` refuses autograd libraries and the grader
 itself; ``evidence`` runs the notebook's self-check against the function for a report's
 evidence, and starts the notebook's cells again in a new process for a report that needs the
-function before any call.
+function before any call. ``fairness`` judges a time limit on the CPU the box received: a test
+whose box was starved is graded again, never failed.
 
 May import: ``names``, ``exercise``, ``sandbox``.
 """

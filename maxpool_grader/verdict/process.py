@@ -31,6 +31,7 @@ import numpy as np
 from ..sandbox import box, filesystem, zygote
 from ..sandbox.limits import PRLIMIT, prlimit, rlimits
 from . import replies, untrusted
+from .fairness import CpuWatch, Starved
 from .inputs import SharedInputs
 
 
@@ -136,8 +137,8 @@ class SolutionProcess:
     submission's box (``wrap``, see untrusted_process_wrapper), or unsandboxed
     with limits when ``wrap`` is None."""
 
-    def __init__(self, limits: Limits, wrap: Callable | None = None):
-        self.limits = limits
+    def __init__(self, limits: Limits, wrap: Callable | None = None, watch: CpuWatch | None = None):
+        self.limits, self.watch = limits, watch or CpuWatch(None)
         self.directory = box.private_directory("untrusted-")
         request_read, self._request = os.pipe()
         self._reply, reply_write = os.pipe()
@@ -198,14 +199,27 @@ class SolutionProcess:
             launch.close()
 
     # -------------------------------------------------------------- talking to it
+    @property
+    def deadline(self) -> float:
+        return self._deadline
+
+    @deadline.setter
+    def deadline(self, when: float) -> None:
+        """A new deadline starts an interval of the CPU watch (fairness.py)."""
+        self._deadline = when
+        self.watch.start(when - time.monotonic())
+
     def _wait(self, fd: int, event: int) -> None:
+        """Until ``fd`` is ready; past the deadline, on while the box is starved (fairness.py)."""
         poller = select.poll()  # one system call a wait (an epoll selector takes four)
         poller.register(fd, (select.POLLOUT if event == selectors.EVENT_WRITE else select.POLLIN)
                         | select.POLLERR | select.POLLHUP)
-        remaining = self.deadline - time.monotonic()
-        if remaining <= 0 or not poller.poll(math.ceil(remaining * 1000)):
-            self.close()
-            raise Timeout()
+        while (remaining := self._deadline - time.monotonic()) <= 0 or not poller.poll(math.ceil(remaining * 1000)):
+            if (more := self.watch.more_time()) <= 0:
+                interval = self.watch.stop()  # before its processes end
+                self.close()
+                raise Starved(interval) if interval is not None and interval.starved() else Timeout()
+            self._deadline = time.monotonic() + more
 
     def _send(self, data: bytes) -> None:
         view = memoryview(data)

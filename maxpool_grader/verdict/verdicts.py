@@ -28,6 +28,8 @@ from ..names import FUNCTION
 from ..sandbox.box import GraderFault
 from . import replies
 from .evidence import FreshStarts, page_of
+from .fairness import CpuWatch
+from .fairness import fairly as _fairly
 from .process import Limits, ProcessEnded, SolutionProcess, Timeout
 from .remote import Cell, RemoteFunction, as_python, cell_error, notebook_cells
 from .shortcuts import find_shortcuts, shortcut_message
@@ -68,9 +70,14 @@ class _Session:
     skipped: dict[int, str] = field(default_factory=dict)  # student cells left out: why
     notes: list[str] = field(default_factory=list)  # what went wrong running the cells
     ran_any: bool = False  # a process of this session ran the notebook's cells (so the box holds its doings)
+    watch: CpuWatch | None = None  # the CPU its box received (fairness.py)
+
+    def __post_init__(self):
+        self.watch = self.watch or CpuWatch(getattr(self.wrap, "box", None))
 
     def budget_left(self) -> float:
-        return self.limits.total_seconds - (time.monotonic() - self.started)
+        """The notebook's time left, not counting time its box was owed CPU and did not get."""
+        return self.limits.total_seconds - (time.monotonic() - self.started - self.watch.credited)
 
     def load(self) -> str | None:
         """Start a process and run the notebook's cells in it; None when max_pool_backward
@@ -85,7 +92,7 @@ class _Session:
     def _load_once(self):
         self.close()
         try:
-            self.process = SolutionProcess(self.limits, self.wrap)
+            self.process = SolutionProcess(self.limits, self.wrap, self.watch)
         except OSError as problem:  # bwrap, the zygote or Python could not be started
             raise GraderFault(f"the verdict process could not be started ({problem})") from None
         self.process.deadline = time.monotonic() + min(self.limits.load_seconds, max(self.budget_left(), 0))
@@ -251,16 +258,17 @@ def verdicts(solution: str | list[Cell], helpers: str = "", grade_ids=None, limi
         return everywhere(explain_missing([solution_cell]), VerdictKind.NOT_DEFINED.value)
     session = _Session(cells, limits or Limits(), wrap)
     try:
-        problem = session.load()
+        problem = _fairly(session, session.load)
         if problem:
             return everywhere(problem, session.load_failure)
-        first = {check.grade_id: _guarded(check, session) for check in checks}
+        first = {check.grade_id: _fairly(session, lambda check=check: _guarded(check, session)) for check in checks}
         if not any(isinstance(verdict, _Failed) for verdict in first.values()):
             return first
-        page = page_of(frozenset(grade_id for grade_id, verdict in first.items()
-                                 if isinstance(verdict, Verdict) and verdict.passed), session)
-        return {grade_id: _guarded(verdict, session, page) if isinstance(verdict, _Failed) else verdict
-                for grade_id, verdict in first.items()}
+        passed = frozenset(grade_id for grade_id, verdict in first.items()
+                           if isinstance(verdict, Verdict) and verdict.passed)
+        page = _fairly(session, lambda: page_of(passed, session), reload=True)
+        return {grade_id: _fairly(session, lambda verdict=verdict: _guarded(verdict, session, page), reload=True)
+                if isinstance(verdict, _Failed) else verdict for grade_id, verdict in first.items()}
     finally:
         session.close()
 
