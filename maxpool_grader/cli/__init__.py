@@ -4,6 +4,7 @@
 * ``main``: the commands (``grade``, ``serve``, ``tokens``, ``roster``, ``collect-lms``,
   ``export-lms``, ``check``, ``doctor``, ``cluster-certs``), each handing over to its package;
 * ``doctor``: which guarantees hold on this machine for this user;
+* ``exchange_check``: ``doctor``'s look at the exchange, and the students' config, from a student's side;
 * ``settings_doc``: docs/settings.md made from the settings' declarations.
 
 May import: every package before it.
