@@ -11,16 +11,31 @@ import getpass
 import json
 import os
 import re
+import secrets
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
+import urllib.error
+import urllib.request
 from datetime import datetime, timedelta
 from pathlib import Path
 
 import nbformat
 import pytest
-from helpers import BIN, ROOT, as_user, copy_course, digests, flat, grade_command, nbgrader, user_account
+from helpers import (
+    BIN,
+    ROOT,
+    as_user,
+    copy_course,
+    digests,
+    flat,
+    free_port,
+    grade_command,
+    nbgrader,
+    user_account,
+)
 from nbgrader.api import Gradebook
 from nbgrader.utils import parse_utc
 
@@ -271,3 +286,63 @@ def test_a_student_account_follows_the_students_page_with_only_the_system_wide_c
     [page] = list((Path(home) / ASSIGNMENT / "feedback").glob(f"*/{ASSIGNMENT}.html"))
     read = as_student(home, etc, "cat", str(page))
     assert read.returncode == 0 and "Score: 15 of 15 so far; Part A (5 points) is not graded yet" in flat(read.stdout)
+
+
+INSTRUCTOR_PLUGINS = {f"@jupyter/nbgrader:{name}" for name in ("formgrader", "create-assignment", "course-list")}
+
+
+def lab_as_seen(tmp_path: Path, students: Path | None) -> dict:
+    """A real ``jupyter lab`` with (a student's) or without (the instructor's) the students'
+    config folder: the status of formgrader's and the course list's pages, and the plugins off."""
+    token, port = secrets.token_hex(8), free_port()
+    env = dict(os.environ, PATH=f"{BIN}:{os.environ.get('PATH', '')}", JUPYTER_CONFIG_DIR=str(tmp_path / "user"))
+    env.pop("JUPYTER_CONFIG_PATH", None)
+    if students is not None:
+        env["JUPYTER_CONFIG_PATH"] = str(students)
+    log = tmp_path / f"lab-{port}.log"
+    server = subprocess.Popen([str(BIN / "jupyter"), "lab", "--no-browser", f"--port={port}", "--ip=127.0.0.1",
+                               f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={tmp_path}", "--allow-root"],
+                              env=env, stdout=open(log, "w"), stderr=subprocess.STDOUT)  # noqa: SIM115
+
+    def status(path: str) -> tuple[int, str]:
+        request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", headers={"Authorization": f"token {token}"})
+        try:
+            with urllib.request.urlopen(request, timeout=30) as answer:
+                return answer.status, answer.read().decode()
+        except urllib.error.HTTPError as refused:
+            return refused.code, ""
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                status("/api/status")
+                break
+            except OSError:
+                assert time.monotonic() < deadline and server.poll() is None, log.read_text()[-3000:]
+                time.sleep(0.3)
+        _, lab = status("/lab")
+        page = json.loads(re.search(r'id="jupyter-config-data"[^>]*>(.*?)</script>', lab, re.S)[1])
+        return {"formgrader": status("/formgrader")[0], "courses": status("/formgraders")[0],
+                "assignments": status("/assignments?course_id=max_pool_backward")[0],
+                "disabled": set(page["disabledExtensions"])}
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def test_students_get_the_assignment_list_and_the_instructor_formgrader_as_the_docs_set_it_up(tmp_path):
+    """docs/operations.md#student-extensions: its commands make the students' config folder;
+    JupyterLab with it serves no formgrader and no course list and turns off the three
+    instructor plugins, and without it (the instructor's) serves both, as installed."""
+    students = tmp_path / "students"
+    setup = documented("mkdir -p /etc/jupyter/students").replace("/etc/jupyter/students", str(students))
+    subprocess.run(["bash", "-e", "-c", setup], check=True, env=dict(os.environ, PATH=f"{BIN}:{os.environ['PATH']}"),
+                   capture_output=True)
+    student, instructor = lab_as_seen(tmp_path, students), lab_as_seen(tmp_path, None)
+    assert student["formgrader"] == 404 and student["courses"] == 404, student
+    assert INSTRUCTOR_PLUGINS <= student["disabled"], student
+    assert not student["disabled"] & {"@jupyter/nbgrader:assignment-list", "@jupyter/nbgrader:validate-assignment",
+                                      "@jupyter/nbgrader:menu"}, student
+    assert student["assignments"] == instructor["assignments"] != 404, (student, instructor)  # the Assignment List's
+    assert instructor["formgrader"] in (200, 302) and instructor["courses"] == 200, instructor
+    assert not instructor["disabled"] & INSTRUCTOR_PLUGINS, instructor
