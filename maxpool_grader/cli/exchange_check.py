@@ -17,9 +17,10 @@ import stat
 from pathlib import Path
 
 from jupyter_core.paths import jupyter_config_dir, jupyter_config_path
-from traitlets.config.loader import Config, PyFileConfigLoader
+from nbgrader.exchange.default.exchange import Exchange
+from traitlets.config.loader import Config
 
-from ..course.directory import read_course_config
+from ..course.directory import read_config_file, read_course_config
 
 # what a student's nbgrader commands need of each folder: (path under the exchange, access, why)
 NEEDS = [((), os.W_OK | os.X_OK, "every student command checks that it can write the exchange's root"),
@@ -33,7 +34,6 @@ BITS = {os.R_OK: stat.S_IROTH, os.W_OK: stat.S_IWOTH, os.X_OK: stat.S_IXOTH}
 
 def exchange_of(course: Path) -> tuple[Path, str]:
     """The exchange's root and the course id as the instructor's nbgrader reads them in ``course``."""
-    from nbgrader.exchange.default.exchange import Exchange
     config = read_course_config(course)
     root = config.Exchange.get("root") or Exchange.class_traits()["root"].default()
     return Path(root), config.CourseDirectory.get("course_id", "")
@@ -122,7 +122,7 @@ def students_config() -> tuple[Config, list[str]]:
         if os.path.realpath(folder) == mine or not os.path.isfile(os.path.join(folder, "nbgrader_config.py")):
             continue
         try:
-            merged.merge(PyFileConfigLoader("nbgrader_config.py", path=folder).load_config())
+            merged.merge(read_config_file(folder))
         except Exception:  # noqa: BLE001, S112  a file students' nbgrader would stop at too: named as not read
             continue
         read.append(os.path.join(folder, "nbgrader_config.py"))

@@ -95,8 +95,14 @@ _NBGRADER_MAIN = ("import sys, maxpool_grader; from nbgrader.apps.nbgraderapp im
 
 def read_course_config(course: Path):
     """The course's nbgrader_config.py as written (traitlets' Config): the one place the
-    package reads it."""
-    return PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
+    package reads it (and, with ``read_config_file``, a system-wide one)."""
+    return read_config_file(course)
+
+
+def read_config_file(folder: Path | str):
+    """The nbgrader_config.py of ``folder`` as written: the course's, or one of Jupyter's config
+    folders that every user's nbgrader reads (``doctor``'s look at the students' config)."""
+    return PyFileConfigLoader("nbgrader_config.py", path=str(folder)).load_config()
 
 
 def course_config(course: Path, db_url: str):
