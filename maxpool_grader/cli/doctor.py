@@ -211,7 +211,7 @@ def doctor(course: Path, db_url: str | None = None, as_json: bool = False, stude
         print(json.dumps([asdict(finding) for finding in found], indent=1))
     else:
         for finding in found:
-            mark = "ok  " if finding.holds else "FAIL"
+            mark = "ok  " if finding.holds else "FAIL" if finding.needed else "warn"  # warn: not a grading guarantee
             print(f"{mark} {finding.name:<10} {finding.seen}")
             if finding.fix and not finding.holds:
                 print(f"     {'':<10} fix: {finding.fix}")

@@ -108,8 +108,8 @@ def exchange_finding(course: Path, student: str | None = None) -> tuple[bool, st
         f"; {len(refused) - 1} more" if len(refused) > 1 else "")
     modes = {os.W_OK | os.X_OK: "1777" if path == root else "2733", os.R_OK | os.X_OK: "755", os.X_OK: "711",
              os.R_OK: "644"}
-    fix = (f"chmod {modes.get(access, '755')} {path} (and o+x on every folder above it), or run "
-           "nbgrader release_assignment again, which sets the exchange's modes; docs/operations.md#exchange")
+    fix = (f"chmod {modes.get(access, '755')} {path} (and o+x on every folder above it): the mode nbgrader gives "
+           "the folder when it makes it, and never again to one that exists (docs/operations.md#exchange)")
     return False, seen, fix
 
 
