@@ -7,6 +7,7 @@ and JupyterLab with only the students' extensions."""
 
 from __future__ import annotations
 
+import contextlib
 import getpass
 import json
 import os
@@ -291,9 +292,10 @@ def test_a_student_account_follows_the_students_page_with_only_the_system_wide_c
 INSTRUCTOR_PLUGINS = {f"@jupyter/nbgrader:{name}" for name in ("formgrader", "create-assignment", "course-list")}
 
 
-def lab_as_seen(tmp_path: Path, students: Path | None) -> dict:
-    """A real ``jupyter lab`` with (a student's) or without (the instructor's) the students'
-    config folder: the status of formgrader's and the course list's pages, and the plugins off."""
+@contextlib.contextmanager
+def running_lab(tmp_path: Path, students: Path | None):
+    """A real ``jupyter lab`` in ``tmp_path`` with (a student's) or without (the instructor's)
+    the students' config folder; yields (its URL, its token, ``status(path)``)."""
     token, port = secrets.token_hex(8), free_port()
     env = dict(os.environ, PATH=f"{BIN}:{os.environ.get('PATH', '')}", JUPYTER_CONFIG_DIR=str(tmp_path / "user"))
     env.pop("JUPYTER_CONFIG_PATH", None)
@@ -320,14 +322,21 @@ def lab_as_seen(tmp_path: Path, students: Path | None) -> dict:
             except OSError:
                 assert time.monotonic() < deadline and server.poll() is None, log.read_text()[-3000:]
                 time.sleep(0.3)
+        yield f"http://127.0.0.1:{port}", token, status
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def lab_as_seen(tmp_path: Path, students: Path | None) -> dict:
+    """What JupyterLab serves with or without the students' folder: the status of formgrader's
+    and the course list's pages and of the Assignment List's, and the plugins turned off."""
+    with running_lab(tmp_path, students) as (_, _, status):
         _, lab = status("/lab")
         page = json.loads(re.search(r'id="jupyter-config-data"[^>]*>(.*?)</script>', lab, re.S)[1])
         return {"formgrader": status("/formgrader")[0], "courses": status("/formgraders")[0],
                 "assignments": status("/assignments?course_id=max_pool_backward")[0],
                 "disabled": set(page["disabledExtensions"])}
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
 
 
 def test_students_get_the_assignment_list_and_the_instructor_formgrader_as_the_docs_set_it_up(tmp_path):
@@ -346,3 +355,27 @@ def test_students_get_the_assignment_list_and_the_instructor_formgrader_as_the_d
     assert student["assignments"] == instructor["assignments"] != 404, (student, instructor)  # the Assignment List's
     assert instructor["formgrader"] in (200, 302) and instructor["courses"] == 200, instructor
     assert not instructor["disabled"] & INSTRUCTOR_PLUGINS, instructor
+
+
+def test_opening_the_release_in_jupyterlab_rewrites_only_its_language_info(tmp_path, browser):
+    """The tab of a fetched notebook shows unsaved changes once its kernel starts: JupyterLab
+    writes the kernel's language_info (the release keeps its name only: the rest changes from
+    machine to machine). A save right after rewrites that and nothing else of the release
+    (docs/students.md#exchange)."""
+    from pages import offline_page
+    shutil.copy(ROOT / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", tmp_path / "fetched.ipynb")
+    before = nbformat.read(tmp_path / "fetched.ipynb", as_version=4)
+    with running_lab(tmp_path, None) as (base, token, _):
+        page = offline_page(browser)
+        page.goto(f"{base}/lab/workspaces/fresh/tree/fetched.ipynb?reset&token={token}")
+        page.wait_for_selector(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook", timeout=90_000)
+        page.wait_for_selector(".lm-TabBar-tab.jp-mod-dirty", timeout=60_000)  # the kernel connected
+        page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook").first.click()
+        page.keyboard.press("Control+s")
+        page.wait_for_selector(".lm-TabBar-tab.jp-mod-dirty", state="detached", timeout=30_000)
+        page.close()
+    after = nbformat.read(tmp_path / "fetched.ipynb", as_version=4)
+    assert after.metadata.language_info["name"] == before.metadata.language_info["name"] == "python"
+    assert after.metadata.language_info != before.metadata.language_info  # what made the tab dirty
+    after.metadata.language_info = before.metadata.language_info
+    assert after == before
