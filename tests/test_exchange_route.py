@@ -14,6 +14,7 @@ import os
 import re
 import secrets
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -304,7 +305,8 @@ def running_lab(tmp_path: Path, students: Path | None):
     log = tmp_path / f"lab-{port}.log"
     server = subprocess.Popen([str(BIN / "jupyter"), "lab", "--no-browser", f"--port={port}", "--ip=127.0.0.1",
                                f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={tmp_path}", "--allow-root"],
-                              env=env, stdout=open(log, "w"), stderr=subprocess.STDOUT)  # noqa: SIM115
+                              env=env, stdout=open(log, "w"), stderr=subprocess.STDOUT,  # noqa: SIM115
+                              start_new_session=True)
 
     def status(path: str) -> tuple[int, str]:
         request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", headers={"Authorization": f"token {token}"})
@@ -324,8 +326,12 @@ def running_lab(tmp_path: Path, students: Path | None):
                 time.sleep(0.3)
         yield f"http://127.0.0.1:{port}", token, status
     finally:
-        server.terminate()
-        server.wait(timeout=30)
+        server.terminate()  # the server shuts its kernels down first: slow on a busy machine
+        try:
+            server.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)  # its own session: the server and its kernels
+            server.wait(timeout=30)
 
 
 def lab_as_seen(tmp_path: Path, students: Path | None) -> dict:
@@ -370,9 +376,12 @@ def test_opening_the_release_in_jupyterlab_rewrites_only_its_language_info(tmp_p
         page.goto(f"{base}/lab/workspaces/fresh/tree/fetched.ipynb?reset&token={token}")
         page.wait_for_selector(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook", timeout=90_000)
         page.wait_for_selector(".lm-TabBar-tab.jp-mod-dirty", timeout=60_000)  # the kernel connected
-        page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook").first.click()
-        page.keyboard.press("Control+s")
-        page.wait_for_selector(".lm-TabBar-tab.jp-mod-dirty", state="detached", timeout=30_000)
+        deadline = time.monotonic() + 60
+        while nbformat.read(tmp_path / "fetched.ipynb", as_version=4) == before:  # saved once it differs
+            assert time.monotonic() < deadline, "JupyterLab did not save the notebook"
+            page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook").first.click()
+            page.keyboard.press("Control+s")
+            time.sleep(2)
         page.close()
     after = nbformat.read(tmp_path / "fetched.ipynb", as_version=4)
     assert after.metadata.language_info["name"] == before.metadata.language_info["name"] == "python"
