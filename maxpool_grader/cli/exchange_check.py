@@ -92,7 +92,11 @@ def exchange_finding(course: Path, student: str | None = None) -> tuple[bool, st
     folders = _folders(root, course_id)
     checks = [(path, access) for path, access, _ in folders]
     if os.geteuid() == 0:
-        user = pwd.getpwnam(student or "nobody")
+        try:
+            user = pwd.getpwnam(student or "nobody")
+        except KeyError:
+            return False, f"not checked: this machine has no user {student or 'nobody'!r}", \
+                "pass --student with the account name of a student of this machine"
         results = _as_user(user, checks, with_groups=student is not None)
         how = f"checked as {user.pw_name} (uid {user.pw_uid}{', their groups' if student else ', no groups'})"
     else:
