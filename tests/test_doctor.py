@@ -106,6 +106,8 @@ def test_doctor_checks_the_exchange_as_a_student_and_names_the_folder_and_its_fi
             user_account("maxpool-s-doctor")
             found = exchange_line(*options)
             assert found["holds"] and who in found["seen"] and not found["needed"], found
+        unknown = exchange_line("--student", "maxpool-no-such-user")
+        assert not unknown["holds"] and "this machine has no user 'maxpool-no-such-user'" in unknown["seen"], unknown
         by_bits = exchange_line(as_root=False)
         assert by_bits["holds"] and "checked by the permission bits for other users" in by_bits["seen"], by_bits
 
