@@ -417,3 +417,33 @@ def test_chromium_reads_the_model_answer_s_i_star_j_star(tmp_path, browser):
     text = shown_text(answer.inner_text())
     assert text.count("(i*,j*)") >= 2 and "(i,j)=(i*,j*)" in text, text
     page.close()
+
+
+STYLED = r"The mask $\mathbb{1}[x_{ij} = m]$ of $x \in \mathbb{R}^n$, a vector $\mathbf{v}$, a loss $\mathcal{L}$."
+
+
+def test_a_double_struck_one_is_shown_double_struck():
+    """MathML in browsers ignores ``mathvariant="double-struck"``: a student's ``\\mathbb{1}``
+    read as a plain 1. It is Unicode's double-struck digit (and ``\\mathbb{R}`` its ℝ, bold and
+    script letters theirs), with no mathvariant left for a browser to drop."""
+    nb = nbformat.v4.new_notebook(cells=[new_markdown_cell(MARKER), new_markdown_cell(STYLED)])
+    answer = BeautifulSoup(feedback_page(nb), "html.parser").select("#notebook-container .text_cell_render")[-1]
+    tokens = [(token.name, token.get_text()) for token in answer.find_all(["mi", "mn"])]
+    assert ("mn", "\U0001D7D9") in tokens and ("mi", "\u211D") in tokens, tokens  # 𝟙, ℝ
+    assert ("mi", "\U0001D42F") in tokens and ("mi", "\u2112") in tokens, tokens  # 𝐯, ℒ
+    assert not answer.find_all(attrs={"mathvariant": True}), answer
+    assert [formula["alttext"] for formula in answer.find_all("math")][0] == r"\mathbb{1}[x_{ij} = m]"
+
+
+@pytest.mark.integration
+def test_chromium_shows_a_double_struck_one(tmp_path, browser):
+    from pages import offline_page
+    nb = nbformat.v4.new_notebook(cells=[new_markdown_cell(MARKER), new_markdown_cell(STYLED)])
+    path = tmp_path / "styled.html"
+    path.write_text(feedback_page(nb))
+    page = offline_page(browser)
+    page.goto(path.as_uri())
+    page.wait_for_load_state("load")
+    text = page.locator("#notebook-container .text_cell_render").last.inner_text()
+    assert "\U0001D7D9" in text and "\u211D" in text, text  # what the student reads: 𝟙 and ℝ, not 1 and R
+    page.close()

@@ -302,3 +302,15 @@ def test_the_release_prose_stays_short():
     words = sum(len(re.sub(r"!\[[^\]]*\]", "", cell.source).split()) for cell in release.cells
                 if cell.cell_type == "markdown")
     assert words < 700, f"the release's prose has {words} words; keep it under about 700"
+
+
+def test_the_intro_sends_part_a_to_the_answer_cell_below_its_question():
+    """The intro once said Part A is "on paper", while its question asks for the derivation in
+    the next cell (the one graded by hand): it says where the answer goes."""
+    release = nbformat.read(RELEASE_NOTEBOOK, as_version=4)
+    ids = [cell.get("id") for cell in release.cells]
+    intro = release.cells[ids.index("intro")]
+    assert "paper" not in intro.source
+    assert "answered in the cell under its question" in flat(intro.source)
+    answer = release.cells[ids.index("part-a-question") + 1]
+    assert answer.metadata.nbgrader.get("grade") and answer.cell_type == "markdown", answer.metadata

@@ -8,6 +8,7 @@ import base64
 import hashlib
 import re
 
+import pytest
 from bs4 import BeautifulSoup
 from markupsafe import Markup
 
@@ -90,3 +91,34 @@ def test_the_brief_page_shows_a_mistake_s_code_as_code_and_escapes_the_rest():
     soup = BeautifulSoup(page, "html.parser")
     assert [code.get_text() for code in soup.find_all("code")] == ["dx[...] = <b>"]
     assert soup.find("b") is None and "`" not in soup.get_text()
+
+
+def test_a_refusal_names_what_the_student_did_an_upload_or_a_submit(tmp_path):
+    """Over the attempt limits, or too large: an upload of the web page "was not kept", while a
+    Submit through the exchange (which stays in its inbound folder) was not graded and is not
+    counted, and is to be submitted again, not uploaded."""
+    import time
+
+    from maxpool_grader.serve.policy import Policy, Refused, Serve
+    from maxpool_grader.serve.queue import Queue
+    queue = Queue(tmp_path / "queue")
+    policy = Policy(Serve(deadline="2099-01-01 00:00", attempts_per_hour=1), course=tmp_path, db_url="sqlite://",
+                    assignment="max_pool_backward", queue=queue, on_queued=lambda: None)
+    queue.add("ada", "max_pool_backward", "exchange", b"{}", received=time.time() - 60)
+    said = {}
+    for way in ("web", "exchange"):
+        try:
+            policy.admit("ada", way=way)
+        except Refused as refusal:
+            said[way] = str(refusal)
+    assert said["web"].endswith("This upload was not kept."), said
+    assert said["exchange"].endswith("This submission was not graded and does not count as an attempt: Submit "
+                                     "again at that time."), said
+    assert "upload" not in said["exchange"].lower(), said
+    assert str(policy.too_large(3 << 20, way="web")).endswith("and upload it again.")
+    exchange = str(policy.too_large(3 << 20, way="exchange"))
+    assert exchange.endswith("and save it and Submit again.") and "upload" not in exchange, exchange
+    with pytest.raises(Refused) as refusal:
+        policy.check_notebook(b"not json", way="exchange")
+    assert str(refusal.value) == ("This is not a Jupyter notebook (.ipynb): submit the notebook file of the "
+                                  "assignment, max_pool_backward.ipynb.")

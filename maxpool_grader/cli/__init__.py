@@ -6,6 +6,7 @@
   package;
 * ``doctor``: which guarantees hold on this machine for this user;
 * ``add_to_course``: ``add-to-course``'s options and what it prints;
+* ``exchange_check``: ``doctor``'s look at the exchange, and the students' config, from a student's side;
 * ``settings_doc``: docs/settings.md made from the settings' declarations.
 
 May import: every package before it.

@@ -9,7 +9,8 @@ run here gets (tests/test_doctor.py runs it as root and as a normal user and com
 also says whether the course's nbgrader_config.py names the exercise and leaves none of its
 plugins out (a course the exercise was added to: tests/test_add_to_course.py), whether git
 tracks, or would offer for the next commit, a file that grants access (a student's link, the
-service's secret, a private key), or whether one is readable by others.
+service's secret, a private key), or whether one is readable by others, and whether students
+reach the exchange and are told where it is (cli/exchange_check.py).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from ..glue.thisexercise import exercise_notebooks
 from ..names import ASSIGNMENT
 from ..sandbox import box, cgroups, seccomp
 from ..serve.signin import ACCESS_FILES
+from .exchange_check import exchange_finding, students_config_finding
 
 
 @dataclass(frozen=True)
@@ -236,9 +238,18 @@ def _secrets(course: Path) -> Guarantee:
                                     "way or readable by others")
 
 
-def guarantees(course: Path, db_url: str | None = None) -> list[Guarantee]:
+def _exchange(course: Path, student: str | None) -> list[Guarantee]:
+    """The exchange and the students' config, as a student's nbgrader meets them: what they say
+    changes no grading guarantee (a course on one machine needs neither), so never the exit status."""
+    if not (course / "nbgrader_config.py").is_file():
+        return [Guarantee("exchange", True, f"not checked: {course} is no course (pass --course-dir)", needed=False)]
+    return [Guarantee("exchange", *exchange_finding(course, student), needed=False),
+            Guarantee("students", *students_config_finding(course), needed=False)]
+
+
+def guarantees(course: Path, db_url: str | None = None, student: str | None = None) -> list[Guarantee]:
     return [*_sandbox(), _cgroup(), _cpu_share(), _seccomp(), _user(), _gradebook(course, db_url), _patches(),
-            _exercise(course), _control(course, db_url), _secrets(course)]
+            _exercise(course), *_exchange(course, student), _control(course, db_url), _secrets(course)]
 
 
 def summary(found: list[Guarantee]) -> str:
@@ -249,14 +260,14 @@ def summary(found: list[Guarantee]) -> str:
     return f"Student code sandboxed: {sandboxed}. Memory and process caps: {caps}. CPU share per submission: {cpu}."
 
 
-def doctor(course: Path, db_url: str | None = None, as_json: bool = False) -> int:
+def doctor(course: Path, db_url: str | None = None, as_json: bool = False, student: str | None = None) -> int:
     """Print the findings; 0 when every needed one holds, else 1."""
-    found = guarantees(course, db_url)
+    found = guarantees(course, db_url, student)
     if as_json:
         print(json.dumps([asdict(finding) for finding in found], indent=1))
     else:
         for finding in found:
-            mark = "ok  " if finding.holds else "FAIL"
+            mark = "ok  " if finding.holds else "FAIL" if finding.needed else "warn"  # warn: not a grading guarantee
             print(f"{mark} {finding.name:<10} {finding.seen}")
             if finding.fix and not finding.holds:
                 print(f"     {'':<10} fix: {finding.fix}")

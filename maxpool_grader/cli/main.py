@@ -10,7 +10,7 @@
 * ``lti-config`` prints what an LMS's administrator registers the tool with; ``roster
   --from-lti`` reads the roster from the LMS (serve/lti.py, serve/lti_roster.py).
 * ``cluster-certs`` writes the certificates of a course's Dask cluster (tls.py).
-* ``doctor`` says which grading guarantees hold on this machine (cli/doctor.py).
+* ``doctor`` says which grading guarantees hold here, and whether students reach the exchange (cli/doctor.py).
 * ``check`` checks the source notebook against the grader; ``--fix`` fixes what it can and
   refreshes the release, the sample class and its graded copies (authoring/check.py).
 * ``add-to-course`` puts the exercise into another nbgrader course (cli/add_to_course.py).
@@ -45,9 +45,9 @@ COLLECT_EXIT = ("Exit status: 0 when every file of the zip is in submitted/ or l
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="maxpool-grader", description="The instructor's commands of the "
-                                     "max_pool_backward nbgrader course: grade a class, bring its files in from an "
-                                     "LMS and its grades back out.")
+    parser = argparse.ArgumentParser(prog="maxpool-grader", description="The instructor's commands of the max_pool_"
+                                     "backward nbgrader course: grade a class, bring its files in from an LMS and "
+                                     "its grades back out.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     commands = _Commands(parser.add_subparsers(dest="command", required=True, metavar="COMMAND"))
     grading = commands.add_parser("grade", help="regenerate the release if the source changed, autograde new or "
@@ -89,12 +89,12 @@ def _parser() -> argparse.ArgumentParser:
     certs = commands.add_parser("cluster-certs", help="write a Dask cluster's TLS certificates: ca.pem, and "
                                                       "<role>.pem + <role>-key.pem for scheduler, worker, client")
     certs.add_argument("dir", type=Path, help="the folder to write them to (a new one)")
-    certs.add_argument("--days", type=int, default=tls.DAYS,
-                       help=f"how long they are valid (default {tls.DAYS})")
+    certs.add_argument("--days", type=int, default=tls.DAYS, help=f"how long they are valid (default {tls.DAYS})")
     checkup = commands.add_parser("doctor", help="check which grading guarantees hold on this machine for this "
-                                                 "user and course (sandbox, cgroup caps, gradebook, nbgrader "
-                                                 "versions, the exercise's plugins), each with the step that fixes it")
+                                                 "user and course, and whether students reach the exchange, each "
+                                                 "with its fix")
     checkup.add_argument("--json", action="store_true", help="print the findings as JSON")
+    checkup.add_argument("--student", metavar="USER", help="as root: check the exchange as this user, with groups")
     checking = commands.add_parser("check", help="check the source notebook against the grader (hidden cells, "
                                    "points, solution, model answer, leaks, outputs): each problem, its cell and fix")
     checking.add_argument("--fix", action="store_true", help="fix what can be fixed from the grader, then regenerate "
@@ -178,7 +178,7 @@ EXAMPLES = {  # shown under each command's --help
                     "maxpool-grader collect-lms moodle.zip --lms moodle-folders --zip-timezone Europe/Berlin"],
     "export-lms": ["maxpool-grader export-lms --canvas-column 'Max pooling (12345)'"],
     "cluster-certs": ["maxpool-grader cluster-certs certs/ --days 120"],
-    "doctor": ["maxpool-grader doctor", "maxpool-grader doctor --db postgresql://grader@db/course --json"],
+    "doctor": ["maxpool-grader doctor", "maxpool-grader doctor --db postgresql://grader@db/course --json",],
     "serve": ["maxpool-grader serve                         # exchange + http://127.0.0.1:8765/",
               "maxpool-grader serve --base-url https://grader.example.edu/ --secure-cookies   # behind TLS",
               "maxpool-grader serve --no-web --workers 4         # on JupyterHub: the exchange only",
@@ -237,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command in ("cluster-certs", "add-to-course"):  # no course of their own: each writes elsewhere
         return (cluster_certs if args.command == "cluster-certs" else add_to_course.add_to_course)(args, parser)
     if args.command == "doctor":
-        return doctor(args.course_dir, args.db, as_json=args.json)
+        return doctor(args.course_dir, args.db, as_json=args.json, student=args.student)
     if not (args.course_dir / "nbgrader_config.py").is_file():
         parser.error(f"{args.course_dir.resolve()} has no nbgrader_config.py: "
                      "run this in the course directory or pass --course-dir")

@@ -107,6 +107,12 @@ def read_course_config(course: Path, text: str | None = None):
     return loader.config
 
 
+def read_config_file(folder: Path | str):
+    """The nbgrader_config.py of ``folder`` as written: the course's, or one of Jupyter's config
+    folders that every user's nbgrader reads (``doctor``'s look at the students' config)."""
+    return PyFileConfigLoader("nbgrader_config.py", path=str(folder)).load_config()
+
+
 def course_config(course: Path, db_url: str):
     """The course's nbgrader_config.py, as the grading workers load it, rooted in ``course``
     with ``db_url`` as its gradebook."""

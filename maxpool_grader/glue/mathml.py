@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import html
 import re
+import unicodedata
 import uuid
 from dataclasses import dataclass
 from functools import lru_cache
@@ -87,6 +88,41 @@ WIDE_FORMULA = 24
 _TOKEN_TEXT = re.compile(r"<(mi|mn|mo|mtext|ms)\b[^>]*>([^<]*)</\1>")
 
 
+# Browsers' MathML (MathML Core) ignores every mathvariant but "normal": \mathbb{1} showed a plain
+# 1. These variants are written as Unicode's mathematical letters and digits instead, which every
+# browser shows as written (name prefixes in Unicode's character names: the letters Unicode had
+# before, as "ℝ", under the second).
+_VARIANTS = {"double-struck": ("MATHEMATICAL DOUBLE-STRUCK", "DOUBLE-STRUCK"), "bold": ("MATHEMATICAL BOLD", None),
+             "fraktur": ("MATHEMATICAL FRAKTUR", "BLACK-LETTER"), "script": ("MATHEMATICAL SCRIPT", "SCRIPT")}
+
+
+_VARIANT_TOKEN = re.compile(r'<(mi|mn|mo|mtext)\b([^>]*?) mathvariant="(%s)"([^>]*)>([^<]*)</\1>' % "|".join(_VARIANTS))
+
+
+def _styled(character: str, variant: str) -> str:
+    """``character`` as the mathematical letter or digit of ``variant`` (itself when there is none)."""
+    try:
+        name = unicodedata.name(character)
+    except ValueError:
+        return character
+    name = name.replace("LATIN ", "").replace(" LETTER", "")
+    for prefix in _VARIANTS[variant]:
+        if prefix and name.startswith(("CAPITAL ", "SMALL ", "DIGIT ")):
+            try:
+                return unicodedata.lookup(f"{prefix} {name}")
+            except KeyError:
+                continue
+    return character
+
+
+def _unicode_variants(mathml: str) -> str:
+    def one(match: re.Match) -> str:
+        tag, before, variant, after, text = match.groups()
+        styled = html.escape("".join(_styled(character, variant) for character in html.unescape(text)), quote=False)
+        return f"<{tag}{before}{after}>{styled}</{tag}>"
+    return _VARIANT_TOKEN.sub(one, mathml)
+
+
 @lru_cache(maxsize=4096)
 def formula_to_mathml(latex: str, display: bool) -> str | None:
     """latex2mathml's MathML of one formula, sanitized, on one line, with its LaTeX as written as
@@ -100,7 +136,7 @@ def formula_to_mathml(latex: str, display: bool) -> str | None:
         return None
     if _COMMAND_AS_TEXT.search(mathml):
         return None
-    mathml = clean_mathml(mathml).replace("\n", " ")  # \text{<img ...>} and \href stay inert
+    mathml = _unicode_variants(clean_mathml(mathml).replace("\n", " "))  # \text{<img ...>} and \href stay inert
     symbols = sum(len(html.unescape(match[2]).strip()) for match in _TOKEN_TEXT.finditer(mathml))
     wide = ' tabindex="0"' if symbols > WIDE_FORMULA else ""
     return mathml.replace("<math ", f'<math alttext="{html.escape(latex.strip(), quote=True)}"{wide} ', 1)

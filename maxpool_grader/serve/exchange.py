@@ -81,9 +81,9 @@ class ExchangeWatcher:
             if not self.policy.is_student(student):
                 raise Refused(NOT_ON_ROSTER, 403)
             if isinstance(content, TooLarge):
-                raise self.policy.too_large(content.size)
-            content = self.policy.check_notebook(content)
-            self.policy.admit(student)
+                raise self.policy.too_large(content.size, way="exchange")
+            content = self.policy.check_notebook(content, way="exchange")
+            self.policy.admit(student, way="exchange")
         except Refused as refusal:
             self.queue.add(student, self.assignment, "exchange", None, status="refused", message=str(refusal),
                            source=name)

@@ -148,8 +148,9 @@ class Policy:
         """What the feedback shows now: the policy's level before the deadline, 'reports' after it."""
         return self.level() if self.open_now() else "reports"
 
-    def admit(self, student: str, now: float | None = None) -> None:
-        """Refuse (``Refused``) an attempt the policy does not allow now."""
+    def admit(self, student: str, now: float | None = None, way: str = "web") -> None:
+        """Refuse (``Refused``) an attempt the policy does not allow now; ``way`` is how it came
+        (an upload of the web page, or a Submit through the exchange), which the refusal names."""
         now = time.time() if now is None else now
         deadline = self.deadline()
         if deadline is not None and now > deadline.timestamp():
@@ -161,29 +162,31 @@ class Policy:
             if len(used) >= limit:
                 possible = used[len(used) - limit] + window
                 raise Refused(f"You have used your {limit} graded attempts of the last {span}. Your next attempt is "
-                              f"possible at {when_text(possible)} (in {_minutes(possible - now)}). This upload was not "
-                              "kept.", 429)
+                              f"possible at {when_text(possible)} (in {_minutes(possible - now)}). {NOT_TAKEN[way]}",
+                              429)
 
-    def too_large(self, size: int) -> Refused:
+    def too_large(self, size: int, way: str = "web") -> Refused:
         """The refusal of a file of ``size`` bytes (its real size: the web way's Content-Length,
         the exchange's file size), above ``max_upload``."""
+        again = "upload it again" if way == "web" else "save it and Submit again"
         return Refused(f"The file is too large ({size_text(size)}; the limit is {self.settings.max_upload} KiB). "
-                       "Clear your outputs (Kernel > Restart Kernel and Clear Outputs of All Cells) and upload it "
-                       "again.", 413)
+                       f"Clear your outputs (Kernel > Restart Kernel and Clear Outputs of All Cells) and {again}.",
+                       413)
 
     def refuse(self, student: str, refusal: Refused, way: str = "web") -> Refused:
         """Record a refusal for the instructor's view; returns it, to be raised."""
         self.queue.add(student, self.assignment, way, None, status="refused", message=str(refusal))
         return refusal
 
-    def check_notebook(self, content: bytes) -> bytes:
+    def check_notebook(self, content: bytes, way: str = "web") -> bytes:
         """Refuse what is not this assignment's notebook, or too large; return the notebook to
         grade: as it came, or one of nbformat 3 converted to 4, as Jupyter converts it when it
         opens one (graded, and counted, like any other). A file that nbformat cannot read, or
         whose cells are not cells, is refused, and not counted, however it names its cells."""
         if len(content) > self.settings.max_upload * 1024:
-            raise self.too_large(len(content))
-        not_a_notebook = Refused("This is not a Jupyter notebook (.ipynb): upload the notebook file of the "
+            raise self.too_large(len(content), way)
+        send = "upload" if way == "web" else "submit"
+        not_a_notebook = Refused(f"This is not a Jupyter notebook (.ipynb): {send} the notebook file of the "
                                  f"assignment, {self.assignment}.ipynb.", 400)
         try:
             text = content.decode("utf-8")
@@ -196,7 +199,7 @@ class Policy:
         if count > self.settings.max_cells:  # before the format is checked: counting is quick
             raise Refused(f"Your notebook has {count} cells; the service takes at most {self.settings.max_cells} "
                           "(the assignment has about 20). Delete the cells you added for trying things out, "
-                          "or merge them, and upload it again.", 413)
+                          f"or merge them, and {send} it again.", 413)
         try:
             with warnings.catch_warnings():  # nbformat's warnings of a student's file: not the service's to print
                 warnings.simplefilter("ignore")
@@ -208,7 +211,7 @@ class Policy:
         ids = {cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") for cell in notebook.cells}
         if SOLUTION_CELL not in ids:
             raise Refused(f"This notebook is not the {self.assignment} assignment (its cell "
-                          f"'{SOLUTION_CELL}' is missing): upload {self.assignment}.ipynb as you fetched it, "
+                          f"'{SOLUTION_CELL}' is missing): {send} {self.assignment}.ipynb as you fetched it, "
                           "with your answers.", 400)
         if raw.get("nbformat") == 4:
             return content
@@ -227,6 +230,12 @@ class Policy:
         attempt_id = self.queue.add(student, self.assignment, way, content)
         self.on_queued()
         return attempt_id
+
+
+# The end of a refusal over the attempt limits, said of what the student did: an upload of the
+# web page is dropped; a Submit stays in the exchange but is neither graded nor counted.
+NOT_TAKEN = {"web": "This upload was not kept.",
+             "exchange": "This submission was not graded and does not count as an attempt: Submit again at that time."}
 
 
 class _Everyone:
