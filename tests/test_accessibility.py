@@ -251,7 +251,8 @@ def test_a_low_contrast_colour_put_back_is_reported(service, browser):
     page.evaluate("() => document.querySelectorAll('li').forEach(item => { item.style.color = '#aaaaaa'; })")
     violations = axe_violations(page)
     assert [violation["id"] for violation in violations] == ["color-contrast"]
-    assert len(violations[0]["nodes"]) == page.locator("li").count()
+    # every item, and the marked text in one (the attempt that counts): each element with its own text
+    assert page.locator("li").count() <= len(violations[0]["nodes"]) <= page.locator("li, li *").count()
     with pytest.raises(AssertionError) as failed:
         assert_accessible(page, "the home page in light grey")
     assert "color-contrast" in str(failed.value) and "dequeuniversity.com/rules/axe" in str(failed.value)

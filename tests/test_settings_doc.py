@@ -116,5 +116,6 @@ def test_a_cap_edited_in_the_course_config_reaches_the_graded_notebooks_notes(tm
     nb.metadata.kernelspec = {"name": "python3", "display_name": "Python 3", "language": "python"}
     resources = {"metadata": {"path": str(tmp_path)},
                  "nbgrader": {"assignment": "max_pool_backward", "notebook": "max_pool_backward"}}
+    nb, resources = OutOfProcessVerdicts(config=config).preprocess(nb, resources)  # the pipeline's order
     nb, _ = SafeExecute(config=config).preprocess(nb, resources)
     assert "printed more than 1 KiB" in nb.cells[0].source, nb.cells[0]

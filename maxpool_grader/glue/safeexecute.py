@@ -88,7 +88,7 @@ class SafeExecute(Execute):
         if self._plain:  # the instructor's choice for other assignments: nbgrader's own kernel
             self.kernel_manager_class = AsyncKernelManager
             return super().preprocess(nb, resources, km)
-        if "verdicts" not in ours:  # the tests' verdicts would be missing: everyone would score 0
+        if self._ours and "verdicts" not in ours:  # the exercise's verdicts missing: everyone would score 0
             forget_new_submission(resources)
             raise GraderFault(PLUGINS_OUT_OF_ORDER)
         self._pending: Future | None = ours.get("verdicts")
