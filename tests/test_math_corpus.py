@@ -403,15 +403,21 @@ def test_the_grader_reads_part_a_s_stars_in_formgrader(grading_page_cells, feedb
     page.close()
 
 
-@pytest.mark.integration
-def test_chromium_reads_the_model_answer_s_i_star_j_star(tmp_path, browser):
+def _in_chromium(tmp_path, browser, markdown: str):
+    """The feedback page of a notebook with ``markdown`` as its last cell, open in Chromium."""
     from pages import offline_page
-    nb = nbformat.v4.new_notebook(cells=[new_markdown_cell(MARKER), new_markdown_cell(MODEL_ANSWER)])
-    path = tmp_path / "model_answer.html"
+    nb = nbformat.v4.new_notebook(cells=[new_markdown_cell(MARKER), new_markdown_cell(markdown)])
+    path = tmp_path / "page.html"
     path.write_text(feedback_page(nb))
     page = offline_page(browser)
     page.goto(path.as_uri())
     page.wait_for_load_state("load")
+    return page
+
+
+@pytest.mark.integration
+def test_chromium_reads_the_model_answer_s_i_star_j_star(tmp_path, browser):
+    page = _in_chromium(tmp_path, browser, MODEL_ANSWER)
     answer = page.locator("#notebook-container .text_cell_render").last
     assert answer.locator("math").count() >= 10
     text = shown_text(answer.inner_text())
@@ -437,13 +443,7 @@ def test_a_double_struck_one_is_shown_double_struck():
 
 @pytest.mark.integration
 def test_chromium_shows_a_double_struck_one(tmp_path, browser):
-    from pages import offline_page
-    nb = nbformat.v4.new_notebook(cells=[new_markdown_cell(MARKER), new_markdown_cell(STYLED)])
-    path = tmp_path / "styled.html"
-    path.write_text(feedback_page(nb))
-    page = offline_page(browser)
-    page.goto(path.as_uri())
-    page.wait_for_load_state("load")
+    page = _in_chromium(tmp_path, browser, STYLED)
     text = page.locator("#notebook-container .text_cell_render").last.inner_text()
     assert "\U0001D7D9" in text and "\u211D" in text, text  # what the student reads: 𝟙 and ℝ, not 1 and R
     page.close()
