@@ -289,6 +289,7 @@ def test_the_course_s_own_roles_decide_with_canvas_s_and_moodle_s_role_sets(serv
 @INTEGRATION
 def test_a_student_launches_uploads_and_the_score_reaches_the_lms(service, platform, browser):
     from pages import offline_page
+    from playwright.sync_api import expect
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     page = offline_page(browser, context)
     page.goto(platform.launch_url(ANA))
@@ -304,9 +305,11 @@ def test_a_student_launches_uploads_and_the_score_reaches_the_lms(service, platf
     page.keyboard.press("Enter")
     page.wait_for_url(re.compile(r".*/attempt/\d+$"))
     service.running.wait_idle()
-    page.reload()
-    page.wait_for_url(re.compile(r".*/attempt/\d+(/feedback)?$"))
-    assert "max_pool_backward" in page.content()
+    # The waiting page's own script opens the result when it is ready: wait for that navigation
+    # (a reload here raced it, and reading the page mid-navigation failed)
+    page.wait_for_url(re.compile(r".*/attempt/\d+/feedback$"))
+    page.wait_for_load_state("load")
+    expect(page.locator("body")).to_contain_text("max_pool_backward")
     context.close()
     score = wait_for(lambda: platform.gradebook().get(ANA))
     graded = [row for row in service.running.attempts() if row["status"] == "graded"][-1]
