@@ -33,7 +33,7 @@ from ..glue.deadline import NOT_ANSWERED, NOT_GRADED
 from ..glue.feedbacksummary import inline_code
 from .lti_store import described
 from .policy import when_text
-from .standing import WHY, counting, policy_lines
+from .standing import WHY, counting, counting_of_each, part_b, policy_lines
 
 if TYPE_CHECKING:
     from .service import Service
@@ -95,9 +95,7 @@ def status_text(attempt) -> str:
     if attempt.status == "graded":
         waiting = part_a_waits(attempt.result)
         if waiting:  # Part B's points alone: an ungraded Part A is never a 0
-            automatic = [test for test in attempt.result.get("tests", []) if not test["manual"]]
-            return (f"graded: Part B {sum(test['score'] for test in automatic):g} of "
-                    f"{sum(test['points'] for test in automatic):g}; Part A {waiting}")
+            return "graded: Part B {:g} of {:g}; Part A {}".format(*part_b(attempt.result), waiting)
         return f"graded: {attempt.result.get('score', 0):g} of {attempt.result.get('max_score', 0):g}"
     if attempt.status in ("refused", "failed", "superseded", "forged"):
         return f"{attempt.status}: {attempt.message}"
@@ -153,11 +151,10 @@ def brief(result: dict, level: str) -> Markup:
     """The feedback before the deadline at 'scores' or 'mistakes': our own titles and numbers,
     nothing from the student's notebook."""
     tests = result.get("tests", [])
-    automatic = [test for test in tests if not test["manual"]]
+    scored, possible = part_b(result)
     return Markup(_PAGES.get_template("brief.html.j2").render(
         tests=[_shown(test, level) for test in tests], level=LEVEL_TEXT[level], standing=result.get("standing", []),
-        scored=f"{sum(test['score'] for test in automatic):g}",
-        possible=f"{sum(test['points'] for test in automatic):g}"))
+        scored=f"{scored:g}", possible=f"{possible:g}"))
 
 
 def standalone_page(title: str, **context) -> str:
@@ -205,10 +202,7 @@ def instructor_view(service: Service) -> dict:
     attempts per student, refusals and failures, events (the template's context)."""
     attempts = service.queue.all()
     now = time.time()
-    latest = {}  # each student's attempt that counts (serve/standing.py)
-    for attempt in sorted((a for a in attempts if a.status == "graded" and a.result.get("counts", True)),
-                          key=lambda a: a.id):
-        latest[attempt.student] = attempt
+    latest = counting_of_each(attempts)  # each student's attempt that counts (serve/standing.py)
     tests: dict[str, list] = {}
     mistakes: Counter = Counter()
     for attempt in latest.values():

@@ -35,6 +35,7 @@ from .lti import SCOPES, Lti, ServiceConnector, missing, timed_session, tool_con
 from .lti_store import LaunchStore, records
 from .outbox import Outbox, Score
 from .pages import final_feedback
+from .standing import part_b
 
 AGS_SCOPES = [scope for scope in SCOPES if "lti-ags" in scope]
 SCAN_EVERY = 3.0  # seconds between looks for a released final feedback
@@ -70,12 +71,10 @@ class Passback:
         sub = self.sub_of(student)
         if sub is None:
             return
-        tests = result.get("tests", [])
-        part_b = sum(test["score"] for test in tests if not test["manual"])
-        waiting = any(test["manual"] for test in tests)
-        self.outbox.add(student, sub, f"attempt:{attempt_id}", max(0.0, part_b - result.get("late_penalty", 0.0)),
-                        result.get("max_score", 0.0), progress="PendingManual" if waiting else "FullyGraded",
-                        activity="Submitted")
+        waiting = any(test["manual"] for test in result.get("tests", []))
+        score = max(0.0, part_b(result)[0] - result.get("late_penalty", 0.0))
+        self.outbox.add(student, sub, f"attempt:{attempt_id}", score, result.get("max_score", 0.0),
+                        progress="PendingManual" if waiting else "FullyGraded", activity="Submitted")
 
     def scan_released(self) -> int:
         """Each released final feedback not yet scored, into the outbox; how many."""

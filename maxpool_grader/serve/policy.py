@@ -156,14 +156,19 @@ class Policy:
         if deadline is not None and now > deadline.timestamp():
             raise Refused(f"The deadline has passed ({when_text(deadline.timestamp())}): no more submissions are "
                           "taken. Your feedback pages say which of your attempts counts.", 403)
+        for _made, limit, span, possible in self.usage(student, now):
+            if possible is not None:
+                minutes = max(1, int(-(-(possible - now) // 60)))
+                raise Refused(f"You have used your {limit} graded attempts of the last {span}. Your next attempt is "
+                              f"possible at {when_text(possible)} (in {minutes} minute{'s' if minutes != 1 else ''}). "
+                              f"{NOT_TAKEN[way]}", 429)
+
+    def usage(self, student: str, now: float):
+        """Per limit: (attempts counted in it at ``now``, the limit, its span, when the next is possible or None)."""
         for limit, window, span in ((self.settings.attempts_per_hour, 3600, "hour"),
                                     (self.settings.attempts_per_day, 86400, "24 hours")):
             used = self.queue.counted_since(student, now - window)
-            if len(used) >= limit:
-                possible = used[len(used) - limit] + window
-                raise Refused(f"You have used your {limit} graded attempts of the last {span}. Your next attempt is "
-                              f"possible at {when_text(possible)} (in {_minutes(possible - now)}). {NOT_TAKEN[way]}",
-                              429)
+            yield len(used), limit, span, (used[len(used) - limit] + window if len(used) >= limit else None)
 
     def too_large(self, size: int, way: str = "web") -> Refused:
         """The refusal of a file of ``size`` bytes (its real size: the web way's Content-Length,
@@ -290,9 +295,3 @@ def _check_cells(cells) -> None:
 
 def _first_line(problem: Exception) -> str:
     return (str(problem).strip().splitlines() or [type(problem).__name__])[0][:200]
-
-
-def _minutes(seconds: float) -> str:
-    minutes = max(1, int(-(-seconds // 60)))
-    return f"{minutes} minute{'s' if minutes != 1 else ''}"
-

@@ -46,7 +46,7 @@ from .passback import enable_lti
 from .policy import NOT_ON_ROSTER, SERVE_DIR, Policy, Serve, load_settings
 from .queue import Attempt, Queue
 from .signin import SignIn
-from .standing import standing_of
+from .standing import counted, standing_of
 
 
 class CannotServe(Exception):
@@ -169,7 +169,7 @@ class Service:
                 exchange.release_graded(attempt.id, bool(result.get("released")),
                                         lambda: brief_page(attempt.assignment, result, self.policy.feedback_level()))
             self.queue.finish(attempt.id, "graded", result=result)
-            if self.passback is not None and result.get("counts", True):  # its score, to the LMS's gradebook
+            if self.passback is not None and counted(result):  # its score, to the LMS's gradebook
                 self.passback.graded(attempt.student, attempt.id, result)
             say(f"serve: graded {attempt.student} (attempt {attempt.id}): {result['score']:g} of "
                 f"{result['max_score']:g} in {result.get('seconds', 0):.1f} s")

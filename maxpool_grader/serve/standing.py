@@ -33,11 +33,25 @@ def part_b(result: dict) -> tuple[float, float]:
     return sum(test["score"] for test in automatic), sum(test["points"] for test in automatic)
 
 
+def counted(result: dict) -> bool:
+    """Whether a graded attempt's ``result`` was kept as the one that counts when it was graded
+    (its grading was not put back; an attempt graded before the rule was recorded counted)."""
+    return result.get("counts", True)
+
+
 def counting(attempts) -> object | None:
     """The attempt of ``attempts`` (one student's) that counts now: the latest graded one that
-    was not put back (an attempt graded before the rule was recorded counted)."""
-    graded = [attempt for attempt in attempts if attempt.status == "graded" and attempt.result.get("counts", True)]
+    was counted when it was graded."""
+    graded = [attempt for attempt in attempts if attempt.status == "graded" and counted(attempt.result)]
     return max(graded, key=lambda attempt: attempt.id, default=None)
+
+
+def counting_of_each(attempts) -> dict:
+    """Each student's attempt that counts now, of ``attempts`` (any students')."""
+    by_student: dict = {}
+    for attempt in attempts:
+        by_student.setdefault(attempt.student, []).append(attempt)
+    return {student: found for student, theirs in by_student.items() if (found := counting(theirs)) is not None}
 
 
 def counted_before(attempts) -> dict | None:
@@ -64,18 +78,11 @@ def standing_of(service, attempt) -> dict:
 def policy_lines(service, student: str, now: float | None = None) -> list[str]:
     """The attempts used and left, the next free time, and the deadline, as of ``now``."""
     now = time.time() if now is None else now
-    settings, lines = service.settings, []
-    used = []
-    next_free = now
-    for limit, window, span in ((settings.attempts_per_hour, 3600, "hour"),
-                                (settings.attempts_per_day, 86400, "24 hours")):
-        made = service.queue.counted_since(student, now - window)
-        used.append(f"{len(made)} of {limit} in the last {span}")
-        if len(made) >= limit:
-            next_free = max(next_free, made[len(made) - limit] + window)
-    lines.append("Attempts used: " + ", ".join(used) + ("; your next attempt is possible now." if next_free <= now
-                                                       else f"; your next attempt is possible at "
-                                                            f"{when_text(next_free)}."))
+    usage = list(service.policy.usage(student, now))
+    used = ", ".join(f"{made} of {limit} in the last {span}" for made, limit, span, _ in usage)
+    next_free = max([possible for *_, possible in usage if possible is not None], default=None)
+    lines = ["Attempts used: " + used + ("; your next attempt is possible now." if next_free is None
+                                         else f"; your next attempt is possible at {when_text(next_free)}.")]
     deadline = service.policy.deadline()
     lines.append(f"Deadline: {when_text(deadline.timestamp())}." if deadline else "This assignment has no deadline.")
     return lines
