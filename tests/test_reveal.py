@@ -328,6 +328,21 @@ def _read_the_final_page_with_the_keyboard(browser, link: str) -> None:
     page.set_viewport_size({"width": 320, "height": 640})
     assert reflow_problems(page) == {}
     assert page.evaluate("() => [...document.querySelectorAll('math')].every(m => m.getAttribute('alttext'))")
+    page.set_viewport_size({"width": 1280, "height": 900})
+    said = page.locator(".maxpool-standing").inner_text()  # nbgrader's release knows no attempt: the service says it
+    assert re.fullmatch(r"This is the final feedback on attempt \d+, received .+ UTC: the attempt that counts, "
+                        r"because .+\.", said.strip()), said
+    page.reload()
+    for _ in range(10):  # the way back is among the page's first stops
+        stop = tab(page)
+        if page.evaluate("() => document.activeElement.textContent") == "Back to your attempts":
+            break
+    else:
+        raise AssertionError("the final page's link back is not among its first ten Tab stops")
+    assert stop["outline"]
+    page.keyboard.press("Enter")
+    page.wait_for_url(re.compile(r".*/$"))
+    assert page.locator("text=Read your final feedback").count() == 1
     page.close()
 
 
@@ -402,7 +417,11 @@ def test_no_page_before_the_deadline_holds_a_rubric_phrase_and_the_final_page_ex
         if name != BLANK and BUGS[name].pattern and f"mistake: {flat(BUGS[name].title)}." in text:
             assert flat(BUGS[name].explanation) in text, (way, name)
             assert flat(BUGS[name].pattern) not in text, (way, name)
-    assert all(final["web", student] == final["exchange", student] for student in secret_of)  # one page, both ways
+    said = re.compile(r'<ul class="maxpool-standing"><li>This is the final feedback on attempt \d+,[^<]*</li></ul>'
+                      r'<p class="maxpool-back"><a href="[^"]*">Back to your attempts</a></p>')
+    for student in secret_of:  # one page, both ways: the web way's says its attempt too
+        web, found = said.subn("", final["web", student], count=1)
+        assert found == 1 and web == final["exchange", student], student
 
 
 @pytest.mark.unit

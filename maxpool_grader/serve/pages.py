@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import re
 import time
 from collections import Counter
 from importlib import resources
@@ -89,6 +90,21 @@ def final_feedback(service, student: str) -> Path | None:
         return None
     deadline = policy.deadline()
     return page if deadline is None or released > deadline.timestamp() else None
+
+
+def with_its_attempt(service, student: str, page: bytes, back: str) -> bytes:
+    """The released final ``page`` as ``/final`` serves it, with what nbgrader's release cannot
+    know put under its title: the attempt it is the feedback of (the one that counts: the
+    course holds no other, serve/standing.py) and a link ``back`` to the student's attempts."""
+    found = counting(service.queue.of_student(student))
+    said = (f"This is the final feedback on attempt {found.id}, received {when_text(found.received)}: the attempt "
+            f"that counts, because {WHY[service.settings.counts]}." if found is not None else
+            "This is the final feedback on the submission your instructor graded.")
+    added = Markup('<ul class="maxpool-standing"><li>{}</li></ul><p class="maxpool-back"><a href="{}">Back to your '
+                   'attempts</a></p>').format(said, back).encode()
+    at = re.search(rb"</h1>|<body[^>]*>", page, re.IGNORECASE)  # the template's title comes before any cell
+    end = at.end() if at else 0
+    return page[:end] + added + page[end:]
 
 
 def status_text(attempt) -> str:

@@ -35,7 +35,15 @@ from ..course.directory import say
 from ..course.files import replace_file
 from .handler import Handler
 from .lti_web import ROUTES as LTI_ROUTES
-from .pages import attempt_progress, brief, final_feedback, instructor_view, queue_summary, status_text
+from .pages import (
+    attempt_progress,
+    brief,
+    final_feedback,
+    instructor_view,
+    queue_summary,
+    status_text,
+    with_its_attempt,
+)
 from .policy import NOT_ON_ROSTER, SERVE_DIR, Refused
 from .service import CannotServe, Service
 from .signin import INSTRUCTOR_LINK, instructor_link, page_prefix
@@ -207,7 +215,7 @@ class FinalPage(Handler):
                                 status=404, link=(self.url("/"), "Back to your attempts"))
         self.set_header("Content-Security-Policy", FEEDBACK_POLICY)
         self.set_header("Content-Type", "text/html; charset=utf-8")
-        self.finish(page.read_bytes())
+        self.finish(with_its_attempt(self.service, student, page.read_bytes(), self.url("/")))
 
 
 class AttemptStatus(AttemptPage):
