@@ -92,11 +92,15 @@ def final_feedback(service, student: str) -> Path | None:
     return page if deadline is None or released > deadline.timestamp() else None
 
 
-def with_its_attempt(service, student: str, page: bytes, back: str) -> bytes:
-    """The released final ``page`` as ``/final`` serves it, with what nbgrader's release cannot
-    know put under its title: the attempt it is the feedback of (the one that counts: the
-    course holds no other, serve/standing.py) and a link ``back`` to the student's attempts."""
-    found = counting(service.queue.of_student(student))
+def final_page(service, student: str, back: str) -> bytes | None:
+    """The released final page (final_feedback) as ``/final`` serves it, or None: with what
+    nbgrader's release cannot know put under its title, the attempt it is the feedback of (the
+    one that counts: the course holds no other, serve/standing.py) and a link ``back`` to the
+    student's attempts."""
+    path = final_feedback(service, student)
+    if path is None:
+        return None
+    page, found = path.read_bytes(), counting(service.queue.of_student(student))
     said = (f"This is the final feedback on attempt {found.id}, received {when_text(found.received)}: the attempt "
             f"that counts, because {WHY[service.settings.counts]}." if found is not None else
             "This is the final feedback on the submission your instructor graded.")

@@ -35,15 +35,7 @@ from ..course.directory import say
 from ..course.files import replace_file
 from .handler import Handler
 from .lti_web import ROUTES as LTI_ROUTES
-from .pages import (
-    attempt_progress,
-    brief,
-    final_feedback,
-    instructor_view,
-    queue_summary,
-    status_text,
-    with_its_attempt,
-)
+from .pages import attempt_progress, brief, final_page, instructor_view, queue_summary, status_text
 from .policy import NOT_ON_ROSTER, SERVE_DIR, Refused
 from .service import CannotServe, Service
 from .signin import INSTRUCTOR_LINK, instructor_link, page_prefix
@@ -201,21 +193,21 @@ class FeedbackPage(AttemptPage):
 
 
 class FinalPage(Handler):
-    """The final feedback the instructor released (pages.final_feedback), served as the attempt's
+    """The final feedback the instructor released (pages.final_page), served as the attempt's
     feedback page is: sandboxed, no script."""
 
     def get(self):
         student = self.signed_in("Your final feedback is reached through the personal link your instructor sent you.")
         if student is None:
             return
-        page = final_feedback(self.service, student)
+        page = final_page(self.service, student, self.url("/"))
         if page is None:
             return self.message("Not released yet", "Your final feedback has not been released yet. "
                                 "Your instructor releases it after the deadline, once Part A is graded.",
                                 status=404, link=(self.url("/"), "Back to your attempts"))
         self.set_header("Content-Security-Policy", FEEDBACK_POLICY)
         self.set_header("Content-Type", "text/html; charset=utf-8")
-        self.finish(with_its_attempt(self.service, student, page.read_bytes(), self.url("/")))
+        self.finish(page)
 
 
 class AttemptStatus(AttemptPage):
