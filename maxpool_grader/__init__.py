@@ -1,6 +1,6 @@
 """Grading package of the max_pool_backward nbgrader course.
 
-Students never receive it: it is installed in the grading environment only. Eleven layers,
+Students never receive it: it is installed in the grading environment only. Twelve layers,
 first to last; a package imports only from the layers before its own, never from a later
 one nor from a sibling of its own layer (tests/test_layout.py checks, and
 docs/development.md#package draws it). Each package's docstring says what it holds and what
@@ -17,6 +17,7 @@ it may import.
 * ``backend``: the grading backend interface and this machine's pool of workers.
 * ``cluster``: the same backend on a Dask cluster.
 * ``grading``: ``grade``'s run, its state, the class report.
+* ``lti``: LTI 1.3, the LMS's launches, roster and gradebook, which ``serve`` uses.
 * ``serve``, ``lms`` and ``authoring``: siblings, none importing another: feedback while the
   assignment is open; an LMS's zips in and grades out; ``check`` of the source notebook.
 * ``cli``: the ``maxpool-grader`` command, on top.

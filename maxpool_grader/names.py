@@ -1,8 +1,10 @@
 """The course's names, in one place: the assignment, its notebook's cells, the function
-students write, and the keys and tags the grader leaves in graded notebooks."""
+students write, the keys and tags the grader leaves in graded notebooks, and the service's
+folder and the student ids it accepts."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 PACKAGE_DIR = Path(__file__).resolve().parent  # the grader package, all of it
@@ -22,6 +24,8 @@ RUBRIC_TAG = "maxpool-part-a-rubric"  # cell tags (and ids) of the cells the gra
 MODEL_ANSWER_TAG = "maxpool-part-a-model-answer"
 NOTES_TAG = "grader-notes"
 SUMMARY_TAG = "maxpool-feedback-summary"  # the summary at the top of the feedback
+SERVE_DIR = Path(".maxpool-grader") / "serve"  # the service's state in the course: its queue, sign-in, LTI's
+STUDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,63}")  # what the service accepts as a student id
 
 
 def package_files() -> list[Path]:

@@ -18,7 +18,7 @@ from maxpool_grader.names import PACKAGE_DIR
 # its own, never from a later layer nor from a sibling (a package of its own layer). What
 # siblings share lives in a lower layer. docs/development.md#package draws the same.
 LAYERS = [("names",), ("exercise",), ("sandbox",), ("verdict",), ("glue",), ("course",), ("backend",),
-          ("cluster",), ("grading",), ("serve", "lms", "authoring"), ("cli",)]
+          ("cluster",), ("grading",), ("lti",), ("serve", "lms", "authoring"), ("cli",)]
 PACKAGES = [package for layer in LAYERS for package in layer]
 MODULE_LINES, FUNCTION_LINES = 300, 60
 SOURCES = sorted(PACKAGE_DIR.rglob("*.py"))
@@ -381,7 +381,7 @@ def classes_defined_in(package: str) -> list[type]:
 
 
 def test_the_service_is_composed_not_mixed_in():
-    classes = classes_defined_in("serve")
+    classes = classes_defined_in("serve") + classes_defined_in("lti")
     assert {"Service", "Policy", "ExchangeWatcher", "SignIn", "HubSignedIn"} <= {cls.__name__ for cls in classes}
     assert mixed_classes(classes) == []
 
@@ -463,9 +463,8 @@ def test_the_sandbox_knows_nothing_of_the_exercise():
     assert found == [] and any(package_of(module) == "sandbox" for module in graph)
 
 
-SERVE_CORE = ("service", "policy", "queue", "grading_job", "standing", "exchange", "signin", "pages", "lti",
-              "lti_store", "outbox", "passback")
-SERVE_WEB = ("handler", "web", "hub", "lti_web", "lti_refusals", "lti_frame")
+SERVE_CORE = ("service", "policy", "queue", "grading_job", "standing", "exchange", "signin", "pages", "lti_service")
+SERVE_WEB = ("handler", "web", "hub", "lti_web", "lti_frame")
 
 
 def test_serve_s_core_never_imports_its_web_layer():
@@ -473,7 +472,7 @@ def test_serve_s_core_never_imports_its_web_layer():
     graph = _graph()
     core = {f"maxpool_grader.serve.{name}" for name in SERVE_CORE}
     web = {f"maxpool_grader.serve.{name}" for name in SERVE_WEB}
-    commands = {"maxpool_grader.serve.cli", "maxpool_grader.serve.lti_roster", "maxpool_grader.serve"}
+    commands = {"maxpool_grader.serve.cli", "maxpool_grader.serve"}
     assert core | web | commands == {
         module for module in graph if package_of(module) == "serve"}
     assert [f"{module} -> {target}" for module in core for target in graph[module] & web] == []

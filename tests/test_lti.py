@@ -37,8 +37,12 @@ from nbgrader.api import Gradebook
 from test_lti_platform import launch
 from test_serve import LOOP_CORRECT, Running, notebook_of
 
-from maxpool_grader.names import PART_A_CELL
-from maxpool_grader.serve.lti import (
+from maxpool_grader.lti.launch import KEY_SET_EVERY
+from maxpool_grader.lti.outbox import Outbox
+from maxpool_grader.lti.passback import Passback
+from maxpool_grader.lti.refusals import refusal_sentence
+from maxpool_grader.lti.store import LaunchStore, course_of, other_course, record, records, student_of
+from maxpool_grader.lti.tool import (
     Lti,
     LtiSetupError,
     context_roles,
@@ -48,12 +52,9 @@ from maxpool_grader.serve.lti import (
     teaching,
     tool_conf,
 )
-from maxpool_grader.serve.lti_refusals import refusal_sentence
-from maxpool_grader.serve.lti_store import LaunchStore, course_of, other_course, record, records, student_of
-from maxpool_grader.serve.lti_web import KEY_SET_EVERY
-from maxpool_grader.serve.outbox import Outbox
-from maxpool_grader.serve.passback import Passback
-from maxpool_grader.serve.signin import SignIn
+from maxpool_grader.names import PART_A_CELL
+from maxpool_grader.serve.lti_service import attempt_score
+from maxpool_grader.serve.signin import SignIn, revoke
 
 INTEGRATION = pytest.mark.integration  # a platform, a service, its workers, Chromium
 
@@ -189,7 +190,7 @@ def test_the_platform_registered_what_lti_config_printed(service, platform):
 @INTEGRATION
 def test_an_instructor_lands_on_the_live_view_and_names_and_roles_fill_the_roster(service, platform):
     """The roster is read over pages of two members, at the addresses the platform gives, capitals
-    and all (pylti1p3 lowercases them: serve/lti.py's ServiceConnector keeps them as written)."""
+    and all (pylti1p3 lowercases them: lti/tool.py's ServiceConnector keeps them as written)."""
     assert "No course yet: the first instructor launch" in instructor_view(service)
     platform.nrps_page_size = 2  # the launch's Names and Roles address asks for pages of two
     arrived = launch(requests.Session(), platform.launch_url(TEACHER, roles="instructor", name="Tess Teacher"))
@@ -684,7 +685,7 @@ def test_the_first_binding_holds_and_a_launch_of_another_course_is_a_sentence(tm
 def test_roster_from_lti_removes_no_more_than_a_fifth_of_the_class_without_yes(tmp_path, monkeypatch):
     """An LMS answering for another course, or with an empty page, would empty the class: a sync
     that removes more than a fifth of it changes nothing without ``yes`` and says whom."""
-    from maxpool_grader.serve.lti_roster import MOST_REMOVED, TooManyLeaving, sync
+    from maxpool_grader.lti.roster import MOST_REMOVED, TooManyLeaving, sync
     monkeypatch.setenv("PATH", f"{BIN}:{os.environ['PATH']}")  # nbgrader runs alembic to make the gradebook
     db = f"sqlite:///{tmp_path / 'gradebook.db'}"
 
@@ -692,18 +693,18 @@ def test_roster_from_lti_removes_no_more_than_a_fifth_of_the_class_without_yes(t
         return [{"user_id": f"u{i}", "status": "Active", "name": f"U {i}", "roles": [MEMBERSHIP + "Learner"]}
                 for i in range(count)]
     assert MOST_REMOVED == 0.2
-    assert len(sync(tmp_path, db, members(10))) == 10
+    assert len(sync(tmp_path, db, members(10), revoke=revoke)) == 10
     kept = (tmp_path / "roster.csv").read_text(), records(tmp_path)
     with pytest.raises(TooManyLeaving) as held:
-        sync(tmp_path, db, members(7))  # 3 of 10 leave: more than a fifth
+        sync(tmp_path, db, members(7), revoke=revoke)  # 3 of 10 leave: more than a fifth
     assert (held.value.leaving, held.value.of) == (["u7", "u8", "u9"], 10)
     assert ((tmp_path / "roster.csv").read_text(), records(tmp_path)) == kept  # nothing changed
-    removed = [line for line in sync(tmp_path, db, members(8)) if line.startswith("- ")]
+    removed = [line for line in sync(tmp_path, db, members(8), revoke=revoke) if line.startswith("- ")]
     assert [line.split(":")[0] for line in removed] == ["- u8", "- u9"]  # 2 of 10: a fifth, not more
     with pytest.raises(TooManyLeaving) as held:
-        sync(tmp_path, db, [])  # an empty page: everyone
+        sync(tmp_path, db, [], revoke=revoke)  # an empty page: everyone
     assert len(held.value.leaving) == 8 and len(records(tmp_path)) == 8
-    assert len([line for line in sync(tmp_path, db, [], yes=True) if line.startswith("- ")]) == 8
+    assert len([line for line in sync(tmp_path, db, [], revoke=revoke, yes=True) if line.startswith("- ")]) == 8
     assert records(tmp_path) == {}
 
 
@@ -848,17 +849,18 @@ def test_an_incomplete_registration_is_a_sentence(tmp_path):
 
 def test_an_attempt_s_score_is_part_b_less_the_late_penalty_and_waits_for_part_a(tmp_path):
     store = LaunchStore(tmp_path / "serve")
-    passback = Passback(tmp_path, Lti(), store, db_url="sqlite://", assignment="a", folder=tmp_path / "serve",
-                        final_of=lambda student: None, base_url="https://g.example.edu/m/")
+    passback = Passback(tmp_path, Lti(), store, assignment="a", folder=tmp_path / "serve",
+                        final_of=lambda student: None, final_score=lambda student: (0.0, 0.0),
+                        base_url="https://g.example.edu/m/")
     record(tmp_path, "ana", {"sub": "u-1"})
     tests = [{"manual": False, "score": 10.0, "points": 12.0}, {"manual": False, "score": 3.0, "points": 3.0},
              {"manual": True, "score": 0.0, "points": 5.0}]
-    passback.graded("ana", 7, {"tests": tests, "max_score": 20.0, "late_penalty": 4.0})
-    passback.graded("nobody-from-the-lms", 8, {"tests": tests, "max_score": 20.0})  # no sub: nothing to post
+    passback.graded("ana", 7, *attempt_score({"tests": tests, "max_score": 20.0, "late_penalty": 4.0}))
+    passback.graded("nobody-from-the-lms", 8, *attempt_score({"tests": tests, "max_score": 20.0}))  # no sub: none
     [score] = passback.outbox.pending()
     assert (score.sub, score.source, score.score, score.maximum, score.progress, score.activity) == (
         "u-1", "attempt:7", 9.0, 20.0, "PendingManual", "Submitted")
-    passback.graded("ana", 9, {"tests": tests[:2], "max_score": 15.0, "late_penalty": 20.0})  # never below 0
+    passback.graded("ana", 9, *attempt_score({"tests": tests[:2], "max_score": 15.0, "late_penalty": 20.0}))  # >= 0
     assert passback.outbox.pending()[-1].score == 0.0 and passback.outbox.pending()[-1].progress == "FullyGraded"
 
 
@@ -874,12 +876,12 @@ def test_a_hostile_lms_name_reaches_neither_the_terminal_nor_a_spreadsheet_as_wr
     """Names come from the LMS, as its users typed them: an ANSI escape, a right-to-left override
     and a formula in a member's name are printed as escapes by ``roster --from-lti``, and stored in
     roster.csv without the controls and with the formula neutralised."""
-    from maxpool_grader.serve.lti_roster import sync
+    from maxpool_grader.lti.roster import sync
     monkeypatch.setenv("PATH", f"{BIN}:{os.environ['PATH']}")  # nbgrader runs alembic to make the gradebook
     hostile = {"user_id": "sub-mal", "status": "Active", "name": "Mal\x1b[2J\u202eroy",
                "given_name": "=HYPERLINK(\"http://x\")\x1b]0;owned\x07", "family_name": "Doe\u009b31m",
                "email": "+mal@example.edu", "roles": ["http://purl.imsglobal.org/vocab/lis/v2/membership#Learner"]}
-    lines = sync(tmp_path, f"sqlite:///{tmp_path / 'gradebook.db'}", [hostile])
+    lines = sync(tmp_path, f"sqlite:///{tmp_path / 'gradebook.db'}", [hostile], revoke=revoke)
     printed = "\n".join(lines)
     assert printed and all(ch.isprintable() for ch in printed), repr(printed)
     assert '+ sub-mal (=HYPERLINK("http://x") ]0;owned Doe 31m)' in lines  # as roster.csv keeps it

@@ -2,7 +2,7 @@
 the key set is read again at most once a minute, and only for a launch whose state and nonce
 the service gave out, however many launches name a key it does not know; a key set that hangs
 holds no page of the service (the launch's checks run off its event loop) and its launch is
-refused with a sentence once serve/lti.py's ``NETWORK_TIMEOUT`` has passed; every request LTI
+refused with a sentence once lti/tool.py's ``NETWORK_TIMEOUT`` has passed; every request LTI
 makes of the platform carries that timeout; a score post that hangs holds no page, no upload
 and no other student's score. One platform, course and service, in order."""
 
@@ -23,8 +23,8 @@ from test_lti import LOOP_CORRECT, lti_course, notebook_of, roster_from_lti, upl
 from test_lti_platform import form_of, launch, submit
 from test_serve import Running
 
-from maxpool_grader.serve.lti import NETWORK_TIMEOUT, TimedSession, timed_session
-from maxpool_grader.serve.lti_web import KEY_SET_EVERY
+from maxpool_grader.lti.launch import KEY_SET_EVERY
+from maxpool_grader.lti.tool import NETWORK_TIMEOUT, TimedSession, timed_session
 
 PREFIX = "/maxpool/"
 TEACHER, ANA, BO = "t-teacher", "s-ana", "s-bo"
@@ -142,8 +142,8 @@ def test_every_request_of_the_platform_has_the_timeout(tmp_path):
     """pylti1p3 makes its requests without a timeout: through timed_session() (the launch's and
     the services' connector), a platform that takes the connection and never answers is given
     up after NETWORK_TIMEOUT."""
-    from maxpool_grader.serve.lti import Lti
-    from maxpool_grader.serve.passback import connector
+    from maxpool_grader.lti.passback import connector
+    from maxpool_grader.lti.tool import Lti
     silent = socket.create_server(("127.0.0.1", 0))  # listens, never answers
     try:
         began = time.monotonic()

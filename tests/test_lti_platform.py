@@ -42,7 +42,7 @@ from pylti1p3.service_connector import ServiceConnector
 from pylti1p3.session import SessionService
 from pylti1p3.tool_config import ToolConfDict
 
-from maxpool_grader.serve.lti import ServiceConnector as CaseKeeping  # the fix of pylti1p3's paging
+from maxpool_grader.lti.tool import ServiceConnector as CaseKeeping  # the fix of pylti1p3's paging
 
 pytestmark = pytest.mark.integration
 
@@ -565,7 +565,7 @@ def test_nrps_lists_members_and_follows_changes(tool, platform):
     page, following = nrps.get_members_page(platform.nrps_url + "?limit=2")
     assert [m["user_id"] for m in page] == ["student-1", "instructor-1"] and following
     # pylti1p3 2.0.0 lowercases the next page's address, and the platform's path has capitals (as
-    # Canvas's addresses do): page two is lost. serve/lti.py's ServiceConnector keeps it as written.
+    # Canvas's addresses do): page two is lost. lti/tool.py's ServiceConnector keeps it as written.
     assert following == following.lower() != platform.nrps_url + "?limit=2&page=2"
     with pytest.raises(LtiServiceException):
         nrps.get_members_page(following)

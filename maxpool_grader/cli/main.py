@@ -8,7 +8,7 @@
 * ``collect-lms`` and ``export-lms``: a Canvas or Moodle zip in, the grades out (intake.py; the
   zip read in lms/zip_upload.py, matched in lms/match.py, written in lms/store.py; export.py).
 * ``lti-config`` prints what an LMS's administrator registers the tool with; ``roster
-  --from-lti`` reads the roster from the LMS (serve/lti.py, serve/lti_roster.py).
+  --from-lti`` reads the roster from the LMS (lti/tool.py, lti/roster.py).
 * ``cluster-certs`` writes the certificates of a course's Dask cluster (tls.py).
 * ``doctor`` says which grading guarantees hold here, and whether students reach the exchange (cli/doctor.py).
 * ``check`` checks the source notebook against the grader; ``--fix`` fixes what it can and
@@ -33,8 +33,9 @@ from ..grading.grade import grade
 from ..grading.similarity import THRESHOLD
 from ..lms.cli import collect_lms, export_lms
 from ..lms.zip_upload import LAYOUTS, LmsError, ZipLimits
+from ..lti import roster as lti_roster
 from ..serve import cli as serve_cli
-from ..serve import lti_roster
+from ..serve.signin import revoke
 from . import add_to_course
 from .doctor import doctor
 
@@ -287,7 +288,7 @@ def cluster_certs(args, parser: argparse.ArgumentParser) -> int:
 
 def roster_command(args, db_url: str) -> int:
     if args.from_lti:
-        return lti_roster.roster_from_lti(args, db_url)
+        return lti_roster.roster_from_lti(args, db_url, revoke)
     if args.csv is None:
         raise RosterError("give the roster file (maxpool-grader roster roster.csv), or --from-lti")
     count = import_roster(args.csv, db_url)

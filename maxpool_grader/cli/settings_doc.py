@@ -27,9 +27,9 @@ from ..glue.safeexecute import KERNEL_CPU_MARGIN_SECONDS, SafeExecute
 from ..glue.sealedbox import SealedBox
 from ..glue.thisexercise import ThisExercise
 from ..lms.zip_upload import ZipLimits
+from ..lti.tool import Lti
 from ..sandbox.box import Caps
 from ..sandbox.kernel_client import MAX_MESSAGE_BYTES, QUEUED_MESSAGES
-from ..serve.lti import Lti
 from ..serve.policy import Serve
 from ..verdict.process import CPU_MARGIN_SECONDS, Limits
 

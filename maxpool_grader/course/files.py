@@ -1,11 +1,14 @@
 """A file of the course's state replaced whole, never left half written: the roster the
-LMS gave, ``lti.json``, ``lms.json``, the revocation ledger, ``grade``'s state; and which of the
-files that grant access git would keep (``exposed_to_git``), for ``tokens`` and ``doctor``."""
+LMS gave, ``lti.json``, ``lms.json``, the revocation ledger, ``grade``'s state; a SQLite file
+of the service's that every commit is synced to (``open_database``: the attempt queue, the LMS
+outbox); and which of the files that grant access git would keep (``exposed_to_git``), for
+``tokens`` and ``doctor``."""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import sqlite3
 import subprocess
 from pathlib import Path
 
@@ -34,6 +37,18 @@ def replace_file(path: Path, text: str, *, mode: int = 0o600, sync: bool = True)
             os.fsync(folder)
         finally:
             os.close(folder)
+
+
+def open_database(path: Path, schema: str) -> sqlite3.Connection:
+    """One of the service's SQLite files (the attempt queue, the LMS outbox), shared by its
+    threads under their own lock: autocommit, WAL, and every commit synced, so what was
+    accepted survives a kill -9 or a power cut; ``schema`` made if missing."""
+    db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+    db.row_factory = sqlite3.Row
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=FULL")
+    db.executescript(schema)
+    return db
 
 
 def exposed_to_git(folder: Path, paths: list[str]) -> dict[str, str]:

@@ -6,19 +6,17 @@
   ``--cluster``); ``exchange``: the exchange watcher, with its owner check; ``signin``: who
   a request is: links, sessions and their cookies, revoking and rotating, JupyterHub's OAuth;
   ``pages``: the pages made of our own data, from ``templates/`` (Jinja, autoescaped), which
-  the exchange way releases and the web way serves; ``lti`` (``c.Lti``, the tool's key and
-  registration), ``lti_store`` (nonces, states, the course the service is bound to, the LMS's addresses, who
-  each LMS user is),
-  ``outbox`` (the scores waiting for the LMS) and ``passback`` (posting them); ``standing``:
-  which attempt counts (``c.Serve.counts``) and what every attempt's page says of it;
+  the exchange way releases and the web way serves; ``standing``: which attempt counts
+  (``c.Serve.counts``) and what every attempt's page says of it; ``lti_service``: the
+  service's LTI (the ``lti`` package's launch store and passback, given the score of each
+  attempt that counts and the final feedback released);
 * the web way, which the core is given and never imports: ``handler`` (what every page
   does: headers, the session cookies signin decides on), ``web`` (tornado, its handlers and
-  server), ``hub`` (the pages of signing in with JupyterHub), ``lti_web`` (LTI launches:
-  pylti1p3's tornado adapter, the launch's course and roles), ``lti_refusals`` (the sentence
-  of each refused launch), ``lti_frame`` (a login in the LMS's frame: on in a new tab);
-* ``cli``: the ``serve`` and ``tokens`` command lines; ``lti_roster``: ``roster --from-lti``
-  and ``lti-config``.
+  server), ``hub`` (the pages of signing in with JupyterHub), ``lti_web`` (LTI's login and
+  launch pages, with lti's tornado adapter: the launch's course and who it is), ``lti_frame``
+  (a login in the LMS's frame: on in a new tab);
+* ``cli``: the ``serve`` and ``tokens`` command lines.
 
 May import: ``names``, ``exercise``, ``sandbox``, ``verdict``, ``glue``, ``course``, ``backend``, ``cluster``,
-``grading``.
+``grading``, ``lti``.
 """

@@ -16,9 +16,10 @@ from ..course.files import exposed_to_git, replace_file
 from ..course.roster import import_roster, read_roster
 from ..glue.deadline import parse_time
 from ..glue.safecsvexport import csv_cell
+from ..lti.tool import load_lti
+from ..names import SERVE_DIR, STUDENT_ID
 from . import service
-from .lti import load_lti
-from .policy import SERVE_DIR, STUDENT_ID, load_settings
+from .policy import load_settings
 from .signin import (
     INSTRUCTOR_LINK,
     TOKENS_FILE,

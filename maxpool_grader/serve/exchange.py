@@ -21,8 +21,9 @@ from pathlib import Path
 from nbgrader.utils import notebook_hash
 
 from ..course.directory import read_course_config, say
+from ..names import STUDENT_ID
 from .pages import refusal_page
-from .policy import NOT_ON_ROSTER, STUDENT_ID, Policy, Refused
+from .policy import NOT_ON_ROSTER, Policy, Refused
 from .queue import Queue
 
 

@@ -32,7 +32,7 @@ from nbgrader.utils import notebook_hash
 from ..course.directory import course_path
 from ..glue.deadline import NOT_ANSWERED, NOT_GRADED
 from ..glue.feedbacksummary import inline_code
-from .lti_store import described
+from ..lti.store import described
 from .policy import when_text
 from .standing import WHY, counting, counting_of_each, part_b, policy_lines
 

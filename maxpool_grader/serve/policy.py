@@ -7,7 +7,6 @@ possible), the size, and whether it is this assignment's notebook at all. A refu
 from __future__ import annotations
 
 import json
-import re
 import time
 import warnings
 from collections.abc import Callable
@@ -22,15 +21,13 @@ from traitlets.config import Configurable
 from ..course.directory import read_course_config
 from ..course.roster import read_roster
 from ..glue.deadline import deadline as course_deadline
-from ..names import FORMAT_KEY, SOLUTION_CELL
+from ..names import FORMAT_KEY, SOLUTION_CELL, STUDENT_ID
 from .queue import Queue
 
 FEEDBACK_LEVELS = ("scores", "mistakes", "reports")
 # 'everything', its name until 2026-11, is read as 'reports': a page before the final feedback never
 # showed everything (no Part A answer, no full explanations), and the name said it did
 FORMER_LEVELS = {"everything": "reports"}
-STUDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,63}")  # what the service accepts as a student id
-SERVE_DIR = Path(".maxpool-grader") / "serve"
 DEADLINE_FRESH = 5.0  # seconds a due date read from the gradebook is used before it is read again
 NOT_ON_ROSTER = ("You are not on this course's roster (any more), so the service takes no submission from you. "
                  "If that is a mistake, ask your instructor.")

@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from ..course.files import open_database
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS attempts (
@@ -65,18 +66,6 @@ class Attempt:
         values = dict(row)
         values["result"] = json.loads(values["result"]) if values["result"] else {}
         return cls(**values)
-
-
-def open_database(path: Path, schema: str) -> sqlite3.Connection:
-    """One of the service's SQLite files (the attempt queue, the LMS outbox), shared by its
-    threads under their own lock: autocommit, WAL, and every commit synced, so what was
-    accepted survives a kill -9 or a power cut; ``schema`` made if missing."""
-    db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-    db.row_factory = sqlite3.Row
-    db.execute("PRAGMA journal_mode=WAL")
-    db.execute("PRAGMA synchronous=FULL")
-    db.executescript(schema)
-    return db
 
 
 class Queue:

@@ -37,13 +37,13 @@ from ..course.directory import course_path, notebook_path, say
 from ..course.jobs import error_summary
 from ..glue.submission import timestamp_text
 from ..grading.grade import Broke, GradingRun
-from ..names import ASSIGNMENT
+from ..lti.tool import load_lti
+from ..names import ASSIGNMENT, SERVE_DIR
 from .exchange import ExchangeWatcher, exchange_inbound
 from .grading_job import keep_before, put_back, serve_followup, serve_worker_setup
-from .lti import load_lti
+from .lti_service import attempt_score, enable_lti
 from .pages import brief_page
-from .passback import enable_lti
-from .policy import NOT_ON_ROSTER, SERVE_DIR, Policy, Serve, load_settings
+from .policy import NOT_ON_ROSTER, Policy, Serve, load_settings
 from .queue import Attempt, Queue
 from .signin import SignIn
 from .standing import counted, standing_of
@@ -68,7 +68,7 @@ class Service:
         self.wake: asyncio.Event | None = None
         self.stopping = False
         self.events: list[str] = []  # what the instructor should know (a forged submission, a failure)
-        self.base_url, self.lti, self.launches, self.passback = "", None, None, None  # LTI: passback.enable_lti
+        self.base_url, self.lti, self.launches, self.passback = "", None, None, None  # LTI: lti_service.enable_lti
         self.policy = Policy(settings, course=course, db_url=db_url, assignment=assignment, queue=self.queue,
                              on_queued=self.poke)
         self.signin = SignIn(course / SERVE_DIR, is_student=self.policy.is_student,
@@ -170,7 +170,7 @@ class Service:
                                         lambda: brief_page(attempt.assignment, result, self.policy.feedback_level()))
             self.queue.finish(attempt.id, "graded", result=result)
             if self.passback is not None and counted(result):  # its score, to the LMS's gradebook
-                self.passback.graded(attempt.student, attempt.id, result)
+                self.passback.graded(attempt.student, attempt.id, *attempt_score(result))
             say(f"serve: graded {attempt.student} (attempt {attempt.id}): {result['score']:g} of "
                 f"{result['max_score']:g} in {result.get('seconds', 0):.1f} s")
         else:

@@ -62,7 +62,7 @@ SECRET, GENERATIONS = "secret", "generations.json"
 TOKENS_FILE = "tokens.csv"  # tokens' CSV of personal links, in the course folder (git-ignored)
 INSTRUCTOR_LINK = "instructor-link"  # in the service's folder, .maxpool-grader/serve/, written by serve and tokens
 # What grants access, relative to the course: every student's link, the key links and cookies are
-# signed with, the instructor's link and the LTI tool's private key (serve/lti.py's default). Each is
+# signed with, the instructor's link and the LTI tool's private key (lti/tool.py's default). Each is
 # written owner-only; doctor says when git tracks one, or would offer one for the next commit.
 ACCESS_FILES = (TOKENS_FILE, f".maxpool-grader/serve/{SECRET}", f".maxpool-grader/serve/{INSTRUCTOR_LINK}",
                 ".maxpool-grader/lti/tool-key.pem")

@@ -33,10 +33,11 @@ import tornado.web
 
 from ..course.directory import say
 from ..course.files import replace_file
+from ..names import SERVE_DIR
 from .handler import Handler
 from .lti_web import ROUTES as LTI_ROUTES
 from .pages import attempt_progress, brief, final_page, instructor_view, queue_summary, status_text
-from .policy import NOT_ON_ROSTER, SERVE_DIR, Refused
+from .policy import NOT_ON_ROSTER, Refused
 from .service import CannotServe, Service
 from .signin import INSTRUCTOR_LINK, instructor_link, page_prefix
 

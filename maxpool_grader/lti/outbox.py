@@ -8,7 +8,7 @@ seconds (at most ``BACKOFF_MAX``), its last error kept for the live view; a serv
 while posting sends it again at its next start, with the timestamp it was made with (the
 platform keeps the latest of a user's scores by its timestamp, so a score sent twice is the
 same score; one that answers a repost with 409, as Moodle does for a timestamp it has, has it).
-A score the platform refuses for good (a 4xx it will answer again, serve/passback.py) is
+A score the platform refuses for good (a 4xx it will answer again, lti/passback.py) is
 ``refused``, its answer kept for the instructor, and never blocks the student's later scores.
 A student's scores go in the order they were made, and the newest one supersedes the older
 ones still pending (``superseded``): the gradebook shows the latest anyway. Each score has a
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from .queue import open_database
+from ..course.files import open_database
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS scores (

@@ -1,5 +1,5 @@
 """What a refused LTI launch's page says: a sentence for the person who launched, from
-pylti1p3's reason or the service's own (serve/lti_web.py's checks), never a traceback.
+pylti1p3's reason or the service's own (lti/launch.py's checks), never a traceback.
 
 Each reason the library or the service gives has its sentence: the state or the nonce (a
 launch used twice, a login this browser did not begin), the issuer, the audience or ``azp``,
@@ -7,7 +7,7 @@ the deployment, the signing key and algorithm (read from the token's unchecked h
 at most), an expired launch, a launch signed in the future by this machine's clock (clock
 skew, named so), a launch without ``exp``, a message type other than a resource link's (Deep
 Linking and Submission Review named), the version, a launch from another course than the
-service's (serve/lti_store.py's sentence) or before any course is bound.
+service's (lti/store.py's sentence) or before any course is bound.
 """
 
 from __future__ import annotations

@@ -1,17 +1,21 @@
 """Scores back to the LMS (LTI Assignment and Grade Services), through the outbox.
 
-* Each graded attempt of a student the LMS knows (recorded in ``.maxpool-grader/lti.json``)
-  is a score: Part B's points, less the late penalty nbgrader gave the submission, of the
-  assignment's maximum, with ``gradingProgress`` "PendingManual" while Part A waits for a
-  person (in AGS's words, a final score still to come that needs a person).
-  The service grades a student's attempts in order and only the latest counts (an older one
-  still queued is superseded), so the latest score the platform keeps is the attempt that
-  counts, as ``grade --force`` counts it.
+* Each graded attempt that counts, of a student the LMS knows (recorded in
+  ``.maxpool-grader/lti.json``), is a score: the points the service gives it (Part B's, less the
+  late penalty: serve/lti_service.py), of the assignment's maximum, with ``gradingProgress``
+  "PendingManual" while Part A waits for a person (in AGS's words, a final score still to
+  come that needs a person). The service grades a student's attempts in order and only the
+  latest counts (an older one still queued is superseded), so the latest score the platform
+  keeps is the attempt that counts, as ``grade --force`` counts it.
 * Once the instructor has released the final feedback (``nbgrader release_feedback`` after
-  the deadline, serve/pages.py's ``final_feedback``), the final score: the gradebook's total
-  less the late penalty, "FullyGraded", with a comment that links to the feedback page.
+  the deadline: the service's ``final_of``), the final score (its ``final_score``: the
+  gradebook's total less the late penalty), "FullyGraded", with a comment that links to the
+  feedback page.
 
-Every score goes into the outbox first (serve/outbox.py) and is posted from there, in a
+The service's own parts (its pages, its gradebook, its rule of what counts) are given to
+``Passback``, never imported: this package sits below ``serve``.
+
+Every score goes into the outbox first (lti/outbox.py) and is posted from there, in a
 thread, tried again with backoff until the platform takes it. The line item is the launch's
 own column when the launch names one (AGS ``lineitem``); else the one with the assignment's
 tag, found or made once, and kept in the launch store.
@@ -29,13 +33,9 @@ from pylti1p3.exception import LtiServiceException
 from pylti1p3.grade import Grade
 from pylti1p3.lineitem import LineItem
 
-from ..course.directory import say
-from .grading_job import scores_of
-from .lti import SCOPES, Lti, ServiceConnector, missing, timed_session, tool_conf
-from .lti_store import LaunchStore, records
 from .outbox import Outbox, Score
-from .pages import final_feedback
-from .standing import part_b
+from .store import LaunchStore, records
+from .tool import SCOPES, Lti, ServiceConnector, timed_session, tool_conf
 
 AGS_SCOPES = [scope for scope in SCOPES if "lti-ags" in scope]
 SCAN_EVERY = 3.0  # seconds between looks for a released final feedback
@@ -47,33 +47,34 @@ class NotReady(Exception):
 
 def connector(course: Path, settings: Lti) -> ServiceConnector:
     """pylti1p3's client of the platform's services, signed with the tool's key; each of its
-    requests (the access token, members, line items, scores) with serve/lti.py's timeout."""
+    requests (the access token, members, line items, scores) with lti/tool.py's timeout."""
     registration = tool_conf(course, settings).find_registration(settings.issuer)
     return ServiceConnector(registration, timed_session())
 
 
 class Passback:
     """The outbox of ``course`` and what fills and empties it. ``final_of(student)`` is the
-    student's released final feedback page (or None); ``base_url`` the service's address."""
+    student's released final feedback page (or None), ``final_score(student)`` its score and
+    the most (from the gradebook); ``base_url`` the service's address."""
 
-    def __init__(self, course: Path, settings: Lti, launches: LaunchStore, *, db_url: str, assignment: str,
-                 folder: Path, final_of: Callable[[str], Path | None], base_url: str):
+    def __init__(self, course: Path, settings: Lti, launches: LaunchStore, *, assignment: str, folder: Path,
+                 final_of: Callable[[str], Path | None], final_score: Callable[[str], tuple[float, float]],
+                 base_url: str):
         self.course, self.settings, self.launches = course, settings, launches
-        self.db_url, self.assignment, self.final_of, self.base_url = db_url, assignment, final_of, base_url
+        self.assignment, self.final_of, self.final_score, self.base_url = assignment, final_of, final_score, base_url
         self.outbox = Outbox(folder)
         self._scanned = 0.0
 
     def sub_of(self, student: str) -> str | None:
         return (records(self.course).get(student) or {}).get("sub")
 
-    def graded(self, student: str, attempt_id: int, result: dict) -> None:
-        """A graded attempt's score, into the outbox (for a student the LMS knows)."""
+    def graded(self, student: str, attempt_id: int, score: float, maximum: float, waiting: bool) -> None:
+        """A graded attempt's score of ``maximum``, into the outbox (for a student the LMS knows);
+        ``waiting``: a part of it still waits for a person."""
         sub = self.sub_of(student)
         if sub is None:
             return
-        waiting = any(test["manual"] for test in result.get("tests", []))
-        score = max(0.0, part_b(result)[0] - result.get("late_penalty", 0.0))
-        self.outbox.add(student, sub, f"attempt:{attempt_id}", score, result.get("max_score", 0.0),
+        self.outbox.add(student, sub, f"attempt:{attempt_id}", score, maximum,
                         progress="PendingManual" if waiting else "FullyGraded", activity="Submitted")
 
     def scan_released(self) -> int:
@@ -86,10 +87,9 @@ class Passback:
             source = f"final:{student}:{page.stat().st_mtime_ns}"
             if self.outbox.has(source):
                 continue
-            result = scores_of(self.db_url, self.course, student, self.assignment)
+            score, maximum = self.final_score(student)
             comment = f"Your final feedback: {self.base_url.rstrip('/')}/final"
-            added += self.outbox.add(student, info["sub"], source,
-                                     max(0.0, result["score"] - result["late_penalty"]), result["max_score"],
+            added += self.outbox.add(student, info["sub"], source, score, maximum,
                                      progress="FullyGraded", activity="Completed", comment=comment)
         return added
 
@@ -174,18 +174,3 @@ def _why(problem: Exception) -> str:
         return f"the platform answered HTTP {response.status_code}" + (f": {said}" if said else "")
     return f"{type(problem).__name__}: {problem}"[:300]
 
-
-def enable_lti(service, settings: Lti) -> None:
-    """With ``c.Lti.enabled``: the service takes launches (its launch store) and posts scores
-    (its passback), from the course's registration."""
-    if not settings.enabled:
-        return
-    service.lti, service.launches = settings, LaunchStore(service.queue.folder)
-    service.passback = Passback(service.course, settings, service.launches, db_url=service.db_url,
-                                assignment=service.assignment, folder=service.queue.folder,
-                                final_of=lambda student: final_feedback(service, student), base_url=service.base_url)
-    if problems := missing(settings):
-        say(f"serve: LTI is enabled but {', '.join(problems)} not set: launches are refused until they are "
-            "(docs/lti.md#settings)")
-    else:
-        say(f"serve: LTI 1.3 launches from {settings.issuer} (client {settings.client_id})")

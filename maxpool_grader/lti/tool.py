@@ -8,7 +8,7 @@ with its own key, which the platform reads from the tool's key set (``/lti/jwks`
 JWK pasted into the developer key). The tool's private key is made on first use, readable by
 its owner only, under ``.maxpool-grader/``.
 
-Every check of a launch's token is pylti1p3's (serve/lti_web.py holds its tornado adapter);
+Every check of a launch's token is pylti1p3's (lti/launch.py holds its tornado adapter);
 this module gives it the registration as its ``ToolConfDict``, and says which of a launch's
 roles count here (``context_roles``, ``teaching``, ``learning``): only the roles the user has in
 the launch's course (the membership roles), never their institution or system roles.

@@ -4,7 +4,7 @@ of LTI: ``maxpool-grader roster --from-lti`` and ``maxpool-grader lti-config``.
 ``roster --from-lti`` reads the course's members from the platform (pylti1p3's client, signed
 with the tool's key) and makes roster.csv say what the LMS says, printing each change:
 
-* an active learner (a Learner of the course's membership: serve/lti.py's ``learning``; an
+* an active learner (a Learner of the course's membership: lti/tool.py's ``learning``; an
   institution or system role never counts) is a student. Which roster student an LMS user is, is recorded once, in
   ``.maxpool-grader/lti.json``, by the user's ``sub``: a user recorded before keeps their
   student; a new one is the roster row whose id is the user's SIS id
@@ -12,7 +12,8 @@ with the tool's key) and makes roster.csv say what the LMS says, printing each c
   ``sub``). A display name never decides; it is only copied into the row.
 * a student recorded from the LMS who is no longer an active learner there left the course:
   their row is removed and their link and session are ended as ``tokens --revoke`` ends them
-  (their submissions and grades stay in the gradebook). Rows the LMS never knew are kept,
+  (the service's ``revoke``, which the command line gives: sign-in is serve/signin.py's alone;
+  their submissions and grades stay in the gradebook). Rows the LMS never knew are kept,
   and named.
 * never more than ``MOST_REMOVED`` of the class (roster.csv's rows) removed at once without
   ``--yes``: a sync that would is refused, changing nothing, and names whom it would remove
@@ -27,6 +28,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
+from collections.abc import Callable
 from pathlib import Path
 
 from pylti1p3.names_roles import NamesRolesProvisioningService
@@ -34,11 +36,10 @@ from pylti1p3.names_roles import NamesRolesProvisioningService
 from ..course.files import replace_file
 from ..course.roster import clean_name, import_roster, read_roster
 from ..glue.safecsvexport import csv_cell, shown
-from .lti import LtiSetupError, learning, load_lti, missing, registration_text
-from .lti_store import LaunchStore, records, write_records
+from ..names import SERVE_DIR, STUDENT_ID
 from .passback import connector
-from .policy import SERVE_DIR, STUDENT_ID
-from .signin import revoke
+from .store import LaunchStore, records, write_records
+from .tool import LtiSetupError, learning, load_lti, missing, registration_text
 
 COLUMNS = ("id", "first_name", "last_name", "email", "lms_id")
 MOST_REMOVED = 0.2  # the share of the class one sync may remove without --yes
@@ -90,10 +91,12 @@ def student_id(member: dict, taken: set[str]) -> str:
     return "lti-" + hashlib.sha256(sub.encode()).hexdigest()[:16]
 
 
-def sync(course: Path, db_url: str, members: list[dict], *, yes: bool = False) -> list[str]:
+def sync(course: Path, db_url: str, members: list[dict], *, revoke: Callable[[Path, str], int],
+         yes: bool = False) -> list[str]:
     """roster.csv, lti.json and the gradebook made to say what the LMS says; the diff's lines.
-    Raises TooManyLeaving, having changed nothing, when more than MOST_REMOVED of the class
-    would be removed and ``yes`` is not given."""
+    ``revoke(folder, student)`` ends a student's link and session (serve/signin.py's), giving
+    the new generation. Raises TooManyLeaving, having changed nothing, when more than
+    MOST_REMOVED of the class would be removed and ``yes`` is not given."""
     path = course / "roster.csv"
     rows = {row["id"]: row for row in read_roster(path)} if path.is_file() else {}
     before = set(rows)
@@ -142,8 +145,8 @@ def _write_roster(path: Path, rows) -> None:
     replace_file(path, text.getvalue(), mode=0o644)
 
 
-def roster_from_lti(args, db_url: str) -> int:
-    """``maxpool-grader roster --from-lti``."""
+def roster_from_lti(args, db_url: str, revoke: Callable[[Path, str], int]) -> int:
+    """``maxpool-grader roster --from-lti``; ``revoke`` as ``sync`` takes it."""
     try:
         members = fetch_members(args.course_dir, args.members_url or "")
     except LtiSetupError as problem:
@@ -154,7 +157,7 @@ def roster_from_lti(args, db_url: str) -> int:
               f"{str(problem)[:300]}); nothing was changed")
         return 1
     try:
-        lines = sync(args.course_dir, db_url, members, yes=args.yes)
+        lines = sync(args.course_dir, db_url, members, revoke=revoke, yes=args.yes)
     except TooManyLeaving as refused:
         print(f"maxpool-grader roster: the LMS's member list would remove {len(refused.leaving)} of the class's "
               f"{refused.of} students, more than {MOST_REMOVED:.0%}; nothing was changed. Whom it would remove:")
