@@ -4,6 +4,11 @@
   session that read only the release notebook, never the grader, and checked against PyTorch's
   max_pool2d (its MANIFEST.json says which is which; ``_verify.py`` is its own check). They are
   kept as written: nobody edits them to fit the grader.
+* tests/corpora/realworld/: 21 solutions (4 correct) adapted from public repositories (CS231n and
+  CS7643 layers, im2col, "Deep Learning from Scratch", numpy-only libraries), each with the thin
+  adapter a student writes around code they found; written by a session that read only the
+  release notebook, and checked against PyTorch the same way (its MANIFEST.json names each
+  source). Kept as written too.
 * tests/corpora/contract_mutants.py: a correct solution and 48 mutants, each with exactly one rule
   of the contract broken on one kind of input, written the same way (``contract_mutants_verify.py``
   is the author's PyTorch check).
@@ -43,7 +48,9 @@ import contract_mutants  # noqa: E402
 sys.path.insert(0, str(ROOT / "scripts"))
 from make_sample_class import LOOP_CORRECT  # noqa: E402
 
-MANIFEST = json.loads((CORPORA / "blind" / "MANIFEST.json").read_text())
+BLIND_FOLDERS = ("blind", "realworld")  # each entry's file is named by its folder too: "blind/s01_….py"
+MANIFEST = [dict(entry, file=f"{folder}/{entry['file']}") for folder in BLIND_FOLDERS
+            for entry in json.loads((CORPORA / folder / "MANIFEST.json").read_text())]
 MOST = 2  # one mistake, at most 2 of the 15 points
 # Mutants whose one mistake shows on inputs of more than one rule (their author says so:
 # tests/corpora/contract_mutants.py), with the rules it also breaks. They may lose more.
@@ -71,7 +78,7 @@ def _tools() -> str:
 def _blind(file: str):
     namespace: dict = {}
     exec(_cells()["provided_helpers"], namespace)  # noqa: S102  what the notebook runs before the solution
-    exec((CORPORA / "blind" / file).read_text(), namespace)  # noqa: S102
+    exec((CORPORA / file).read_text(), namespace)  # noqa: S102
     return namespace["max_pool_backward"]
 
 
@@ -201,12 +208,28 @@ def test_no_named_mistake_is_contradicted_by_another_result_on_the_page(name):
 
 
 def test_the_notebook_states_every_rule_and_its_self_check_checks_exactly_the_contract_s():
-    text = " ".join(" ".join(_cells()[cell].split()) for cell in ("part_a_question", "part_b_explanation"))
+    """Each rule is stated in the part it names (``Rule.part``): a hidden test's report tells the
+    rules of Part B it grades before the deadline, and never one of Part A's derivation."""
+    text = {part: " ".join(_cells()[cell].split()) for part, cell in (("A", "part_a_question"),
+                                                                      ("B", "part_b_explanation"))}
     for rule in RULES:
-        assert " ".join(rule.stated.split()) in text, rule.name
+        assert " ".join(rule.stated.split()) in text[rule.part], rule.name
     namespace: dict = {}
     exec(_cells()["provided_helpers"] + "\n" + _cells()["provided_tools"], namespace)  # noqa: S102
     assert list(namespace["_RULES"]) == self_checked()
+
+
+NO_INPUT_TO_PASTE = {mutant["name"] for mutant in contract_mutants.MUTANTS if mutant["rule"] == "state"}
+
+
+@pytest.mark.parametrize("name", [name for name in CORPUS if name not in NO_INPUT_TO_PASTE])
+def test_every_failed_test_shows_an_input_to_paste_in_the_kinds_that_fail(name):
+    """The smallest input is searched for in the failed case's kinds too (its memory layouts, its
+    number of leading axes, a ceil grid's last windows): no report of a function that keeps no
+    state between calls is left with a description of an input too large to print. (Each
+    state mutant is told with the two calls that show it instead.)"""
+    for grade_id, message in page(name).items():
+        assert message is None or "Smallest input where your function goes wrong" in message, (grade_id, message)
 
 
 def test_check_fails_when_the_notebook_and_the_contract_disagree():

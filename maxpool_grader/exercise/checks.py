@@ -187,7 +187,7 @@ TIE_PATTERNS = ("equal", "ties")
 
 HIDDEN_CHECKS: dict[str, GradedCheck] = {check.grade_id: check for check in [
     GradedCheck("hidden_rectangular_leading_axes", "Rectangular windows and planes, leading batch/channel axes", 2,
-                "dx for rectangular pools (ph != pw), planes wider than tall, and x with 0, 1 or 2 leading axes.",
+                "dx for rectangular pools (ph != pw), planes wider than tall, and x with leading batch/channel axes.",
                 rectangular_and_leading_axes_cases, same_as_reference,
                 _probes(lambda c: c.rectangular_or_leading and _default_floor(c)), property="shapes"),
     GradedCheck("hidden_overlapping_windows", "Overlapping windows (stride smaller than the pool)", 2,

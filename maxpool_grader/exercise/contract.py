@@ -73,6 +73,7 @@ class Rule:
     count: int = 5  # how many drawn cases (each a call of the student's function per notebook graded)
     self_check: bool = True  # checked by the notebook's check_rules
     base: Kind = Kind()
+    part: str = "B"  # the part that states it: a rule of Part A's derivation is its answer (told after the release)
 
 
 PLANES, STRIDES = "hidden_rectangular_leading_axes", "hidden_overlapping_windows"
@@ -102,7 +103,7 @@ RULES: tuple[Rule, ...] = (
     Rule("overlap", "an element that is the maximum of several windows receives the sum of their gradients",
          "a stride smaller than the window makes windows overlap", STRIDES, "values",
          ("pool", "stride", "plane"), lambda k: _overlap(k) and _square_int(k) and k.plane[0] == k.plane[1],
-         self_check=False),
+         self_check=False, part="A"),
     Rule("clipped", "border windows of d_output's grid are clipped to x",
          "the *ceil-mode* grid, which adds windows that start inside `x` and are clipped at its border",
          "hidden_ceil_border_windows", "values", ("values", "plane", "pool"),
@@ -138,7 +139,7 @@ RULES: tuple[Rule, ...] = (
     Rule("subgradient", "a window's gradient goes to its maxima only, in total exactly once",
          "what may the layer pass back?", "hidden_ties_valid_subgradient", "subgradient",
          ("values", "plane", "pool"),
-         lambda k: k.values in ("ties", "equal") and _tiled(k), self_check=False),
+         lambda k: k.values in ("ties", "equal") and _tiled(k), self_check=False, part="A"),
 )
 RULES_BY_NAME = {rule.name: rule for rule in RULES}
 
@@ -173,7 +174,28 @@ def with_drawn(check):
 
     def judge(case: Case, dx, given=None):
         return JUDGES[case.judged](case, dx, given) if case.judged else verdict(case, dx, given)
-    return replace(check, cases=lambda: list(cases()), verdict=judge)
+    return replace(check, cases=lambda: list(cases()), verdict=judge, what=check.what + told(check.grade_id))
+
+
+def told(grade_id: str) -> str:
+    """What a hidden test's report adds to its "What it checks" line: the rules of Part B it also
+    grades on drawn inputs, in the contract's words, and what those inputs vary (a rule of Part
+    A's derivation is its answer: not told before the release)."""
+    rules = [rule for rule in RULES if rule.test == grade_id and rule.part == "B"]
+    if not rules:
+        return ""
+    varied = ", ".join(dict.fromkeys(VARIED[dimension] for rule in rules for dimension in rule.over))
+    statements = list(dict.fromkeys(rule.statement for rule in rules))
+    if len(statements) == 1:  # the test's own line says what
+        return f" It also checks this on drawn inputs that vary {varied}."
+    return f" It also checks, on drawn inputs that vary {varied}: {'; '.join(statements)}."
+
+
+# What a dimension of the kinds of input (kinds.DIMENSIONS) varies, as a report says it
+VARIED = {"x_dtype": "x's dtype", "d_dtype": "d_output's dtype", "lead": "the leading axes",
+          "plane": "the plane's height and width", "pool": "the pool size", "stride": "the stride",
+          "ceil": "floor and ceil grids", "values": "the values (negative, huge, tied, ...)",
+          "x_layout": "x's memory layout", "d_layout": "d_output's memory layout"}
 
 
 def self_checked() -> list[str]:

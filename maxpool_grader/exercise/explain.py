@@ -102,15 +102,25 @@ def describe_failure(student: Outcome, graded: Outcome, witnesses: list[Outcome]
         bugs, certain = likely_mistakes(student, graded, witnesses, check, passed, failing, page.agrees)
         lines = mistakes_text(bugs, certain, source, named) if bugs else []
         if not lines and student.error is None:
-            lines = [f"None of the {len(BUGS)} mistakes in our catalogue gives your result on every input "
-                     "where this test found your dx wrong and agrees with what your function gets right, so "
-                     "this one is new to us: compare your dx with the expected one entry by entry, and "
-                     "check which window each entry comes from."]
+            lines = [_new_to_us(student)]
         page.diagnoses[key] = lines
     elif named is not None:
         named += [name for name, bug in BUGS.items() if any(f"mistake: {bug.title}." in line
                                                              for line in page.diagnoses[key])]
     return "\n".join(parts + page.diagnoses[key])
+
+
+def _new_to_us(student: Outcome) -> str:
+    """What a failure no catalogue mistake explains says; the advice to compare dx entry by
+    entry only where its entries are wrong (not for inputs changed, or a dtype, alone)."""
+    said = (f"None of the {len(BUGS)} mistakes in our catalogue gives your result on every input where this test "
+            "found it wrong and agrees with what your function gets right, so this one is new to us")
+    dx, expected = student.dx, student.case.expected
+    with np.errstate(all="ignore"):
+        right = dx is not None and dx.shape == expected.shape and dx.dtype.kind in "biuf" and bool(
+            np.allclose(dx.astype(np.float64), expected, rtol=1e-9, atol=1e-12, equal_nan=True))
+    return said + ("." if right else ": compare your dx with the expected one entry by entry, and check which "
+                   "window each entry comes from.")
 
 
 def _identity(outcome: Outcome) -> tuple:

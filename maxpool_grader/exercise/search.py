@@ -6,13 +6,14 @@ student's function passed."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from .catalogue import BUGS, Bug
 from .checks import GradedCheck
 from .diagnosis import accepts_stride, missing_stride_message
+from .geometry import as_pair
 from .judges import judged_despite_error
 from .rules import SMALL, Case, Given
 from .student_call import CheckFailed, StudentError, call_student, quiet_student_code
@@ -63,34 +64,89 @@ def smallest_failure(check: GradedCheck, function, failed: Outcome) -> tuple[Out
     more failing probes of the same kind (to tell apart the bugs that could explain it).
 
     The reproducer is the first probe that fails the same way (the same exception, or a
-    wrong result); else the failed case cut down to its first batch/channel plane that
-    still fails; else the failed case itself if it is small, else the first probe that
-    failed in another way.
+    wrong result): the probes as they are, then given in the failed case's memory layouts (a
+    function that assumes contiguous memory fails only on a view); else the failed case cut
+    down to its first batch/channel plane that still fails, in its layouts; else the failed
+    case itself if it is small, else the first probe that failed in another way.
     """
-    discarded: list[str] = []
+    kind, case = _failure_kind(failed), failed.case
+    ways = [lambda probe: probe]
+    if (case.x_layout, case.d_layout) != ("C", "C"):
+        ways.append(lambda probe: replace(probe, x_layout=case.x_layout, d_layout=case.d_layout))
+    first_other = None
+    for way in ways:
+        found, other = _failing_probes(check, function, way, kind)
+        if found:
+            return found[0], found[1:]
+        first_other = first_other or other
+    smaller = _cut_down(check, function, failed, kind)
+    if smaller is not None and smaller.case.x.size <= SMALL:
+        return smaller, []
+    return (failed if case.x.size <= SMALL or first_other is None else first_other), []
+
+
+def _cut_down(check: GradedCheck, function, failed: Outcome, kind: str) -> Outcome | None:
+    """The failed case made smaller while it still fails as ``kind``: each batch/channel axis
+    cut to 1 entry, else 2 (a function that merges axes of a view fails only with two), then the
+    plane to its first or last rows and columns of windows (a ceil grid's clipped window is
+    last). The case keeps its memory layouts, dtypes and the rule it is judged on; None when
+    nothing smaller fails so."""
+    case, best = failed.case, None
+
+    def tried(smaller: Case) -> Outcome | None:
+        try:
+            smaller.expected  # noqa: B018  a valid input: each window fits, d_output's grid is x's
+        except ValueError:
+            return None
+        outcome = attempt(check, function, smaller, [])
+        return outcome if outcome.problem and _failure_kind(outcome) == kind else None
+
+    for axis in range(case.x.ndim - 2):
+        for size in (1, 2):
+            if case.x.shape[axis] > size:
+                cut = (slice(None),) * axis + (slice(0, size),)
+                found = tried(replace(case, x=case.x[cut], d_output=case.d_output[cut]))
+                if found is not None:
+                    case, best = found.case, found
+                    break
+    (ph, pw), (oh, ow) = as_pair("pool_size", case.pool_size), case.d_output.shape[-2:]
+    sh, sw = as_pair("stride", case.pool_size if case.stride is None else case.stride)
+    for rows, cols in ((1, 1), (1, 2), (2, 1), (2, 2)):
+        if rows > oh or cols > ow or (rows, cols) == (oh, ow):
+            continue
+        for x_rows, d_rows in _kept(rows, oh, ph, sh):
+            for x_cols, d_cols in _kept(cols, ow, pw, sw):
+                found = tried(replace(case, x=case.x[..., x_rows, x_cols], d_output=case.d_output[..., d_rows, d_cols]))
+                if found is not None:
+                    return found
+    return best
+
+
+def _kept(count: int, outputs: int, pool: int, stride: int) -> list[tuple[slice, slice]]:
+    """Along one axis, the slices of x and d_output that keep ``count`` of its ``outputs``
+    windows: the first ones, whole, and the last ones (with a ceil grid's clipped window)."""
+    first = (slice(0, (count - 1) * stride + pool), slice(0, count))
+    return [first] if count == outputs else [first, (slice((outputs - count) * stride, None),
+                                                     slice(outputs - count, None))]
+
+
+def _failing_probes(check: GradedCheck, function, way, kind: str) -> tuple[list[Outcome], Outcome | None]:
+    """The check's probes, each given as ``way`` makes it, that fail as ``kind`` (up to one more
+    than ``WITNESSES``), and the first that failed otherwise."""
     with_stride = accepts_stride(function)
-    kind = _failure_kind(failed)
     found: list[Outcome] = []
     first_other = None
     for case in check.probes():
         if case.stride is not None and not with_stride:
             continue
-        probe = attempt(check, function, case, discarded)
+        probe = attempt(check, function, way(case), [])
         if probe.problem:
             if _failure_kind(probe) == kind:
                 found.append(probe)
                 if len(found) > WITNESSES:
                     break
             first_other = first_other or probe
-    if found:
-        return found[0], found[1:]
-    case = failed.case
-    for lead in np.ndindex(case.x.shape[:-2]):
-        plane = attempt(check, function, Case(case.d_output[lead], case.x[lead], case.pool_size,
-                                              case.stride), discarded)
-        if plane.problem and _failure_kind(plane) == kind:
-            return plane, []
-    return (failed if case.x.size <= SMALL or first_other is None else first_other), []
+    return found, first_other
 
 
 def graded_failure(check: GradedCheck, function, output: list[str]) -> Outcome | str | None:
