@@ -1,5 +1,6 @@
-"""The blind corpus (tests/corpora/blind/: 30 solutions written from the release notebook alone,
-never from the grader) graded as a class through the real pipeline: ``maxpool-grader grade``,
+"""The blind corpora (tests/corpora/blind/: 30 solutions written from the release notebook alone,
+never from the grader; tests/corpora/realworld/: 21 adapted from public code the same way)
+graded as one class through the real pipeline: ``maxpool-grader grade``,
 its sandboxed kernels and out-of-process verdicts, the gradebook and the feedback pages.
 
 Correct code keeps full marks, every mistake loses points, the out-of-process verdict gives
@@ -24,12 +25,15 @@ from nbgrader.api import Gradebook
 from maxpool_grader.sandbox import box as sealed_box
 
 pytestmark = pytest.mark.integration
-BLIND = ROOT / "tests" / "corpora" / "blind"
-MANIFEST = {entry["file"][:-3]: entry for entry in json.loads((BLIND / "MANIFEST.json").read_text())}
+CORPORA = ROOT / "tests" / "corpora"
+MANIFEST = {f"{folder}/{entry['file'][:-3]}": entry for folder in ("blind", "realworld")
+            for entry in json.loads((CORPORA / folder / "MANIFEST.json").read_text())}
 
 
 def _student(name: str) -> str:
-    return "blind_" + name.split("_", 1)[0]
+    """blind/s01_loops_unravel: blind_s01."""
+    folder, file = name.split("/")
+    return f"{folder}_{file.split('_', 1)[0]}"
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +45,7 @@ def graded(tmp_path_factory):
     for name in MANIFEST:
         folder = course / "submitted" / _student(name) / ASSIGNMENT
         folder.mkdir(parents=True)
-        nbformat.write(notebook_with(release, (BLIND / f"{name}.py").read_text()), folder / f"{ASSIGNMENT}.ipynb")
+        nbformat.write(notebook_with(release, (CORPORA / f"{name}.py").read_text()), folder / f"{ASSIGNMENT}.ipynb")
     shutil.rmtree(course / "autograded", ignore_errors=True)
     run = grade_command(course, "--workers", "2")
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
@@ -80,6 +84,6 @@ def test_the_out_of_process_verdict_agrees_with_the_in_process_checks(graded):
 
 def test_state_kept_between_calls_is_told_with_the_calls_that_show_it(graded):
     course, run, scores, _ = graded
-    text = _page(course, "s19_cached_routes")
+    text = _page(course, "blind/s19_cached_routes")
     assert flat("it keeps something from one call to the next") in text
     assert flat("Your function gets this input right when it is the first call in a fresh kernel") in text

@@ -201,6 +201,26 @@ def test_a_call_reply_that_is_not_the_grader_s_is_refused(reply, blobs):
     refused(replies.call_reply, reply, blobs, CELLS)
 
 
+GIVEN = (np.zeros((1, 2)), np.zeros((2, 4)))  # d_output and x as a call was given them
+
+
+@pytest.mark.parametrize("left", [
+    "shape", [], [[[1, 2], "<f8"]], [[[1, 2], "<f8"], [[3, 3], "<f8"]], [[[1, 2], "<f8"], [[8], "<f4"]],
+    [[[1, 2], "<f8"], [[2, 4], "O"]], [[[1, 2], "<f8"], [[2, 4], "no dtype"]], [[[1, 2], "<f8"], [[-8, -1], "<f8"]],
+    [[[1, 2], "<f8"], [[1] * 33, "<f8"]], [[[1, 2], "<f8"], [[2, 4.0], "<f8"]], [[[1, 2], "<f8"], [[2, 4]]],
+], ids=repr)
+def test_inputs_left_in_a_size_their_memory_cannot_hold_are_refused(left):
+    """What a call left of its inputs (untrusted._left) is a shape and a numeric dtype of the very
+    bytes it was given, per input, or Malformed."""
+    refused(replies.inputs_left, {"left": left}, GIVEN)
+
+
+def test_inputs_left_as_a_view_of_their_own_bytes_are_read():
+    assert replies.inputs_left({}, GIVEN) is None
+    left = replies.inputs_left({"left": [[[2], "<f8"], [[1, 8, 2], "<f4"]]}, GIVEN)
+    assert left == [((2,), np.dtype("<f8")), ((1, 8, 2), np.dtype("<f4"))]
+
+
 JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
                     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
                         st.sampled_from(["ok", "raised", "running", "cell_errors", "missing", "not_callable",
@@ -211,13 +231,15 @@ JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(reply=st.dictionaries(st.sampled_from(["ok", "raised", "running", "cell_errors", "missing",
-                                              "not_callable", "parameters", "too_big", "not_array", "bad_dtype"]),
+                                              "not_callable", "parameters", "too_big", "not_array", "bad_dtype",
+                                              "left"]),
                              JSON, max_size=5))
 def test_any_json_reply_is_either_checked_or_malformed(reply):
     """Whatever JSON the process sends, the checkers return the grader's types or raise
     Malformed: no KeyError, TypeError, AttributeError or IndexError reaches the run."""
     for check in (lambda: replies.load_reply(reply, CELLS), lambda: replies.call_reply(reply, [b"x"], CELLS),
-                  lambda: replies.running_index(reply, CELLS), lambda: replies.error(reply, CELLS)):
+                  lambda: replies.running_index(reply, CELLS), lambda: replies.error(reply, CELLS),
+                  lambda: replies.inputs_left(reply, (np.zeros((1, 2)), np.zeros((2, 4))))):
         try:
             check()
         except replies.Malformed as malformed:

@@ -112,6 +112,37 @@ def test_changes_to_the_inputs_are_seen_across_processes():
     assert "changed its input x" in found["hidden_inputs_unmodified_float_result"].message
 
 
+# What a function can do to its caller's arrays besides their values: in the notebook the change
+# is the caller's; out of process it is made to a view in the box, which the grader is told of.
+LEFT_CHANGED = {
+    "values": "x[0, 0] += 1",
+    "x's shape": "x.shape = (1,) + x.shape",
+    "d_output's shape": "d_output.shape = d_output.shape + (1,)",
+    "x's dtype": "x.dtype = {8: np.int64, 4: np.int32, 2: np.int16, 1: np.int8}[x.dtype.itemsize]",
+    "a shape put back": "x.shape = (1,) + x.shape\n    x.shape = x.shape[1:]",
+    "nothing": "x[...] = x",
+}
+
+
+@pytest.mark.parametrize("change", LEFT_CHANGED)
+def test_what_a_call_leaves_of_its_inputs_is_judged_alike_in_and_out_of_process(change):
+    """``x.shape = ...`` changes the caller's array and never its memory: the grader reading the
+    memory back saw nothing (a real-world solution passed "Inputs left unmodified" only out of
+    process). Now the box reports each input's shape and dtype after the call, a report that
+    can only cost its student, and both verdicts agree."""
+    source = ("import numpy as np\n" + LOOP_CORRECT.replace("def max_pool_backward(", "def _right(") + "\n"
+              + SIGNATURE + "    dx = _right(d_output, x, pool_size, stride)\n    " + LEFT_CHANGED[change]
+              + "\n    return dx\n")
+    namespace: dict = {}
+    exec(source, namespace)  # noqa: S102  the same code in this process
+    grade_id = "hidden_inputs_unmodified_float_result"
+    here = evaluate(grade_id, namespace["max_pool_backward"])
+    there = verdicts(source, grade_ids=[grade_id])[grade_id]
+    assert (here is None) == there.passed == (change in ("a shape put back", "nothing")), (here, there.message)
+    if here is not None:
+        assert "Your function changed its input" in flat(there.message) and "changed its input" in flat(here)
+
+
 def test_a_function_without_stride_is_named_as_such():
     no_stride = LOOP_CORRECT.replace("stride=None", "").replace("(d_output, x, pool_size, )",
                                                                 "(d_output, x, pool_size)")

@@ -121,9 +121,12 @@ class RemoteFunction:
                   "stride": untrusted.encode_size(stride), "inputs": layout, "most": most}
         reply, blobs = self.process.request(header, cells=len(self.cells), most_bytes=most)
         kind, value = replies.call_reply(reply, blobs, len(self.cells))
+        left = replies.inputs_left(reply, given)
         for before, after in zip((d_output, x), self.process.inputs.read(layout)):
             if isinstance(before, np.ndarray) and before.shape == after.shape and before.flags.writeable:
                 np.copyto(before, after, casting="unsafe")
+        for before, (shape, dtype) in zip((d_output, x), left or ()):
+            _leave(before, shape, dtype)
         if kind == "raised":
             exception = _rebuilt(value)
             raise StudentError(raised_message(exception, _where(value, self.cells)), exception)
@@ -137,6 +140,18 @@ class RemoteFunction:
             return untrusted.array_from_bytes(value)
         except ValueError as problem:
             raise CheckFailed(not_numbers_message(str(problem)[:100])) from None
+
+
+def _leave(array, shape: tuple, dtype) -> None:
+    """Give ``array`` the shape and dtype the call left its view in the process with (a
+    ``x.shape = ...`` of the student's, replies.inputs_left), as it did to the caller's array."""
+    if not isinstance(array, np.ndarray) or (array.shape, array.dtype) == (shape, dtype):
+        return
+    try:
+        array.dtype = dtype
+        array.shape = shape
+    except (AttributeError, ValueError, TypeError):
+        raise replies.Malformed("inputs left in a shape their memory cannot take") from None
 
 
 def _where(error: dict, cells: list[Cell]) -> str:

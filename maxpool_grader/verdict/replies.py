@@ -13,8 +13,11 @@ the process is ended, and the run goes on. Nothing here raises anything else.
 from __future__ import annotations
 
 import json
+import math
 import re
 import struct
+
+import numpy as np
 
 MAX_HEADER_BYTES = 256 << 10  # a load reply: 20 cell errors of 4,000 characters, and the signature
 MAX_TEXT = 4000  # characters kept of any text of the student's
@@ -180,3 +183,27 @@ def call_reply(reply: dict, blobs: list[bytes], count: int) -> tuple[str, object
     if reply.get("ok") is True and len(blobs) == 1:
         return "ok", blobs[0]
     raise Malformed("a reply to a call that carries no result")
+
+
+def inputs_left(reply: dict, given: tuple) -> list[tuple[tuple[int, ...], np.dtype]] | None:
+    """The shape and dtype a call left each of the ``given`` arrays with (untrusted._left), or
+    None when it changed neither. A box can only report a change of the student's own
+    inputs: one of another size in bytes, or not a shape and a dtype, is Malformed."""
+    if "left" not in reply:
+        return None
+    left = reply["left"]
+    if not (isinstance(left, list) and len(left) == len(given)):
+        raise Malformed("inputs left that are not one shape and dtype per input")
+    found = []
+    for entry, array in zip(left, given):
+        try:
+            shape, dtype = entry
+            if not (isinstance(shape, list) and len(shape) <= 32 and all(type(n) is int and n >= 0 for n in shape)):
+                raise ValueError
+            dtype = np.dtype(str(dtype)[:20])
+        except (TypeError, ValueError):
+            raise Malformed("inputs left that are not a shape and a dtype") from None
+        if dtype.kind not in "biuf" or math.prod(shape) * dtype.itemsize != array.nbytes:
+            raise Malformed("inputs left with another size than the memory they were given")
+        found.append((tuple(shape), dtype))
+    return found

@@ -205,18 +205,31 @@ def inputs_over(memory, layout: list) -> tuple:
 
 def _call(function, request: dict, memory) -> tuple[dict, tuple]:
     """Call the student's function on the inputs in shared ``memory``; the reply, and dx."""
-    d_output, x = inputs_over(memory, request["inputs"])
+    inputs = inputs_over(memory, request["inputs"])
     pool_size, stride = decode_size(request["pool_size"]), decode_size(request["stride"])
-    args = (d_output, x, pool_size) if stride is None else (d_output, x, pool_size, stride)
+    args = (*inputs, pool_size) if stride is None else (*inputs, pool_size, stride)
     try:
         result = function(*args)
     except BaseException as exc:  # noqa: BLE001  SystemExit and KeyboardInterrupt too
-        return {"raised": _error(exc)}, ()
+        return dict(_left(inputs, request["inputs"]), raised=_error(exc)), ()
+    reply, out = _result(result, request["most"])
+    return dict(_left(inputs, request["inputs"]), **reply), out
+
+
+def _left(inputs: tuple, layout: list) -> dict:
+    """The shape and dtype each input was left with, when the call changed them (``x.shape =
+    ...`` changes the caller's array, never its memory): a change only costs the student."""
+    if all(a.shape == tuple(shape) and a.dtype == np.dtype(dtype) for a, (_, shape, dtype, _) in zip(inputs, layout)):
+        return {}
+    return {"left": [[[int(n) for n in a.shape], a.dtype.str] for a in inputs]}
+
+
+def _result(result, most: int) -> tuple[dict, tuple]:
     if type(result) is not np.ndarray:
         return {"not_array": type(result).__name__}, ()
     if result.dtype.kind not in "biuf":
         return {"bad_dtype": str(result.dtype)}, ()
-    if result.nbytes > request["most"]:  # larger than any dx of this x can be: not sent
+    if result.nbytes > most:  # larger than any dx of this x can be: not sent
         return {"too_big": [int(n) for n in result.shape[:8]]}, ()
     return {"ok": True}, (result,)
 
