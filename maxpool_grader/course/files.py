@@ -10,6 +10,7 @@ import contextlib
 import os
 import sqlite3
 import subprocess
+import threading
 from pathlib import Path
 
 
@@ -49,6 +50,41 @@ def open_database(path: Path, schema: str) -> sqlite3.Connection:
     db.execute("PRAGMA synchronous=FULL")
     db.executescript(schema)
     return db
+
+
+class SharedDatabase:
+    """One of the service's SQLite files (open_database) shared by its threads: one connection
+    under one lock. ``run`` one statement, ``locked`` the connection for several, or make
+    several hold or fail together (``transaction``)."""
+
+    def __init__(self, path: Path, schema: str):
+        self.lock = threading.Lock()
+        self.connection = open_database(path, schema)
+
+    def run(self, sql: str, *args) -> list:
+        with self.lock:
+            return self.connection.execute(sql, args).fetchall()
+
+    @contextlib.contextmanager
+    def locked(self):
+        with self.lock:
+            yield self.connection
+
+    @contextlib.contextmanager
+    def transaction(self):
+        with self.lock:
+            self.connection.execute("BEGIN IMMEDIATE")
+            try:
+                yield self.connection
+                self.connection.execute("COMMIT")
+            except BaseException:
+                if self.connection.in_transaction:
+                    self.connection.execute("ROLLBACK")
+                raise
+
+    def close(self) -> None:
+        with self.lock:
+            self.connection.close()
 
 
 def exposed_to_git(folder: Path, paths: list[str]) -> dict[str, str]:

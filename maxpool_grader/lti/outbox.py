@@ -17,13 +17,12 @@ ones still pending (``superseded``): the gradebook shows the latest anyway. Each
 
 from __future__ import annotations
 
-import threading
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ..course.files import open_database
+from ..course.files import SharedDatabase
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS scores (
@@ -70,69 +69,57 @@ class Score:
 class Outbox:
     def __init__(self, folder: Path):
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-        self._lock = threading.Lock()
-        self._db = open_database(folder / "ags-outbox.sqlite", SCHEMA)  # a score written is a score kept
+        self._db = SharedDatabase(folder / "ags-outbox.sqlite", SCHEMA)  # a score written is a score kept
 
     def close(self) -> None:
-        with self._lock:
-            self._db.close()
-
-    def _run(self, sql: str, *args):
-        with self._lock:
-            return self._db.execute(sql, args).fetchall()
+        self._db.close()
 
     def add(self, student: str, sub: str, source: str, score: float, maximum: float, *, progress: str,
             activity: str, comment: str = "") -> bool:
         """Record a score to post (False: one of this source is recorded already)."""
         stamp = datetime.now(timezone.utc).isoformat(timespec="milliseconds")
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")  # the score and what it supersedes, together
-            try:
-                cursor = self._db.execute(
-                    "INSERT OR IGNORE INTO scores (student, sub, source, score, maximum, progress, activity, "
-                    "comment, timestamp) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (student, sub, source, score, maximum, progress, activity, comment, stamp))
-                added = cursor.rowcount == 1
-                if added:  # the newest: the student's older scores not sent yet need not go
-                    self._db.execute("UPDATE scores SET status='superseded' WHERE student=? AND status='pending' "
-                                     "AND id<?", (student, cursor.lastrowid))
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
+        with self._db.transaction() as db:  # the score and what it supersedes, together
+            cursor = db.execute(
+                "INSERT OR IGNORE INTO scores (student, sub, source, score, maximum, progress, activity, "
+                "comment, timestamp) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (student, sub, source, score, maximum, progress, activity, comment, stamp))
+            added = cursor.rowcount == 1
+            if added:  # the newest: the student's older scores not sent yet need not go
+                db.execute("UPDATE scores SET status='superseded' WHERE student=? AND status='pending' AND id<?",
+                           (student, cursor.lastrowid))
         return added
 
     def has(self, source: str) -> bool:
-        return bool(self._run("SELECT 1 FROM scores WHERE source=?", source))
+        return bool(self._db.run("SELECT 1 FROM scores WHERE source=?", source))
 
     def due(self, now: float | None = None) -> list[Score]:
         """The scores to post now: each student's oldest pending one, if its time has come."""
         now = time.time() if now is None else now
-        rows = self._run("SELECT * FROM scores WHERE status='pending' AND id IN "
+        rows = self._db.run("SELECT * FROM scores WHERE status='pending' AND id IN "
                          "(SELECT MIN(id) FROM scores WHERE status='pending' GROUP BY student) AND next_try <= ? "
                          "ORDER BY id", now)
         return [Score(**dict(row)) for row in rows]
 
     def pending(self) -> list[Score]:
-        return [Score(**dict(row)) for row in self._run("SELECT * FROM scores WHERE status='pending' ORDER BY id")]
+        return [Score(**dict(row)) for row in self._db.run("SELECT * FROM scores WHERE status='pending' ORDER BY id")]
 
     def all(self) -> list[Score]:
-        return [Score(**dict(row)) for row in self._run("SELECT * FROM scores ORDER BY id")]
+        return [Score(**dict(row)) for row in self._db.run("SELECT * FROM scores ORDER BY id")]
 
     def posted(self, score_id: int, note: str = "") -> None:
-        self._run("UPDATE scores SET status='posted', posted=?, error=? WHERE id=?", time.time(), note, score_id)
+        self._db.run("UPDATE scores SET status='posted', posted=?, error=? WHERE id=?", time.time(), note, score_id)
 
     def refused(self, score_id: int, error: str) -> None:
         """A post the platform refused for good: kept with its answer, never tried again."""
-        self._run("UPDATE scores SET status='refused', tries=tries+1, error=? WHERE id=?", error[:500], score_id)
+        self._db.run("UPDATE scores SET status='refused', tries=tries+1, error=? WHERE id=?", error[:500], score_id)
 
     def refusals(self) -> list[Score]:
-        return [Score(**dict(row)) for row in self._run("SELECT * FROM scores WHERE status='refused' ORDER BY id")]
+        return [Score(**dict(row)) for row in self._db.run("SELECT * FROM scores WHERE status='refused' ORDER BY id")]
 
     def failed(self, score_id: int, error: str) -> float:
         """A post that failed: tried again later (backoff); the delay."""
-        tries = self._run("SELECT tries FROM scores WHERE id=?", score_id)[0][0] + 1
+        tries = self._db.run("SELECT tries FROM scores WHERE id=?", score_id)[0][0] + 1
         delay = min(BACKOFF_MAX, 2.0 ** tries)
-        self._run("UPDATE scores SET tries=?, next_try=?, error=? WHERE id=?", tries, time.time() + delay,
+        self._db.run("UPDATE scores SET tries=?, next_try=?, error=? WHERE id=?", tries, time.time() + delay,
                   error[:500], score_id)
         return delay

@@ -16,12 +16,11 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..course.files import open_database
+from ..course.files import SharedDatabase
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS attempts (
@@ -76,18 +75,12 @@ class Queue:
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         (folder / "uploads").mkdir(exist_ok=True, mode=0o700)
         (folder / "feedback").mkdir(exist_ok=True, mode=0o700)
-        self._lock = threading.Lock()
-        self._db = open_database(folder / "queue.sqlite", SCHEMA)
-        if "claimed" not in {row["name"] for row in self._db.execute("PRAGMA table_info(attempts)")}:
-            self._db.execute("ALTER TABLE attempts ADD COLUMN claimed TEXT NOT NULL DEFAULT ''")  # a queue of before
+        self._db = SharedDatabase(folder / "queue.sqlite", SCHEMA)
+        if "claimed" not in {row["name"] for row in self._db.run("PRAGMA table_info(attempts)")}:
+            self._db.run("ALTER TABLE attempts ADD COLUMN claimed TEXT NOT NULL DEFAULT ''")  # a queue of before
 
     def close(self) -> None:
-        with self._lock:
-            self._db.close()
-
-    def _run(self, sql: str, *args):
-        with self._lock:
-            return self._db.execute(sql, args).fetchall()
+        self._db.close()
 
     def upload_path(self, attempt_id: int) -> Path:
         return self.folder / "uploads" / f"{attempt_id}.ipynb"
@@ -101,8 +94,8 @@ class Queue:
 
     def resume(self) -> int:
         """After a restart (or a crash): what was being graded is queued again."""
-        with self._lock:
-            return self._db.execute("UPDATE attempts SET status='queued' WHERE status='grading'").rowcount
+        with self._db.locked() as db:
+            return db.execute("UPDATE attempts SET status='queued' WHERE status='grading'").rowcount
 
     def add(self, student: str, assignment: str, way: str, content: bytes | None, *, status: str = "queued",
             message: str = "", source: str = "", received: float | None = None,
@@ -110,71 +103,65 @@ class Queue:
         """Record an attempt (and, when accepted, its notebook and ``files`` beside it, by suffix,
         on disk before it is queued)."""
         received = time.time() if received is None else received
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                cursor = self._db.execute(
-                    "INSERT INTO attempts (student, assignment, way, source, received, status, message, claimed) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    (student, assignment, way, source, received, "writing" if content is not None else status, message,
-                     claimed))
-                attempt_id = cursor.lastrowid
-                if content is not None:
-                    for suffix, data in {".ipynb": content, **(files or {})}.items():
-                        with open(self.upload_path(attempt_id).with_suffix(suffix), "wb") as handle:
-                            handle.write(data)
-                            os.fsync(handle.fileno())
-                    self._db.execute("UPDATE attempts SET status=? WHERE id=?", (status, attempt_id))
-                self._db.execute("COMMIT")
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
+        with self._db.transaction() as db:
+            cursor = db.execute(
+                "INSERT INTO attempts (student, assignment, way, source, received, status, message, claimed) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (student, assignment, way, source, received, "writing" if content is not None else status, message,
+                 claimed))
+            attempt_id = cursor.lastrowid
+            if content is not None:
+                for suffix, data in {".ipynb": content, **(files or {})}.items():
+                    with open(self.upload_path(attempt_id).with_suffix(suffix), "wb") as handle:
+                        handle.write(data)
+                        os.fsync(handle.fileno())
+                db.execute("UPDATE attempts SET status=? WHERE id=?", (status, attempt_id))
         return attempt_id
 
     def seen_source(self, source: str) -> bool:
-        return bool(self._run("SELECT 1 FROM attempts WHERE source=?", source))
+        return bool(self._db.run("SELECT 1 FROM attempts WHERE source=?", source))
 
     def get(self, attempt_id: int) -> Attempt | None:
-        rows = self._run("SELECT * FROM attempts WHERE id=?", attempt_id)
+        rows = self._db.run("SELECT * FROM attempts WHERE id=?", attempt_id)
         return Attempt.of(rows[0]) if rows else None
 
     def of_student(self, student: str) -> list[Attempt]:
-        return [Attempt.of(row) for row in self._run(
+        return [Attempt.of(row) for row in self._db.run(
             "SELECT * FROM attempts WHERE student=? ORDER BY id DESC", student)]
 
     def all(self, limit: int = 100000) -> list[Attempt]:
-        return [Attempt.of(row) for row in self._run("SELECT * FROM attempts ORDER BY id DESC LIMIT ?", limit)]
+        return [Attempt.of(row) for row in self._db.run("SELECT * FROM attempts ORDER BY id DESC LIMIT ?", limit)]
 
     def counted_since(self, student: str, since: float) -> list[float]:
         """The times of the student's attempts since ``since`` that use up an attempt."""
-        return [row[0] for row in self._run(
+        return [row[0] for row in self._db.run(
             f"SELECT received FROM attempts WHERE student=? AND received>=? AND status IN {COUNTED} "
             "ORDER BY received", student, since)]
 
     def forged_since(self, forger: str, since: float) -> int:
         """How many forged submissions of the account ``forger`` were recorded since ``since``."""
-        return self._run("SELECT COUNT(*) FROM attempts WHERE student=? AND status='forged' AND received>=?",
+        return self._db.run("SELECT COUNT(*) FROM attempts WHERE student=? AND status='forged' AND received>=?",
                          forger, since)[0][0]
 
     def position(self, attempt_id: int) -> int:
         """How many queued attempts are ahead of this one (0: next)."""
-        return self._run("SELECT COUNT(*) FROM attempts WHERE status='queued' AND id<?", attempt_id)[0][0]
+        return self._db.run("SELECT COUNT(*) FROM attempts WHERE status='queued' AND id<?", attempt_id)[0][0]
 
     def open_count(self) -> int:
-        return self._run(f"SELECT COUNT(*) FROM attempts WHERE status IN {OPEN}")[0][0]
+        return self._db.run(f"SELECT COUNT(*) FROM attempts WHERE status IN {OPEN}")[0][0]
 
     def next_ready(self, busy: set[str]) -> list[Attempt]:
         """The queued attempts to grade next, oldest first, one per student and none of a
         student already being graded; an older queued attempt of a student who has a newer
         one is superseded (only the latest counts)."""
         chosen, seen = [], set()
-        with self._lock:
-            rows = self._db.execute("SELECT * FROM attempts WHERE status='queued' ORDER BY id DESC").fetchall()
+        with self._db.locked() as db:
+            rows = db.execute("SELECT * FROM attempts WHERE status='queued' ORDER BY id DESC").fetchall()
             for row in rows:  # newest first: the first one of each student is the one that counts
                 attempt = Attempt.of(row)
                 if attempt.student in seen:
-                    self._db.execute("UPDATE attempts SET status='superseded', finished=?, message=? WHERE id=?",
-                                     (time.time(), "a newer upload replaced it before it was graded", attempt.id))
+                    db.execute("UPDATE attempts SET status='superseded', finished=?, message=? WHERE id=?",
+                               (time.time(), "a newer upload replaced it before it was graded", attempt.id))
                     continue
                 seen.add(attempt.student)
                 if attempt.student not in busy:
@@ -182,11 +169,11 @@ class Queue:
         return sorted(chosen, key=lambda attempt: attempt.id)
 
     def start(self, attempt_id: int) -> None:
-        self._run("UPDATE attempts SET status='grading', tries=tries+1 WHERE id=?", attempt_id)
+        self._db.run("UPDATE attempts SET status='grading', tries=tries+1 WHERE id=?", attempt_id)
 
     def requeue(self, attempt_id: int) -> None:
-        self._run("UPDATE attempts SET status='queued' WHERE id=?", attempt_id)
+        self._db.run("UPDATE attempts SET status='queued' WHERE id=?", attempt_id)
 
     def finish(self, attempt_id: int, status: str, message: str = "", result: dict | None = None) -> None:
-        self._run("UPDATE attempts SET status=?, message=?, result=?, finished=? WHERE id=?",
+        self._db.run("UPDATE attempts SET status=?, message=?, result=?, finished=? WHERE id=?",
                   status, message, json.dumps(result) if result else "", time.time(), attempt_id)
