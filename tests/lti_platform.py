@@ -795,6 +795,16 @@ class Platform:
                     book[score["userId"]] = score
         return book
 
+    def shown(self, lms: str, lineitem: str | None = None) -> dict[str, float | None]:
+        """What the gradebook cell of each user shows of their newest score in ``lms``, by its own
+        rule: Canvas ignores ``scoreGiven`` when ``gradingProgress`` is NotReady, Failed or Pending
+        (its Score API) and shows it for PendingManual (marked for a grader) and FullyGraded;
+        Moodle keeps it only when FullyGraded (mod/lti/service/gradebookservices/classes/local/
+        resources/scores.php stores null otherwise). None: the cell is empty."""
+        kept = {"canvas": ("PendingManual", "FullyGraded"), "moodle": ("FullyGraded",)}[lms]
+        return {sub: score.get("scoreGiven") if score.get("gradingProgress") in kept else None
+                for sub, score in self.gradebook(lineitem).items()}
+
     def _newest(self, lineitem: str, sub: str) -> dict | None:
         return self.gradebook(lineitem).get(sub)
 

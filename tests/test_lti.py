@@ -318,6 +318,8 @@ def test_a_student_launches_uploads_and_the_score_reaches_the_lms(service, platf
     part_b = sum(test["score"] for test in tests if not test["manual"])
     assert score["scoreGiven"] == part_b and score["gradingProgress"] == "PendingManual", score
     assert score["scoreMaximum"] == json.loads(graded["result"])["max_score"]
+    # as docs/lti.md#grades says: Canvas shows Part B for a grader to finish, Moodle nothing yet
+    assert platform.shown("canvas")[ANA] == part_b and platform.shown("moodle")[ANA] is None
 
 
 @INTEGRATION
@@ -593,6 +595,7 @@ def test_after_the_deadline_part_a_graded_by_hand_and_released_is_the_final_scor
     final = wait_for(lambda: (got := platform.gradebook().get(ANA)) and got["gradingProgress"] == "FullyGraded"
                      and got, timeout=60)
     assert final["scoreGiven"] == total and final["comment"] == f"Your final feedback: {service.base}final"
+    assert platform.shown("canvas")[ANA] == platform.shown("moodle")[ANA] == total  # both gradebooks show it
     assert ana.get(service.base + "final", timeout=30).status_code == 200
 
 
