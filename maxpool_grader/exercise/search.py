@@ -66,8 +66,8 @@ def smallest_failure(check: GradedCheck, function, failed: Outcome) -> tuple[Out
     The reproducer is the first probe that fails the same way (the same exception, or a
     wrong result): the probes as they are, then given in the failed case's memory layouts (a
     function that assumes contiguous memory fails only on a view); else the failed case cut
-    down to its first batch/channel plane that still fails, in its layouts; else the failed
-    case itself if it is small, else the first probe that failed in another way.
+    down while it still fails so (``_cut_down``), when that is small enough to print; else the
+    failed case itself if it is small, else the first probe that failed in another way.
     """
     kind, case = _failure_kind(failed), failed.case
     ways = [lambda probe: probe]
@@ -87,10 +87,10 @@ def smallest_failure(check: GradedCheck, function, failed: Outcome) -> tuple[Out
 
 def _cut_down(check: GradedCheck, function, failed: Outcome, kind: str) -> Outcome | None:
     """The failed case made smaller while it still fails as ``kind``: each batch/channel axis
-    cut to 1 entry, else 2 (a function that merges axes of a view fails only with two), then the
-    plane to its first or last rows and columns of windows (a ceil grid's clipped window is
-    last). The case keeps its memory layouts, dtypes and the rule it is judged on; None when
-    nothing smaller fails so."""
+    cut to 1 entry, else 2 (a function that merges axes of a view fails only with two), else
+    the first plane that fails alone; then the plane to its first or last rows and columns of
+    windows (a ceil grid's clipped window is last). The case keeps its memory layouts, dtypes
+    and the rule it is judged on; None when nothing smaller fails so."""
     case, best = failed.case, None
 
     def tried(smaller: Case) -> Outcome | None:
@@ -109,6 +109,11 @@ def _cut_down(check: GradedCheck, function, failed: Outcome, kind: str) -> Outco
                 if found is not None:
                     case, best = found.case, found
                     break
+    for lead in np.ndindex(case.x.shape[:-2]) if best is None else ():  # a mistake of one later plane
+        found = tried(replace(case, x=case.x[lead], d_output=case.d_output[lead]))
+        if found is not None:
+            case, best = found.case, found
+            break
     (ph, pw), (oh, ow) = as_pair("pool_size", case.pool_size), case.d_output.shape[-2:]
     sh, sw = as_pair("stride", case.pool_size if case.stride is None else case.stride)
     for rows, cols in ((1, 1), (1, 2), (2, 1), (2, 2)):
