@@ -193,7 +193,8 @@ class Box:
         launch = Launch(self.cgroup.enter_argv() if self.cgroup else [])
         argv = launch.argv
         argv += _bwrap_base() + system_binds()
-        argv += masked_proc(private)  # what every box would share (seccomp.py): empty
+        for path in masked_proc(private):  # what every box would share (seccomp.py): empty
+            _copy_in(launch, private / "empty", path)
         if self.seccomp is not None:
             launch.fds.append(seccomp.program_fd(self.seccomp))
             argv += ["--seccomp", str(launch.fds[-1])]
@@ -220,9 +221,9 @@ class Box:
         for host, inside in files:
             if not os.path.dirname(inside).startswith(KERNEL_DIR):  # a tmpfs of its own, searchable
                 argv += ["--perms", "0755", "--dir", os.path.dirname(inside)]
-            argv += ["--ro-bind", host, inside]
-        argv += ["--ro-bind", str(identity_file(private, "passwd")), "/etc/passwd",
-                 "--ro-bind", str(identity_file(private, "group")), "/etc/group"]
+            _copy_in(launch, host, inside)
+        _copy_in(launch, identity_file(private, "passwd"), "/etc/passwd")
+        _copy_in(launch, identity_file(private, "group"), "/etc/group")
         argv += ["--remount-ro", "/dev", "--remount-ro", "/", "--chdir", WORKDIR, "--"]
         return launch
 
@@ -275,6 +276,14 @@ class Box:
             self.cgroup = None
 
 
+def _copy_in(launch: Launch, host, inside: str) -> None:
+    """The file ``host`` of the grader's side, read-only at ``inside``: bwrap copies what a
+    descriptor of it reads, so no host path of it (the private folder, with its pid) is in
+    bwrap's command line or the sandbox's mountinfo."""
+    launch.fds.append(os.open(host, os.O_RDONLY | os.O_CLOEXEC))
+    launch.argv.extend(["--perms", "0444", "--ro-bind-data", str(launch.fds[-1]), inside])
+
+
 def _size(count: int) -> str:
     return f"{count >> 30} GiB" if count >= 1 << 30 and not count % (1 << 30) else f"{count >> 20} MiB"
 
@@ -292,5 +301,6 @@ def _bwrap_base() -> list[str]:
     As root there is no user namespace: the command drops to ``STUDENT_UID`` (setpriv or
     the zygote), so it has no kernel uid of root's, which a user namespace would give it."""
     argv = [BWRAP or "bwrap", "--die-with-parent", "--unshare-ipc", "--unshare-pid", "--unshare-net",
-            "--unshare-uts", "--new-session"] + ([] if AS_ROOT else ["--unshare-user", "--cap-drop", "ALL"])
+            "--unshare-uts", "--unshare-cgroup", "--new-session"] \
+        + ([] if AS_ROOT else ["--unshare-user", "--cap-drop", "ALL"])
     return argv + ["--proc", "/proc", "--dev", "/dev"]

@@ -76,14 +76,13 @@ def identity_file(private: Path, name: str) -> Path:
 MASKED_PROC = ("/proc/locks",)
 
 
-def masked_proc(private: Path) -> list[str]:
-    """bwrap's options that bind an empty, read-only file (in ``private``) over each of
-    ``MASKED_PROC``."""
+def masked_proc(private: Path) -> tuple[str, ...]:
+    """``MASKED_PROC``, once ``private`` holds the empty file (``empty``) box.py copies over each."""
     empty = private / "empty"
     if not empty.exists():
         empty.write_bytes(b"")
         empty.chmod(0o444)
-    return [option for path in MASKED_PROC for option in ("--ro-bind", str(empty), path)]
+    return MASKED_PROC
 
 
 def _private_places() -> set[str]:
