@@ -41,6 +41,35 @@ import time
 import traceback
 from pathlib import Path
 
+# A zygote's programs (its own and this file) are private copies in its private folder, whose
+# name holds the pid of the grader's process: every process it forks holds its command line and
+# its modules' file names. So it is started as ``python -c LOADER <program> ...`` in that folder,
+# which compiles both under ``PROGRAMS`` (a name of no folder of the host) and runs the program.
+PROGRAMS = "/run/zygote"
+LOADER = """
+import sys, types
+def _zygote_load(name, file):
+    module = types.ModuleType(name)
+    module.__file__ = "%s/" + file
+    sys.modules[name] = module
+    with open(file) as handle:
+        exec(compile(handle.read(), module.__file__, "exec"), module.__dict__)
+_zygote_load("zygote", "zygote.py")
+sys.argv = ["%s/" + sys.argv[1], *sys.argv[2:]]
+__file__ = sys.argv[0]
+with open(__file__.rsplit("/", 1)[1]) as _zygote_handle:
+    _zygote_code = compile(_zygote_handle.read(), __file__, "exec")
+del _zygote_load, _zygote_handle
+exec(_zygote_code)
+""" % (PROGRAMS, PROGRAMS)
+
+
+def program_argv(python: str, program: str, *flags: str) -> list[str]:
+    """How a zygote whose ``program`` (a file name) and zygote.py are in its working directory
+    starts (``LOADER``)."""
+    return [python, *flags, "-c", LOADER, program]
+
+
 # The holder: says it is ready, then waits for the child's exit status on its stdin.
 HOLDER = ["sh", "-c", 'echo ready; read -r code; exit "${code:-1}"']
 _NAMESPACES = ("cgroup", "ipc", "uts", "net", "pid", "mnt", "user")  # see _join for the order
