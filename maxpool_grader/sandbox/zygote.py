@@ -36,6 +36,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 import traceback
@@ -82,6 +83,20 @@ class SpawnError(RuntimeError):
 
 
 # ---------------------------------------------------------------- the zygote's side
+def forget_the_graders_finder() -> None:
+    """An editable install of the grader puts its finder on ``sys.meta_path`` of every Python
+    of its environment (its ``.pth``), and the finder holds the checkout's path: every child
+    would hold it too. The sandbox shows the ``.pth`` empty (filesystem.grader_records), so a
+    process started there has none; a zygote drops its own."""
+    for name in [name for name in sys.modules if name.startswith("__editable__") and "maxpool_grader" in name]:
+        module = sys.modules.pop(name)
+        sys.meta_path[:] = [finder for finder in sys.meta_path
+                            if getattr(finder, "__module__", getattr(type(finder), "__module__", "")) != name
+                            and finder is not module]
+        sys.path_hooks[:] = [hook for hook in sys.path_hooks if getattr(hook, "__module__", "") != name]
+        sys.path_importer_cache.clear()
+
+
 def serve(socks, run, directory: str | None = None) -> None:
     """Answer spawn requests on each socket of ``socks`` (one socket, or one per worker it
     serves) until every one has closed or the process that started it is no longer this
@@ -90,6 +105,7 @@ def serve(socks, run, directory: str | None = None) -> None:
     is ready (it should not return)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the worker's to handle
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the forked children reap themselves
+    forget_the_graders_finder()
     socks = list(socks) if isinstance(socks, (list, tuple)) else [socks]
     starter = os.getppid()
     try:
