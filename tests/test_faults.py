@@ -8,6 +8,8 @@ reason (docs/security.md#faults, #control).
   would work and every feedback page fail, so the control (which makes a feedback page) fails,
   nothing is recorded, the sentence names ``JUPYTER_PATH``, ``doctor`` agrees; named in
   ``JUPYTER_PATH``, the class grades with feedback, grades.csv and the report.
+- A course whose export plugin fails: ``grades.csv`` and the report are tried before anything
+  is graded, so the run stops with nothing recorded and a sentence naming the setting.
 - The same install with NumPy moved to a folder of loose modules (the grader imports it, the
   sandbox cannot): the control submission fails, nothing is recorded (no submission in the
   gradebook, no graded notebook, no feedback, no grades.csv), the exit status is 1, the
@@ -211,6 +213,25 @@ def _nothing_recorded(course: Path) -> None:
         assert [submission for assignment in gradebook.assignments for submission in assignment.submissions] == []
     assert not list((course / "autograded").glob(f"*/{ASSIGNMENT}/*")) if (course / "autograded").exists() else True
     assert not (course / "feedback").exists() and not (course / "grades.csv").exists()
+
+
+def test_an_export_plugin_that_fails_stops_the_run_before_anything_is_graded(tmp_path):
+    """grades.csv and the report are made after grading: a course whose export plugin fails
+    there had every grade recorded and no CSV. Tried first, it stops the run before any grade,
+    naming the step and the setting; with the setting fixed, the class grades with both."""
+    course = copy_course(tmp_path / "course", students=["loop_correct"])
+    config = (course / "nbgrader_config.py").read_text()
+    (course / "nbgrader_config.py").write_text(config + '\nc.ExportApp.plugin_class = "nowhere.NoPlugin"\n')
+    faulty = grade_command(course)
+    said = flat(faulty.stderr)
+    assert faulty.returncode == 1, faulty.stdout[-2000:] + said[-2000:]
+    assert "A step after grading failed when it was tried first, so nothing was graded or recorded" in said, said
+    assert "c.ExportApp.plugin_class" in said and "nowhere" in said, said
+    _nothing_recorded(course)
+    (course / "nbgrader_config.py").write_text(config)
+    fixed = grade_command(course)
+    assert fixed.returncode == 0, fixed.stdout[-3000:] + fixed.stderr[-3000:]
+    assert (course / "grades.csv").is_file() and (course / "report" / "index.html").is_file()
 
 
 def test_numpy_the_sandbox_cannot_import_records_nothing_and_says_so(target_install, tmp_path):
