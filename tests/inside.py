@@ -30,6 +30,14 @@ and what crosses its wall (docs/security.md#threat-model):
   ``inside_garbage_reply``: a correct function whose process sends malformed replies (an
   index out of range, 200 kB of ``[``, 3 x 256 MiB of arrays, fields of the wrong types).
 - ``inside_huge_dx``: an honest function returning 4 MiB of zeros.
+- ``inside_host_layout``: a correct function whose cell reads everything of the box that
+  could name the instructor's file system (mountinfo and the rest of ``/proc`` of every
+  process it sees, the environment, its working directory, argv, ``sys.path``, the
+  installation's metadata: ``.pth`` and finder files, ``*.dist-info``, ``pyvenv.cfg``, the
+  scripts' first lines, the names of every folder it can walk) for the host's paths it is
+  given XOR-ed (the checkout, the course, the grading run's temporary folder, the home, the
+  Python installation) and the name of the grader's private folder; it reports where it
+  found each (``host_layout_needles``).
 - ``inside_poses_as_orphan``: a correct function whose cell leaves a daemon shaped like what
   the grader's sweep of orphaned sandboxes kills (named ``bwrap``, the grading sandbox's
   ``--chdir``, first of a PID namespace it makes if it may), and lists what it sees of the
@@ -48,7 +56,7 @@ from pathlib import Path
 import nbformat
 import numpy as np
 from corpus import ASSIGNMENT, LOOP_CORRECT, ZEROS, Submission, notebook_with
-from hostile import GUARD, RUN
+from hostile import _SECRET_KEY, GUARD, RUN, _encode
 
 from maxpool_grader.exercise import part_a, reference
 from maxpool_grader.exercise.checks import HIDDEN_CHECKS
@@ -540,6 +548,118 @@ def _hostile_attack(P):
             pass
     _hostile_report({"made": made, "processes_seen": seen, "uid": os.getuid(), "cwd": os.getcwd()})
 '''
+
+HOST_LAYOUT = r'''
+def _hostile_attack(P):
+    import os
+    import re
+    import sys
+    import time
+
+    deadline = time.monotonic() + P["seconds"]
+    needles = {label: bytes(b ^ P["key"] for b in bytes.fromhex(code)) for label, code in P["needles"].items()}
+    private = re.compile(rb"maxpool-grader-\d+")  # the grader's private folder (each sandbox's is under it)
+    found, read = {}, 0
+
+    def look(where, data):
+        nonlocal read
+        if isinstance(data, str):
+            data = data.encode(errors="surrogateescape")
+        read += 1
+        for label, needle in needles.items():
+            if needle and needle in data:
+                found.setdefault(label, []).append(where)
+        for hit in sorted(set(private.findall(data)))[:3]:
+            found.setdefault("private folder", []).append(where + ": " + hit.decode())
+
+    def read_file(path, most=1 << 20):
+        try:
+            with open(path, "rb") as handle:
+                look(path, handle.read(most))
+        except OSError:
+            pass
+
+    look("os.environ", b"\n".join(k + b"=" + v for k, v in os.environb.items()))
+    look("cwd", os.getcwd())
+    look("argv", "\n".join(sys.argv))
+    look("sys.path", "\n".join(sys.path))
+    look("sys.prefix", "\n".join([sys.prefix, sys.base_prefix, sys.exec_prefix, sys.executable]))
+    look("modules", "\n".join(str(getattr(module, "__file__", "")) for module in list(sys.modules.values())))
+    pids = [name for name in os.listdir("/proc") if name.isdigit()] + ["self", "thread-self"]
+    for pid in pids:
+        for name in ("mountinfo", "mounts", "mountstats", "cmdline", "environ", "maps", "cgroup", "status",
+                     "stat", "sched", "comm", "attr/current", "cpuset"):
+            read_file("/proc/%s/%s" % (pid, name))
+        for name in ("cwd", "exe", "root"):
+            try:
+                look("/proc/%s/%s" % (pid, name), os.readlink("/proc/%s/%s" % (pid, name)))
+            except OSError:
+                pass
+        try:
+            for fd in os.listdir("/proc/%s/fd" % pid):
+                look("/proc/%s/fd/%s" % (pid, fd), os.readlink("/proc/%s/fd/%s" % (pid, fd)))
+        except OSError:
+            pass
+    for path in ("/proc/mounts", "/proc/cmdline", "/proc/self/net/unix", "/proc/swaps", "/proc/filesystems"):
+        read_file(path)
+    for folder in ("/etc", "/run"):
+        for top, dirs, files in os.walk(folder):
+            for name in files:
+                read_file(os.path.join(top, name))
+    # the installation's metadata: what pip and venv write down of where things were
+    places = {entry for entry in sys.path if entry and os.path.isdir(entry)} | {sys.prefix, sys.base_prefix}
+    for place in sorted(places):
+        read_file(os.path.join(place, "pyvenv.cfg"))
+        try:
+            names = os.listdir(place)
+        except OSError:
+            continue
+        look("listdir " + place, "\n".join(names))
+        for name in names:
+            path = os.path.join(place, name)
+            if name.endswith((".pth", ".egg-link")) or name.startswith("__editable__"):
+                read_file(path)
+            elif name.endswith((".dist-info", ".egg-info")) and os.path.isdir(path):
+                for inner in os.listdir(path):
+                    read_file(os.path.join(path, inner), 1 << 16)
+    for place in {sys.prefix, sys.base_prefix, os.path.dirname(sys.executable)}:
+        folder = place if place.endswith("/bin") else os.path.join(place, "bin")
+        try:
+            for name in os.listdir(folder):
+                read_file(os.path.join(folder, name), 256)  # a script's first line: its interpreter
+        except OSError:
+            pass
+    # the names of every folder it can walk (a mount point at the host's path shows there)
+    walked, cut = [], False
+    for top, dirs, files in os.walk("/"):
+        cut = cut or time.monotonic() > deadline - 1
+        if top in ("/proc", "/sys", "/dev") or cut:
+            dirs[:] = []
+            continue
+        walked.append(top)
+    look("folders walked", "\n".join(walked))
+    _hostile_report({"found": {label: where[:12] for label, where in found.items()}, "read": read,
+                     "folders": len(walked), "walk_complete": not cut})
+'''
+
+
+def host_layout_needles(checkout: str, course: str, tmpdir: str, home: str, python: str) -> dict[str, str]:
+    """What ``inside_host_layout`` must find nowhere, by label (each XOR-ed and hex-encoded,
+    as hostile.py's secrets: the cell's own text holds none of them)."""
+    needles = {"the checkout": checkout, "the course": course, "the grading run's temporary folder": tmpdir,
+               "the home": home}
+    if not python.startswith("/usr/"):  # a Python of the system is where the box mounts it anyway
+        needles["the Python installation"] = python
+    return {label: _encode(path.rstrip("/") + "/") for label, path in needles.items() if path.rstrip("/")}
+
+
+def build_host_layout_attack(seconds: float, full: float, passed: str, needles: dict[str, str]) -> Submission:
+    """``inside_host_layout`` (module doc), with the encoded ``needles`` of host_layout_needles."""
+    code = inside_cell(HOST_LAYOUT, {"seconds": float(seconds), "needles": needles, "key": _SECRET_KEY},
+                       LOOP_CORRECT)
+    return Submission("inside_host_layout", "reads everything that could name the host's folders and looks for them",
+                      _built(code), full, passed)
+
 
 HUGE_DX = "def max_pool_backward(d_output, x, pool_size, stride=None):\n    return np.zeros(4 << 20, np.int8)\n"
 

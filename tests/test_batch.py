@@ -12,6 +12,7 @@ from maxpool_grader.backend import pool
 from maxpool_grader.backend.batch import run_batch
 from maxpool_grader.backend.control import ControlResult
 from maxpool_grader.backend.interface import GradingBackend
+from maxpool_grader.backend.progress import reason
 from maxpool_grader.course.jobs import JobResult
 
 
@@ -46,7 +47,9 @@ def test_feedback_follows_each_graded_submission_on_the_same_worker(monkeypatch,
     assert len({item.log for item in batch.finished + batch.then.finished}) == 1, "one pool, one worker"
     lines = [line.split(";")[0] for line in capsys.readouterr().out.splitlines()]
     # the feedback expected: one per submission graded, until one fails
-    assert lines == ["[autograde 1/3] a in 0.0 s", "[feedback 1/4] a", "[autograde 2/3] broken in 0.0 s FAILED",
+    # a failed job shows its reason: the last line of its log (here, the worker's pid)
+    assert lines == ["[autograde 1/3] a in 0.0 s", "[feedback 1/4] a",
+                     f"[autograde 2/3] broken in 0.0 s FAILED ({batch.finished[1].log})",
                      "[autograde 3/3] c in 0.0 s", "[feedback 2/3] c", "[feedback 3/3] earlier"]
     assert not batch.interrupted and batch.failed == [batch.finished[1]] and batch.then.failed == []
 
@@ -81,3 +84,10 @@ def test_a_dead_worker_is_replaced_and_its_submission_graded_again(monkeypatch, 
         batch = run_batch(backend, ["always"], then=(_feedback, "feedback"))
     assert [(item.student, item.log) for item in batch.finished] == [("always", "a grading worker died twice")]
     assert batch.then.finished == []
+
+
+def test_a_failed_jobs_reason_is_its_fault_else_the_last_line_its_log_ends_with():
+    assert reason("The control submission failed: x\nmore", "log") == "The control submission failed: x"
+    log = "Traceback (most recent call last):\n  File 'x'\n    ^^^^\njinja2.TemplateNotFound: lab/index.html.j2\n"
+    assert reason("", log) == "jinja2.TemplateNotFound: lab/index.html.j2"
+    assert reason("", "") == "" and len(reason("", "x" * 1000)) == 300

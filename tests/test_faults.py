@@ -4,6 +4,12 @@ reason (docs/security.md#faults, #control).
 - An install that works outside the box works inside it: the course's dependencies put in a
   folder with ``pip install --target`` and named by ``PYTHONPATH`` (no virtual environment)
   grade the sample class to the README's table.
+- The same install with its ``share/jupyter`` (nbconvert's templates) moved away: autograding
+  would work and every feedback page fail, so the control (which makes a feedback page) fails,
+  nothing is recorded, the sentence names ``JUPYTER_PATH``, ``doctor`` agrees; named in
+  ``JUPYTER_PATH``, the class grades with feedback, grades.csv and the report.
+- A course whose export plugin fails: ``grades.csv`` and the report are tried before anything
+  is graded, so the run stops with nothing recorded and a sentence naming the setting.
 - The same install with NumPy moved to a folder of loose modules (the grader imports it, the
   sandbox cannot): the control submission fails, nothing is recorded (no submission in the
   gradebook, no graded notebook, no feedback, no grades.csv), the exit status is 1, the
@@ -102,11 +108,11 @@ def target_install(tmp_path_factory):
     shutil.rmtree(base, ignore_errors=True)
 
 
-def _grader(python: Path, course: Path, pythonpath: str, *argv: str) -> subprocess.CompletedProcess:
+def _grader(python: Path, course: Path, pythonpath: str, *argv: str, **more: str) -> subprocess.CompletedProcess:
     """maxpool-grader run by ``python`` with only ``PYTHONPATH`` to find its packages (the
-    PATH of a fresh login: neither the install's bin/ nor the test's venv)."""
+    PATH of a fresh login: neither the install's bin/ nor the test's venv), and ``more``."""
     return subprocess.run([str(python), "-m", "maxpool_grader.cli.entry", *argv], cwd=course,
-                          env=_environment(course, pythonpath), text=True,
+                          env=dict(_environment(course, pythonpath), **more), text=True,
                           capture_output=True, timeout=1200)
 
 
@@ -119,6 +125,46 @@ def test_an_install_with_pip_target_and_pythonpath_grades_the_sample_class_to_th
     assert graded.returncode == 0, graded.stdout[-3000:] + graded.stderr[-3000:]
     assert printed_table(graded.stdout) == readme_table()
     assert len(list((course / "feedback").glob(f"*/{ASSIGNMENT}/{ASSIGNMENT}.html"))) == len(STUDENTS)
+    assert (course / "grades.csv").is_file() and (course / "report" / "index.html").is_file()
+    assert "FAILED" not in graded.stdout + graded.stderr
+    doctor = _grader(python, course, str(target), "doctor")
+    assert re.search(r"ok +control .*its feedback page", flat(doctor.stdout)), doctor.stdout[-3000:]
+
+
+@contextlib.contextmanager
+def jupyter_data_moved(target: Path):
+    """The --target folder's ``share/jupyter`` (nbconvert's templates, which every feedback page
+    extends) moved where no one looks for it; yields that folder, puts it back after."""
+    data, elsewhere = target / "share" / "jupyter", target.parent / "jupyter-elsewhere"
+    shutil.move(data, elsewhere)
+    try:
+        yield elsewhere
+    finally:
+        shutil.move(elsewhere, data)
+
+
+def test_feedback_that_cannot_be_made_stops_the_run_before_anything_is_recorded(target_install, tmp_path):
+    """Autograding works without nbconvert's templates; every feedback job did not, after every
+    grade was recorded, with no reason. The control makes a feedback page: nothing is recorded,
+    the sentence names the templates and JUPYTER_PATH, doctor agrees; named there, all works."""
+    target, python = target_install
+    course = copy_course(tmp_path / "course", students=["loop_correct"])
+    with jupyter_data_moved(target) as elsewhere:
+        graded = _grader(python, course, str(target), "grade")
+        doctor = _grader(python, course, str(target), "doctor")
+        said = flat(graded.stderr)
+        assert graded.returncode == 1, graded.stdout[-2000:] + said[-2000:]
+        assert "The control submission failed, so nothing was graded or recorded" in said, said[-3000:]
+        assert "feedback page could not be made" in said and "JUPYTER_PATH" in said, said[-3000:]
+        failed = [line for line in (graded.stdout + graded.stderr).splitlines() if "FAILED" in line]
+        assert failed and all(re.search(r"FAILED \(\S", line) for line in failed), failed  # each with its reason
+        _nothing_recorded(course)
+        assert doctor.returncode == 1 and re.search(r"FAIL control .*JUPYTER_PATH", flat(doctor.stdout)), \
+            doctor.stdout[-3000:]
+        fixed = _grader(python, course, str(target), "grade", JUPYTER_PATH=str(elsewhere))
+    assert fixed.returncode == 0, fixed.stdout[-3000:] + fixed.stderr[-3000:]
+    assert (course / "feedback" / "loop_correct" / ASSIGNMENT / f"{ASSIGNMENT}.html").is_file()
+    assert (course / "grades.csv").is_file() and (course / "report" / "index.html").is_file()
 
 
 SEEN_FROM_A_SANDBOX = """
@@ -167,6 +213,25 @@ def _nothing_recorded(course: Path) -> None:
         assert [submission for assignment in gradebook.assignments for submission in assignment.submissions] == []
     assert not list((course / "autograded").glob(f"*/{ASSIGNMENT}/*")) if (course / "autograded").exists() else True
     assert not (course / "feedback").exists() and not (course / "grades.csv").exists()
+
+
+def test_an_export_plugin_that_fails_stops_the_run_before_anything_is_graded(tmp_path):
+    """grades.csv and the report are made after grading: a course whose export plugin fails
+    there had every grade recorded and no CSV. Tried first, it stops the run before any grade,
+    naming the step and the setting; with the setting fixed, the class grades with both."""
+    course = copy_course(tmp_path / "course", students=["loop_correct"])
+    config = (course / "nbgrader_config.py").read_text()
+    (course / "nbgrader_config.py").write_text(config + '\nc.ExportApp.plugin_class = "nowhere.NoPlugin"\n')
+    faulty = grade_command(course)
+    said = flat(faulty.stderr)
+    assert faulty.returncode == 1, faulty.stdout[-2000:] + said[-2000:]
+    assert "A step after grading failed when it was tried first, so nothing was graded or recorded" in said, said
+    assert "c.ExportApp.plugin_class" in said and "nowhere" in said, said
+    _nothing_recorded(course)
+    (course / "nbgrader_config.py").write_text(config)
+    fixed = grade_command(course)
+    assert fixed.returncode == 0, fixed.stdout[-3000:] + fixed.stderr[-3000:]
+    assert (course / "grades.csv").is_file() and (course / "report" / "index.html").is_file()
 
 
 def test_numpy_the_sandbox_cannot_import_records_nothing_and_says_so(target_install, tmp_path):

@@ -7,7 +7,9 @@ What must hold after each run: every file of the course outside ``autograded/``,
 ``feedback/`` and the gradebook is byte-identical, and so is the folder next to the
 course; the classmates keep full marks; no planted secret (a key in the instructor's
 home, a file of the neighbouring course, a variable in the grader's environment,
-``/etc/shadow``) reaches a graded notebook or a feedback page; the caps held, by the
+``/etc/shadow``) reaches a graded notebook or a feedback page; nothing the box can read names
+the private folder, the course, the run's temporary folder or the home beyond the trees it
+mounts (``inside_host_layout``); the caps held, by the
 figures the attacks report about themselves; nothing is left running or on disk. The
 two commands agree on every grade.
 
@@ -28,6 +30,7 @@ import secrets
 import select
 import shutil
 import subprocess
+import sys
 import tempfile
 import termios
 import threading
@@ -39,7 +42,7 @@ import inside
 import nbformat
 import pytest
 from corpus import FULL, ZERO, notebook_with
-from helpers import ASSIGNMENT, BIN, as_instructor, cmdline, copy_course, digests, instructor
+from helpers import ASSIGNMENT, BIN, ROOT, as_instructor, cmdline, copy_course, digests, instructor
 from make_sample_class import LOOP_CORRECT, VECTORIZED_CORRECT
 from nbgrader.api import Gradebook
 
@@ -65,6 +68,7 @@ c.SafeExecute.timeout = {int(inside.SCAN_SECONDS) + 20}
 c.OutOfProcessVerdicts.load_seconds = {int(inside.SCAN_SECONDS) + 10}
 """
 ATTACK_SECONDS = 4.0
+LAYOUT_SECONDS = 15.0  # inside_host_layout reads a few thousand files and walks every folder it sees
 
 
 # ------------------------------------------------------------------ one graded batch
@@ -178,6 +182,13 @@ class Batch:
             seconds=ATTACK_SECONDS)
         self.inside = {attack.name: attack for attack in inside.build_inside_attacks(
             ATTACK_SECONDS, ZERO, FULL, hostile.PASSED)}
+        self.host_paths = {"the checkout": str(ROOT), "the course": str(self.course), "the home": str(home),
+                           "the grading run's temporary folder": str(self.tmpdir),
+                           "the Python installation": sys.base_prefix}
+        layout = inside.build_host_layout_attack(LAYOUT_SECONDS, FULL, hostile.PASSED, inside.host_layout_needles(
+            self.host_paths["the checkout"], self.host_paths["the course"], str(self.tmpdir), str(home),
+            sys.base_prefix))
+        self.inside[layout.name] = layout
         self.typed = f"typed-by-the-instructor-{secrets.token_hex(6)}"  # into the terminal grading runs in
         for attack in self.attacks + list(self.inside.values()):
             folder = self.course / "submitted" / attack.name / ASSIGNMENT
@@ -552,6 +563,24 @@ def test_what_comes_back_from_the_box_is_bounded(batch):
     graded = batch.course / "autograded" / "inside_huge_dx" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
     page = batch.course / "feedback" / "inside_huge_dx" / ASSIGNMENT / f"{ASSIGNMENT}.html"
     assert graded.stat().st_size < 1 << 20 and page.stat().st_size < 2 << 20
+
+
+def test_the_box_names_nothing_of_the_hosts_layout_but_the_trees_it_mounts(batch):
+    """The audit of a name of the host readable inside the box (docs/security.md#host-layout):
+    the private folder (with the grader's pid), the course, the run's temporary folder and
+    the home are named nowhere. What is still named is the host path of the trees the box
+    mounts where they are (the Python installation, its library folders), in mountinfo, the
+    interpreter's paths and the environment; a host path is found only if it holds or lies in one."""
+    report = batch.report("inside_host_layout")
+    assert report.get("read", 0) > 1000 and report.get("folders", 0) > 100, report
+    trees = filesystem.read_only_trees()
+    mounted = {label for label, path in batch.host_paths.items()
+               if any(tree == path or tree.startswith(path.rstrip("/") + "/") or path.startswith(tree + "/")
+                      for tree in trees)}
+    found = report["found"]
+    assert "private folder" not in found, found["private folder"]
+    assert set(found) <= mounted, {label: found[label] for label in set(found) - mounted}
+    print("host paths named inside the box (the trees it mounts at their own paths):", sorted(found))
 
 
 def test_a_daemon_shaped_like_an_orphaned_sandbox_ends_with_its_box(batch):

@@ -12,7 +12,7 @@ from typing import Callable
 
 from ..course.jobs import JobResult
 from .interface import GradingBackend, WorkerDied
-from .progress import Progress
+from .progress import Progress, reason
 
 CTRL_C = threading.Event()  # set by grade's SIGINT handler: seen here even where Python could not raise it
 
@@ -97,11 +97,11 @@ class _Batch:
         self.result.last_seconds = time.monotonic() - self.started
         if self.on_done is not None:  # recorded before it is shown as done
             self.on_done(item)
-        self.progress.advance(item.student, item.success, item.seconds, self.label)
+        self.progress.advance(item.student, item.success, item.seconds, self.label, reason(item.fault, item.log))
         if self.then and not item.success:
             self.progress.expect(self.then[1], -1)
 
     def _followed(self, item: JobResult) -> None:
         self.result.then.finished.append(item)
         self.result.then.last_seconds = time.monotonic() - self.started
-        self.progress.advance(item.student, item.success, item.seconds, self.then[1])
+        self.progress.advance(item.student, item.success, item.seconds, self.then[1], reason(item.fault, item.log))

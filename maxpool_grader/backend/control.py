@@ -8,6 +8,13 @@ once recorded every student at 0 and said nothing. The reference must get every 
 points and the blank must get none; when either does not, the run stops before any grade is
 written, and says what failed and, where it is known, how to fix it. ``maxpool-grader
 doctor`` runs the same control and prints its result.
+
+The graded reference then goes through the feedback step as a student's graded notebook does
+(``_feedback_page``: the course's ``GenerateFeedback`` preprocessors and exporter, with the
+control's own scores where ``GetGrades`` reads the gradebook): a grader that grades but cannot
+render a page (nbconvert's templates not found, a ``pip install --target`` folder's
+``share/jupyter`` on no ``JUPYTER_PATH``) once recorded every grade and then failed every
+feedback job without a word.
 """
 
 from __future__ import annotations
@@ -22,9 +29,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
+from nbgrader.converters import GenerateFeedback
 from nbgrader.utils import determine_grade, is_grade
+from traitlets.utils.importstring import import_item
 
-from ..course.directory import notebook_path
+from ..course.directory import notebook_path, use_nbgrader_environment
 from ..exercise.checks import GRADED_CHECKS
 from ..glue.outofprocessverdicts import OutOfProcessVerdicts
 from ..glue.safeexecute import SafeExecute
@@ -82,13 +91,14 @@ def run_control(course: Path, config, log: logging.Logger | None = None,
     every test's points and the blank none."""
     log = log or logging.getLogger(__name__)
     started, problems = time.monotonic(), []
+    use_nbgrader_environment()  # as every command that grades has it (doctor too): nbconvert's templates
     try:
         notebooks = control_notebooks(course, assignment)
     except (OSError, ValueError, StopIteration) as problem:
         return ControlResult((f"The source or release notebook could not be read ({problem}).",))
     for label, nb in notebooks.items():
         try:
-            scores = _graded(nb, config, log, assignment)
+            scores, graded = _graded(nb, config, log, assignment)
         except GraderFault as fault:
             problems.append(f"Grading {label}: {fault}.")
             seen = probe_sandbox(SealedBox(config=config).sandbox, log)
@@ -102,7 +112,37 @@ def run_control(course: Path, config, log: logging.Logger | None = None,
                 problems.append(f"{label[0].upper() + label[1:]} scored {_points(got)} of "
                                 f"{GRADED_CHECKS[cell].points:g} where {_points(want)} is due, in "
                                 f"'{GRADED_CHECKS[cell].title}': {outputs[:300]}")
+        if label == REFERENCE and not problems:
+            problems += _feedback_page(graded, scores, config, log, assignment)
     return ControlResult(tuple(problems), time.monotonic() - started)
+
+
+def _feedback_page(nb: nbformat.NotebookNode, scores: dict, config, log: logging.Logger,
+                   assignment: str = ASSIGNMENT) -> list[str]:
+    """The feedback step of a graded notebook (module doc), its page thrown away; [] when it
+    made a page, else what failed, in a sentence."""
+    nb = copy.deepcopy(nb)
+    for cell in nb.cells:  # what GetGrades puts in from the gradebook
+        if is_grade(cell) or cell.get("metadata", {}).get("nbgrader", {}).get("solution"):
+            cell.metadata.nbgrader["comment"] = None
+        if is_grade(cell):
+            score = scores.get(grade_id(cell), (None, ""))[0]
+            cell.metadata.nbgrader.update(score=score, points=cell.metadata.nbgrader.get("points", 0))
+    total = sum(score for score, _ in scores.values() if score is not None)
+    resources = {"nbgrader": {"assignment": assignment, "notebook": assignment, "student": "control",
+                              "score": total, "max_score": total, "late_penalty": 0}}
+    try:
+        steps = GenerateFeedback(config=config)  # as BaseConverter.start makes its exporter
+        made = import_item(steps.exporter_class) if isinstance(steps.exporter_class, str) else steps.exporter_class
+        exporter = made(parent=steps, config=steps.config)
+        for step in steps.preprocessors:
+            if (step if isinstance(step, str) else step.__name__).rsplit(".", 1)[-1] != "GetGrades":
+                exporter.register_preprocessor(step)
+        page, _ = exporter.from_notebook_node(nb, resources=resources)
+    except Exception as problem:  # noqa: BLE001  whatever stops a page stops every student's
+        log.debug("The control's feedback page failed", exc_info=True)
+        return [f"Its feedback page could not be made ({type(problem).__name__}: {str(problem)[:300]})."]
+    return [] if "<html" in page.lower() else ["Its feedback page came out without HTML."]
 
 
 PROBE = "import numpy, IPython, ipykernel, zmq, tornado"  # what the verdict process and the kernel import
@@ -132,11 +172,11 @@ def probe_sandbox(mode: str, log: logging.Logger) -> str:
     return "" if done.returncode == 0 else (lines[-1] if lines else f"exit status {done.returncode}")[:500]
 
 
-def _graded(nb: nbformat.NotebookNode, config, log: logging.Logger,
-            assignment: str = ASSIGNMENT) -> dict[str, tuple[float | None, str]]:
+def _graded(nb: nbformat.NotebookNode, config, log: logging.Logger, assignment: str = ASSIGNMENT
+            ) -> tuple[dict[str, tuple[float | None, str]], nbformat.NotebookNode]:
     """Each test cell's score and what it shows, as autograde would score it (no gradebook:
-    the box has no submission folder, and nothing is written); the exercise's notebook, as
-    nbgrader names it (its notebook is named as its assignment)."""
+    the box has no submission folder, and nothing is written), and the graded notebook; the
+    exercise's notebook, as nbgrader names it (its notebook is named as its assignment)."""
     resources: dict = {"nbgrader": {"assignment": assignment, "notebook": assignment}}
     nb, resources = OutOfProcessVerdicts(config=config, log=log).preprocess(nb, resources)
     nb, resources = SafeExecute(config=config, log=log).preprocess(nb, resources)
@@ -146,14 +186,21 @@ def _graded(nb: nbformat.NotebookNode, config, log: logging.Logger,
             shown = " ".join(" ".join(str(output.get("text") or output.get("evalue") or "").split())
                              for output in cell.get("outputs", []))
             scores[grade_id(cell)] = (determine_grade(cell, log)[0], shown)
-    return scores
+    return scores, nb
 
 
 def _points(value) -> str:
     return "nothing" if value is None else f"{value:g}"
 
 
+JUPYTER_DATA = (r"TemplateNotFound|template .*not found|No template",
+                "nbconvert's templates are not found, so no feedback page can be made: they live in the "
+                "share/jupyter folder of the install (with pip install --target DIR: DIR/share/jupyter); "
+                "name it in JUPYTER_PATH (export JUPYTER_PATH=DIR/share/jupyter), see docs/operations.md.")
+
+
 KNOWN_CAUSES = (
+    JUPYTER_DATA,
     (r"No module named '([\w.]+)'|ModuleNotFoundError",
      "A package the grader imports cannot be imported inside the sandbox: the sandbox sees the Python "
      "installation and its library folders (a virtual environment, site-packages, pip install --user, "

@@ -41,7 +41,9 @@ class Progress:
         if counter["task"] is not None:
             self.live.update(counter["task"], total=counter["total"])
 
-    def advance(self, student: str, ok: bool, seconds: float | None = None, label: str | None = None) -> None:
+    def advance(self, student: str, ok: bool, seconds: float | None = None, label: str | None = None,
+                why: str = "") -> None:
+        """One job done; a failed one is shown with ``why`` (what its job said, ``reason``)."""
         label = label or self.label
         counter = self.counters[label]
         counter["done"] += 1
@@ -57,9 +59,19 @@ class Progress:
         eta = elapsed / done * max(0, total - done)
         took = f" in {seconds:.1f} s" if seconds is not None else ""
         print(f"[{label} {done}/{total}] {student}{took}"
-              f"{'' if ok else ' FAILED'}; {failures} failed, ETA {eta:.0f} s",
+              f"{'' if ok else ' FAILED (' + (why or 'no reason was given') + ')'}; {failures} failed, ETA {eta:.0f} s",
               file=self.stream, flush=True)
 
     def close(self) -> None:
         if self.live is not None:
             self.live.stop()
+
+
+def reason(fault: str, log: str, most: int = 300) -> str:
+    """Why a job failed, in one line: the grader's fault, else the last line of its log that
+    says something (nbgrader's log ends with the error that stopped it)."""
+    lines = [line.strip() for line in (fault or log or "").splitlines() if line.strip()]
+    if not lines:
+        return ""
+    said = lines[0] if fault else next((line for line in reversed(lines) if not line.startswith(("^", "~"))), "")
+    return said if len(said) <= most else said[:most - 1] + "…"

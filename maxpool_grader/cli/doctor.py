@@ -212,7 +212,8 @@ def _control(course: Path, db_url: str | None) -> Guarantee:
     found = run_control(course, course_config(course, db_url or configured_db_url(course)), assignment=assignment)
     if found.passed:
         return Guarantee("control", True, f"the reference solution gets every point and the blank release none, "
-                                        f"graded in the sandbox ({found.seconds:.1f} s)")
+                                        f"graded in the sandbox, and its feedback page is made "
+                                        f"({found.seconds:.1f} s)")
     return Guarantee("control", False, found.sentence(), "see docs/security.md#control")
 
 

@@ -23,7 +23,7 @@ from ..course.roster import RosterError, import_roster
 from ..glue.collecttime import recover_interrupted_collects
 from ..names import ASSIGNMENT
 from ..sandbox import box, cgroups, cpushare, zygote
-from . import interrupt, report, similarity, state
+from . import interrupt, rehearsal, report, similarity, state
 from .table import format_table, score_table
 
 ROSTER = "roster.csv"  # imported by grade when the course has one
@@ -263,6 +263,8 @@ def _grade(course: Path, workers, force, db_url, assignment, similarity_threshol
             run.release()
         with run.step("prepare"):
             run.prepare()
+            if failed := rehearsal.rehearse(course, run.db_url, assignment, similarity_threshold):
+                raise Broke(1, failed)
         with run.step("autograde"):
             graded, _ = run.autograde()
             feedback = graded.then

@@ -269,9 +269,11 @@ SHOWN_PAIRS = 50  # side by side in the page; report.json lists them all
 
 
 def write_report(course: Path, db_url: str, assignment: str = ASSIGNMENT,
-                 similarity_threshold: float = similarity.THRESHOLD, reading: Reading | None = None) -> dict[str, Path]:
-    """The class report; ``reading``: the students' notebooks read while they were graded."""
-    folder = course / "report"
+                 similarity_threshold: float = similarity.THRESHOLD, reading: Reading | None = None,
+                 folder: Path | None = None) -> dict[str, Path]:
+    """The class report, in ``folder`` (the course's report/); ``reading``: the students'
+    notebooks read while they were graded."""
+    folder = folder or course / "report"
     folder.mkdir(exist_ok=True)
     ours = reading is None
     reading = reading or Reading(course, assignment)

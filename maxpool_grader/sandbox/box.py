@@ -152,6 +152,11 @@ class Launch:
         close_fds(self.fds)
         self.fds = []
 
+    def copy_in(self, host, inside: str) -> None:
+        """The grader's file ``host`` at ``inside``, copied in from a descriptor (security.md#host-layout)."""
+        self.fds.append(os.open(host, os.O_RDONLY | os.O_CLOEXEC))
+        self.argv.extend(["--perms", "0444", "--ro-bind-data", str(self.fds[-1]), inside])
+
 
 def close_fds(fds) -> None:
     """Close every descriptor of ``fds``; one already closed is no error."""
@@ -186,14 +191,14 @@ class Box:
             raise RuntimeError(f"The sandbox is required (sandbox = 'required' in nbgrader_config.py), but {why}.")
         _warn_once(what, self.log, banner)
 
-    # ---------------------------------------------------------------- starting a sandbox
     def sandbox(self, private: Path, files: list[tuple[str, str]] = (), kernel: bool = False) -> Launch:
         """bwrap's argv, up to its ``--``, for one sandbox of this submission; ``files`` are
         (host file, path inside) bound read-only (a connection file, a program)."""
         launch = Launch(self.cgroup.enter_argv() if self.cgroup else [])
         argv = launch.argv
         argv += _bwrap_base() + system_binds()
-        argv += masked_proc(private)  # what every box would share (seccomp.py): empty
+        for path in masked_proc(private):  # what every box would share (seccomp.py): empty
+            launch.copy_in(private / "empty", path)
         if self.seccomp is not None:
             launch.fds.append(seccomp.program_fd(self.seccomp))
             argv += ["--seccomp", str(launch.fds[-1])]
@@ -220,9 +225,9 @@ class Box:
         for host, inside in files:
             if not os.path.dirname(inside).startswith(KERNEL_DIR):  # a tmpfs of its own, searchable
                 argv += ["--perms", "0755", "--dir", os.path.dirname(inside)]
-            argv += ["--ro-bind", host, inside]
-        argv += ["--ro-bind", str(identity_file(private, "passwd")), "/etc/passwd",
-                 "--ro-bind", str(identity_file(private, "group")), "/etc/group"]
+            launch.copy_in(host, inside)
+        for name in ("passwd", "group"):
+            launch.copy_in(identity_file(private, name), f"/etc/{name}")
         argv += ["--remount-ro", "/dev", "--remount-ro", "/", "--chdir", WORKDIR, "--"]
         return launch
 
@@ -248,7 +253,6 @@ class Box:
             request.update(uid=STUDENT_UID, gid=STUDENT_GID)
         return request
 
-    # ---------------------------------------------------------------- after grading
     def hits(self) -> list[str]:
         """The caps the submission ran into, in words for the student."""
         if self.cgroup is None:
@@ -291,6 +295,6 @@ def _bwrap_base() -> list[str]:
     """bwrap's options that make the sandbox: namespaces, and a root with /proc and /dev.
     As root there is no user namespace: the command drops to ``STUDENT_UID`` (setpriv or
     the zygote), so it has no kernel uid of root's, which a user namespace would give it."""
-    argv = [BWRAP or "bwrap", "--die-with-parent", "--unshare-ipc", "--unshare-pid", "--unshare-net",
-            "--unshare-uts", "--new-session"] + ([] if AS_ROOT else ["--unshare-user", "--cap-drop", "ALL"])
+    argv = [BWRAP or "bwrap", "--die-with-parent", *(f"--unshare-{name}" for name in ("ipc", "pid", "net", "uts",
+            "cgroup")), "--new-session"] + ([] if AS_ROOT else ["--unshare-user", "--cap-drop", "ALL"])
     return argv + ["--proc", "/proc", "--dev", "/dev"]

@@ -76,14 +76,13 @@ def identity_file(private: Path, name: str) -> Path:
 MASKED_PROC = ("/proc/locks",)
 
 
-def masked_proc(private: Path) -> list[str]:
-    """bwrap's options that bind an empty, read-only file (in ``private``) over each of
-    ``MASKED_PROC``."""
+def masked_proc(private: Path) -> tuple[str, ...]:
+    """``MASKED_PROC``, once ``private`` holds the empty file (``empty``) box.py copies over each."""
     empty = private / "empty"
     if not empty.exists():
         empty.write_bytes(b"")
         empty.chmod(0o444)
-    return [option for path in MASKED_PROC for option in ("--ro-bind", str(empty), path)]
+    return MASKED_PROC
 
 
 def _private_places() -> set[str]:
@@ -159,6 +158,25 @@ def hidden_paths() -> tuple[str, ...]:
                         if os.path.isdir(path) and any(_holds(tree, path) for tree in trees)))
 
 
+@functools.lru_cache(maxsize=1)
+def grader_records() -> tuple[str, ...]:
+    """What pip wrote down of the grader's install in the library folders the sandbox sees: its
+    ``*.dist-info`` (``direct_url.json`` names the checkout of an editable install) and an
+    editable install's ``.pth`` and finder (which name the checkout's path). A folder is shown
+    empty, a file unreadable (Python's ``site`` skips a ``.pth`` it cannot read)."""
+    name = PACKAGE_DIR.name
+    found = set()
+    for folder in {*site.getsitepackages(), *import_paths()}:
+        with contextlib.suppress(OSError):
+            for entry in os.listdir(folder):
+                project = entry.split("-", 1)[0].rsplit(".", 1)[0].replace("-", "_").lower()
+                if (entry.startswith("__editable__") and name in entry) or (project == name and entry.endswith(
+                        (".dist-info", ".egg-info", ".egg-link"))):
+                    found.add(os.path.join(os.path.realpath(folder), entry))
+    trees = ["/usr", *read_only_trees()]
+    return tuple(sorted(path for path in found if any(_holds(tree, path) for tree in trees)))
+
+
 def system_binds() -> list[str]:
     argv = []
     for top in ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32"):
@@ -181,6 +199,9 @@ def system_binds() -> list[str]:
         argv += ["--ro-bind", tree, tree]
     for path in hidden_paths():  # an empty, read-only folder in its place
         argv += ["--perms", "0555", "--tmpfs", path, "--remount-ro", path]
+    for path in grader_records():  # an empty folder; a file is /dev/null, which a nodev mount never opens
+        argv += ["--perms", "0555", "--tmpfs", path, "--remount-ro", path] if os.path.isdir(path) \
+            else ["--ro-bind", os.devnull, path]
     # the interpreter's path as the grader knows it (a virtualenv's bin/python is a link)
     for path in {os.path.abspath(sys.prefix), os.path.dirname(PYTHON)}:
         real = os.path.realpath(path)

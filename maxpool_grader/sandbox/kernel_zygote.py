@@ -51,6 +51,8 @@ SET_BY_IMPORTS = {name: value for name, value in os.environ.items() if _BEFORE_I
 
 import zygote  # noqa: E402  (the copy next to this one, first on the path; never the grader package)
 
+zygote.forget_the_graders_finder()  # before BASE_PATH is taken (a cold kernel has none: filesystem.grader_records)
+
 WARM_CELLS = "warm-cells.json"  # in the zygote's own directory: code cells every kernel will run
 
 

@@ -31,7 +31,7 @@ from .box import Box, Launch, close_fds, private_directory, use_sandbox
 from .filesystem import KERNEL_DIR, PYTHON, WORKDIR, environment
 from .kernel_client import CappedKernelClient
 from .limits import prlimit, rlimits
-from .zygote import SpawnError, Zygote
+from .zygote import SpawnError, Zygote, program_argv
 
 NBGRADER_VARIABLES = ("NBGRADER_EXECUTION", "NBGRADER_VALIDATING")  # nbgrader sets them while it runs a notebook
 
@@ -242,7 +242,7 @@ def start_kernel_zygote(cells: list[str] = (), holders: int = 1) -> Zygote:
         shutil.copyfile(program, directory / program.name)
     if cells:
         (directory / "warm-cells.json").write_text(json.dumps(list(cells)))
-    return Zygote([PYTHON, str(directory / "kernel_zygote.py")], cwd=str(directory),
+    return Zygote(program_argv(PYTHON, "kernel_zygote.py"), cwd=str(directory),
                   env=dict(environment(home=str(directory), JPY_PARENT_PID="1"), TMPDIR=str(directory)),
                   holders=holders)
 

@@ -36,10 +36,40 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 import traceback
 from pathlib import Path
+
+# A zygote's programs (its own and this file) are private copies in its private folder, whose
+# name holds the pid of the grader's process: every process it forks holds its command line and
+# its modules' file names. So it is started as ``python -c LOADER <program> ...`` in that folder,
+# which compiles both under ``PROGRAMS`` (a name of no folder of the host) and runs the program.
+PROGRAMS = "/run/zygote"
+LOADER = """
+import sys, types
+def _zygote_load(name, file):
+    module = types.ModuleType(name)
+    module.__file__ = "%s/" + file
+    sys.modules[name] = module
+    with open(file) as handle:
+        exec(compile(handle.read(), module.__file__, "exec"), module.__dict__)
+_zygote_load("zygote", "zygote.py")
+sys.argv = ["%s/" + sys.argv[1], *sys.argv[2:]]
+__file__ = sys.argv[0]
+with open(__file__.rsplit("/", 1)[1]) as _zygote_handle:
+    _zygote_code = compile(_zygote_handle.read(), __file__, "exec")
+del _zygote_load, _zygote_handle
+exec(_zygote_code)
+""" % (PROGRAMS, PROGRAMS)
+
+
+def program_argv(python: str, program: str, *flags: str) -> list[str]:
+    """How a zygote whose ``program`` (a file name) and zygote.py are in its working directory
+    starts (``LOADER``)."""
+    return [python, *flags, "-c", LOADER, program]
+
 
 # The holder: says it is ready, then waits for the child's exit status on its stdin.
 HOLDER = ["sh", "-c", 'echo ready; read -r code; exit "${code:-1}"']
@@ -53,6 +83,21 @@ class SpawnError(RuntimeError):
 
 
 # ---------------------------------------------------------------- the zygote's side
+def forget_the_graders_finder() -> None:
+    """An editable install of the grader puts its finder on ``sys.meta_path`` of every Python
+    of its environment (its ``.pth``), and the finder holds the checkout's path: every child
+    would hold it too. The sandbox shows the ``.pth`` empty (filesystem.grader_records), so a
+    process started there has none; a zygote drops its own."""
+    for name in [name for name in sys.modules if name.startswith("__editable__") and "maxpool_grader" in name]:
+        module = sys.modules.pop(name)
+        sys.meta_path[:] = [finder for finder in sys.meta_path
+                            if getattr(finder, "__module__", getattr(type(finder), "__module__", "")) != name
+                            and finder is not module]
+        sys.path_hooks[:] = [hook for hook in sys.path_hooks if getattr(hook, "__module__", "") != name]
+        sys.path_importer_cache.clear()
+    sys.path[:] = [entry for entry in sys.path if not (entry.startswith("__editable__") and "maxpool_grader" in entry)]
+
+
 def serve(socks, run, directory: str | None = None) -> None:
     """Answer spawn requests on each socket of ``socks`` (one socket, or one per worker it
     serves) until every one has closed or the process that started it is no longer this
@@ -61,6 +106,7 @@ def serve(socks, run, directory: str | None = None) -> None:
     is ready (it should not return)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the worker's to handle
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the forked children reap themselves
+    forget_the_graders_finder()
     socks = list(socks) if isinstance(socks, (list, tuple)) else [socks]
     starter = os.getppid()
     try:
@@ -293,6 +339,7 @@ def _become(request: dict, passed: list[int]) -> None:
         install_filter(bytes.fromhex(request["seccomp"]))
     os.environ.clear()
     os.environ.update(request["env"])
+    blank_inherited_environment()
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(devnull, fd)
@@ -301,6 +348,17 @@ def _become(request: dict, passed: list[int]) -> None:
         os.closerange(low + 1, high)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+
+
+def blank_inherited_environment() -> None:
+    """Zero the environment block this process got from the zygote's start, which
+    ``/proc/self/environ`` shows whatever ``os.environ`` holds now: the zygote's own (its
+    private folder as HOME and TMPDIR). Once ``os.environ`` was cleared nothing points into it."""
+    with open("/proc/self/stat", "rb") as handle:
+        fields = handle.read().rsplit(b")", 1)[1].split()  # fields from the 3rd on
+    start, end = int(fields[50 - 3]), int(fields[51 - 3])  # env_start, env_end
+    if 0 < start < end:
+        ctypes.memset(start, 0, end - start)
 
 
 class _SockFilterProgram(ctypes.Structure):

@@ -119,7 +119,7 @@ def start_verdict_zygote(holders: int = 1) -> zygote.Zygote:
     directory = box.private_directory("zygote-")
     for module in (untrusted, zygote):
         shutil.copyfile(module.__file__, directory / Path(module.__file__).name)
-    return zygote.Zygote([filesystem.PYTHON, "-P", str(directory / "untrusted.py"), "--zygote"],
+    return zygote.Zygote(zygote.program_argv(filesystem.PYTHON, "untrusted.py", "-P") + ["--zygote"],
                          env=dict(filesystem.environment(home=str(directory)), TMPDIR=str(directory)),
                          cwd=str(directory), holders=holders)
 

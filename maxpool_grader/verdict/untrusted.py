@@ -263,9 +263,9 @@ if __name__ == "__main__":
     if sys.argv[1] == "--zygote":  # the verdict zygote (zygote.py): forks one process per request
         import socket
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # -P leaves it out
-        import zygote  # the copy next to this one; never the grader package
+        import zygote  # the copy next to this one (zygote.LOADER loaded it); never the grader package
         del sys.path[0]
         zygote.serve([socket.socket(fileno=int(fd)) for fd in sys.argv[2].split(",")], lambda request, fds: main(*fds),
-                     directory=os.path.dirname(os.path.abspath(__file__)))
+                     directory=os.getcwd())  # its private folder (zygote.LOADER)
     else:
         main(int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]))
