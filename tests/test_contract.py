@@ -219,6 +219,14 @@ def test_the_notebook_states_every_rule_and_its_self_check_checks_exactly_the_co
     assert list(namespace["_RULES"]) == self_checked()
 
 
+def test_no_two_tests_say_the_same_sentence_of_what_they_check():
+    """A page shows every failed test's "What it checks" line, and says each sentence once
+    (tests/test_feedback_page.py): what the contract adds to each line is that test's own."""
+    sentences = [sentence for check in HIDDEN_CHECKS.values() for sentence in re.split(r"(?<=[.:])\s+", check.what)
+                 if len(sentence) >= 40]  # as the page test splits them (a colon ends one too)
+    assert len(sentences) == len(set(sentences)), sorted(s for s in sentences if sentences.count(s) > 1)
+
+
 NO_INPUT_TO_PASTE = {mutant["name"] for mutant in contract_mutants.MUTANTS if mutant["rule"] == "state"}
 
 

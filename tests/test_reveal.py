@@ -307,20 +307,13 @@ def _read_the_final_page_with_the_keyboard(browser, link: str) -> None:
     """A web student opens their link, reaches "Read your final feedback" with the Tab key and
     opens it: both pages pass axe, the final page reflows at 320 CSS px (its formulas, inline ones
     too, scroll in boxes the keyboard reaches)."""
-    from a11y import assert_accessible, reflow_problems, tab, unsandboxed
+    from a11y import assert_accessible, reflow_problems, unsandboxed
     from pages import offline_page
     page = offline_page(browser)
     unsandboxed(page, "**/final")  # a sandboxed page runs no script, not even axe's
     page.goto(link)
     assert_accessible(page, "the home page with the final feedback's link")
-    for _ in range(30):
-        stop = tab(page)
-        if page.evaluate("() => document.activeElement.textContent") == "Read your final feedback":
-            break
-    else:
-        raise AssertionError("the final feedback's link is never reached with the Tab key")
-    assert stop["outline"]
-    page.keyboard.press("Enter")
+    _follow_with_the_keyboard(page, "Read your final feedback", 30)
     page.wait_for_url("**/final")
     page.wait_for_load_state("load")
     assert page.locator("text=Part A: the model answer").count() >= 1
@@ -333,17 +326,23 @@ def _read_the_final_page_with_the_keyboard(browser, link: str) -> None:
     assert re.fullmatch(r"This is the final feedback on attempt \d+, received .+ UTC: the attempt that counts, "
                         r"because .+\.", said.strip()), said
     page.reload()
-    for _ in range(10):  # the way back is among the page's first stops
-        stop = tab(page)
-        if page.evaluate("() => document.activeElement.textContent") == "Back to your attempts":
-            break
-    else:
-        raise AssertionError("the final page's link back is not among its first ten Tab stops")
-    assert stop["outline"]
-    page.keyboard.press("Enter")
+    _follow_with_the_keyboard(page, "Back to your attempts", 10)  # among the page's first stops
     page.wait_for_url(re.compile(r".*/$"))
     assert page.locator("text=Read your final feedback").count() == 1
     page.close()
+
+
+def _follow_with_the_keyboard(page, link: str, most: int) -> None:
+    """Tab to the link named ``link`` (within ``most`` stops), see its focus drawn, press Enter."""
+    from a11y import tab
+    for _ in range(most):
+        stop = tab(page)
+        if page.evaluate("() => document.activeElement.textContent") == link:
+            break
+    else:
+        raise AssertionError(f"{link!r} is not reached within {most} stops of the Tab key")
+    assert stop["outline"], stop
+    page.keyboard.press("Enter")
 
 
 @pytest.fixture(scope="module")

@@ -185,10 +185,8 @@ def told(grade_id: str) -> str:
     if not rules:
         return ""
     varied = ", ".join(dict.fromkeys(VARIED[dimension] for rule in rules for dimension in rule.over))
-    statements = list(dict.fromkeys(rule.statement for rule in rules))
-    if len(statements) == 1:  # the test's own line says what
-        return f" It also checks this on drawn inputs that vary {varied}."
-    return f" It also checks, on drawn inputs that vary {varied}: {'; '.join(statements)}."
+    statements = list(dict.fromkeys(rule.statement for rule in rules))  # each test's own: no two pages alike
+    return f" It also checks “{'; '.join(statements)}” on drawn inputs that vary {varied}."
 
 
 # What a dimension of the kinds of input (kinds.DIMENSIONS) varies, as a report says it
